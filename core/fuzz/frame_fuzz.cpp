@@ -1,0 +1,45 @@
+// libFuzzer target: the frame decoder is total and canonical.
+//
+// For any input, decode_request and decode_response either return a typed
+// error or a frame; a decoded frame re-encodes to exactly the bytes it came
+// from (so no field is ignored or silently normalised), and decoding is
+// independent of bytes past the frame.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+
+#include "faultlane/core/assert.hpp"
+#include "faultlane/core/frame.hpp"
+
+namespace wire = faultlane::wire;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::span<const std::byte> in(reinterpret_cast<const std::byte*>(data), size);
+  // The first byte picks the receiver's transfer limit so both sides of the
+  // length check are explored.
+  std::uint64_t limit = size > 0 ? (1ull << (data[0] % 40)) : 1;
+
+  auto request = wire::decode_request(in, limit);
+  if (request.ok()) {
+    FL_ASSERT(size >= wire::request_frame_bytes);
+    auto again = wire::encode(request.value());
+    FL_ASSERT(std::memcmp(again.data(), data, wire::request_frame_bytes) == 0);
+    FL_ASSERT(request.value().length > 0 && request.value().length <= limit);
+  } else {
+    FL_ASSERT(!wire::to_string(request.error()).empty());
+  }
+
+  auto response = wire::decode_response(in);
+  if (response.ok()) {
+    FL_ASSERT(size >= wire::response_frame_bytes);
+    auto again = wire::encode(response.value());
+    FL_ASSERT(std::memcmp(again.data(), data, wire::response_frame_bytes) == 0);
+  }
+  // A frame and its error never depend on trailing bytes.
+  if (size > wire::request_frame_bytes) {
+    auto prefix = wire::decode_request(in.first(wire::request_frame_bytes), limit);
+    FL_ASSERT(prefix.ok() == request.ok());
+  }
+  return 0;
+}

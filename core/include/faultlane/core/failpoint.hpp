@@ -1,0 +1,82 @@
+// Failpoints: named places in the core where tests and scenarios inject
+// failures (DESIGN 2.10).
+//
+//   if (auto injected = FAULTLANE_FAILPOINT("server.before_write_ack")) {
+//     return reject(*injected);
+//   }
+//
+// With the CMake option FAULTLANE_FAILPOINTS off (the release preset) the
+// macro is a constant empty optional and costs nothing. With it on, an
+// unarmed failpoint costs one relaxed atomic load. An armed one performs its
+// action: return an error status, delay, throw, or pause until resumed —
+// limited by a count and a probability drawn from its own seeded generator,
+// so one seed gives one schedule.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "faultlane/core/status.hpp"
+
+namespace faultlane::failpoint {
+
+enum class action : std::uint8_t { off, return_error, delay, throw_exception, pause };
+
+std::string_view to_string(action a) noexcept;
+std::optional<action> parse_action(std::string_view text) noexcept;
+
+struct config {
+  action act = action::off;
+  status error = status::internal_error;  // for return_error
+  std::uint32_t delay_ms = 0;             // for delay
+  std::int64_t count = -1;                // fire at most this many times; -1 = unlimited
+  double probability = 1.0;               // chance of firing at each evaluation
+  std::uint64_t seed = 0;                 // drives `probability`
+};
+
+// What a throw_exception failpoint throws.
+struct injected_exception : std::runtime_error {
+  explicit injected_exception(const std::string& name)
+      : std::runtime_error("failpoint " + name + " threw") {}
+};
+
+void arm(std::string_view name, const config& cfg);
+void disarm(std::string_view name);  // also releases threads it paused
+void disarm_all();
+
+// Times the failpoint fired (its action ran) since it was last armed.
+std::uint64_t fired(std::string_view name);
+// Times execution passed the failpoint, fired or not, since it was armed.
+std::uint64_t evaluated(std::string_view name);
+
+// Pause control: wait until `threads` threads are paused at `name`, and let
+// them go. Both return false on timeout.
+bool wait_paused(std::string_view name, std::size_t threads, std::chrono::milliseconds timeout);
+void resume(std::string_view name);
+
+// Called through FAULTLANE_FAILPOINT; returns the status to inject, if any.
+std::optional<status> evaluate(std::string_view name);
+
+// RAII arming for tests: disarms on scope exit.
+class scoped {
+ public:
+  scoped(std::string name, const config& cfg) : name_(std::move(name)) { arm(name_, cfg); }
+  scoped(const scoped&) = delete;
+  scoped& operator=(const scoped&) = delete;
+  ~scoped() { disarm(name_); }
+
+ private:
+  std::string name_;
+};
+
+}  // namespace faultlane::failpoint
+
+#if defined(FAULTLANE_FAILPOINTS_ENABLED)
+#define FAULTLANE_FAILPOINT(name) ::faultlane::failpoint::evaluate(name)
+#else
+#define FAULTLANE_FAILPOINT(name) (::std::optional<::faultlane::status>{})
+#endif

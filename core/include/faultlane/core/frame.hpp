@@ -1,0 +1,140 @@
+// The data-plane wire format: fixed-size request and response frames.
+//
+// Every field is encoded explicitly, big-endian, at a fixed offset (no struct
+// memcpy, no padding), and decoding is total: any 48 or 32 bytes decode to a
+// frame or to exactly one typed decode_error, checked in a fixed order before
+// anything is allocated. docs/protocol.md gives every byte.
+//
+// One codec serves the core, the relays' frame decoder and the fuzz target.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <variant>
+
+#include "faultlane/core/status.hpp"
+
+namespace faultlane::wire {
+
+inline constexpr std::uint32_t request_magic = 0x464C5251;   // "FLRQ"
+inline constexpr std::uint32_t response_magic = 0x464C5253;  // "FLRS"
+inline constexpr std::uint16_t protocol_version = 1;
+inline constexpr std::size_t request_frame_bytes = 48;
+inline constexpr std::size_t response_frame_bytes = 32;
+
+enum class opcode : std::uint8_t { read = 1, write = 2 };
+
+// Request flags: none are defined in version 1, so any set bit is rejected.
+inline constexpr std::uint8_t request_flags_known = 0;
+
+// Status carried in a response. Values are part of the protocol: never
+// renumber, only append.
+enum class wire_status : std::uint16_t {
+  ok = 0,
+  bad_version = 1,
+  bad_opcode = 2,
+  bad_length = 3,
+  range_rejected = 4,
+  permission_denied = 5,
+  stale_registration = 6,
+  shutting_down = 7,
+  internal_error = 8,
+  bad_frame = 9,
+};
+inline constexpr std::uint16_t wire_status_max = 9;
+
+struct request_frame {
+  opcode op = opcode::read;
+  std::uint8_t flags = 0;
+  std::uint64_t request_id = 0;
+  std::uint64_t registration_id = 0;
+  std::uint64_t remote_offset = 0;
+  std::uint64_t length = 0;
+
+  friend bool operator==(const request_frame&, const request_frame&) = default;
+};
+
+struct response_frame {
+  wire_status status = wire_status::ok;
+  std::uint64_t request_id = 0;
+  std::uint64_t committed_bytes = 0;
+
+  friend bool operator==(const response_frame&, const response_frame&) = default;
+};
+
+// Each rejection has its own code, so a test, a relay tap or a log line can
+// say exactly which rule a frame broke.
+enum class decode_error : std::uint8_t {
+  truncated = 1,
+  bad_magic,
+  bad_version,
+  bad_opcode,
+  bad_flags,
+  bad_reserved,
+  zero_length,
+  length_too_large,
+  offset_overflow,
+  bad_status,
+};
+
+std::string_view to_string(opcode op) noexcept;
+std::string_view to_string(wire_status s) noexcept;
+std::string_view to_string(decode_error e) noexcept;
+
+// What a target answers for a request it rejects while decoding.
+wire_status wire_status_for(decode_error e) noexcept;
+// What the initiator makes of a response status.
+faultlane::status status_for(wire_status s) noexcept;
+
+template <typename Frame>
+class [[nodiscard]] decoded {
+ public:
+  decoded(Frame f) : state_(f) {}
+  decoded(decode_error e) : state_(e) {}
+  bool ok() const noexcept { return state_.index() == 0; }
+  explicit operator bool() const noexcept { return ok(); }
+  const Frame& value() const {
+    FL_ASSERT(ok());
+    return std::get<0>(state_);
+  }
+  decode_error error() const {
+    FL_ASSERT(!ok());
+    return std::get<1>(state_);
+  }
+
+ private:
+  std::variant<Frame, decode_error> state_;
+};
+
+using request_bytes = std::array<std::byte, request_frame_bytes>;
+using response_bytes = std::array<std::byte, response_frame_bytes>;
+
+void encode(const request_frame& frame, std::span<std::byte, request_frame_bytes> out) noexcept;
+void encode(const response_frame& frame, std::span<std::byte, response_frame_bytes> out) noexcept;
+request_bytes encode(const request_frame& frame) noexcept;
+response_bytes encode(const response_frame& frame) noexcept;
+
+// `transfer_bytes_max` is the receiver's limit: a longer request is rejected
+// before any buffer is looked up. Input shorter than a frame is `truncated`;
+// extra bytes past the frame are ignored (the caller reads frames whole).
+decoded<request_frame> decode_request(std::span<const std::byte> in,
+                                      std::uint64_t transfer_bytes_max) noexcept;
+decoded<response_frame> decode_response(std::span<const std::byte> in) noexcept;
+
+// Field layout, shared with the relays (which corrupt and stall at named
+// fields) and with docs/protocol.md.
+struct field_layout {
+  std::string_view name;
+  std::size_t offset;
+  std::size_t size;
+};
+std::span<const field_layout> request_fields() noexcept;
+std::span<const field_layout> response_fields() noexcept;
+std::optional<field_layout> find_request_field(std::string_view name) noexcept;
+std::optional<field_layout> find_response_field(std::string_view name) noexcept;
+
+}  // namespace faultlane::wire

@@ -1,0 +1,77 @@
+// io_pool: the event loops the core runs on.
+//
+// N shards, each one asio::io_context run by exactly one thread (named
+// fl-io-<i>) and kept alive by a work guard. Everything that owns a socket
+// lives on one shard for its whole life, so Asio's per-object serialization
+// holds without strands; crossing shards is asio::post/dispatch only.
+//
+// Work is placed two ways: shard_for(key) is a stable hash (a peer's
+// coordination state always lands on the same shard), and next_shard() is
+// round-robin (sockets, so one hot peer still spreads over several cores).
+#pragma once
+
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "faultlane/core/status.hpp"
+
+namespace faultlane {
+
+class io_pool {
+ public:
+  // Validates worker_count against [worker_count_min, worker_count_max]
+  // and starts the threads.
+  static result<std::unique_ptr<io_pool>> create(std::size_t worker_count);
+
+  io_pool(const io_pool&) = delete;
+  io_pool& operator=(const io_pool&) = delete;
+  ~io_pool();
+
+  std::size_t size() const noexcept { return shards_.size(); }
+  asio::io_context& context(std::size_t shard) noexcept;
+
+  // Stable: the same key maps to the same shard for the pool's life (and for
+  // any pool of the same size).
+  std::size_t shard_for(std::uint64_t key) const noexcept;
+  std::size_t shard_for(std::string_view key) const noexcept;
+  std::size_t next_shard() noexcept;
+
+  // True on one of this pool's threads; shard index through `shard`.
+  bool on_pool_thread(std::size_t* shard = nullptr) const noexcept;
+
+  // Stops every shard and joins every thread. Handlers still queued never
+  // run; they are destroyed with the pool. Idempotent. Must not be called
+  // from a pool thread (it would join itself).
+  void stop();
+  bool stopped() const noexcept { return stopped_.load(std::memory_order_acquire); }
+
+ private:
+  struct shard {
+    asio::io_context context{1};
+    asio::executor_work_guard<asio::io_context::executor_type> guard{context.get_executor()};
+    std::thread thread;
+  };
+
+  explicit io_pool(std::size_t worker_count);
+  void run_shard(std::size_t index);
+
+  std::vector<std::unique_ptr<shard>> shards_;
+  std::atomic<std::uint64_t> next_{0};
+  std::atomic<bool> stopped_{false};
+  std::mutex stop_mutex_;
+};
+
+// The stable 64-bit mix used by shard_for (splitmix64 finaliser).
+std::uint64_t stable_hash(std::uint64_t key) noexcept;
+std::uint64_t stable_hash(std::string_view key) noexcept;
+
+}  // namespace faultlane

@@ -1,0 +1,112 @@
+// Status codes and result<T>: how every failure that comes from outside the
+// process (a peer, a socket, a file, a flag) travels through faultlane.
+//
+// A status says what kind of failure happened and decides what the caller may
+// do next (retry `busy`, refresh on `stale_registration`, never replay an
+// `ambiguous_write`). A result<T> carries either a value or an error with the
+// status and a human-readable message naming the problem.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+#include "faultlane/core/assert.hpp"
+
+namespace faultlane {
+
+enum class status : std::uint16_t {
+  ok = 0,
+  cancelled,           // a sibling slice failed or the caller gave up
+  busy,                // over an admission or queue bound; retry later
+  timeout,             // connect or progress deadline passed
+  connection_failed,   // could not connect, or the peer closed/reset
+  stale_registration,  // the registration id is unknown to the target
+  range_rejected,      // offset/length outside the registered range
+  permission_denied,   // the registration does not allow this access
+  protocol_error,      // a malformed or unexpected frame
+  invalid_argument,    // a bad configuration value or call argument
+  sequence_exhausted,  // no registration ids left in this incarnation
+  shutting_down,       // the transport or registry is closing
+  runtime_failed,      // an exception escaped a handler; no new work
+  admission_underflow, // released more than was reserved; fail-closed
+  ambiguous_write,     // a WRITE may have executed; never replayed
+  internal_error,
+};
+
+inline constexpr int status_count = static_cast<int>(status::internal_error) + 1;
+
+std::string_view to_string(status code) noexcept;
+
+// Orders statuses for "settle with the most severe": a root cause outranks
+// the cancellations it caused, and an ambiguous WRITE outranks everything a
+// retry policy could act on.
+int severity(status code) noexcept;
+
+// The more severe of two statuses (the first on a tie).
+inline status most_severe(status a, status b) noexcept {
+  return severity(b) > severity(a) ? b : a;
+}
+
+struct error {
+  status code = status::internal_error;
+  std::string message;
+};
+
+template <typename T>
+class [[nodiscard]] result {
+ public:
+  result(T value) : state_(std::in_place_index<0>, std::move(value)) {}
+  result(faultlane::error e) : state_(std::in_place_index<1>, std::move(e)) {
+    FL_ASSERT(std::get<1>(state_).code != status::ok);
+  }
+
+  bool ok() const noexcept { return state_.index() == 0; }
+  explicit operator bool() const noexcept { return ok(); }
+
+  T& value() & {
+    FL_ASSERT(ok());
+    return std::get<0>(state_);
+  }
+  const T& value() const& {
+    FL_ASSERT(ok());
+    return std::get<0>(state_);
+  }
+  T&& value() && {
+    FL_ASSERT(ok());
+    return std::get<0>(std::move(state_));
+  }
+  T* operator->() { return &value(); }
+  T& operator*() & { return value(); }
+
+  const faultlane::error& error() const& {
+    FL_ASSERT(!ok());
+    return std::get<1>(state_);
+  }
+  status code() const noexcept { return ok() ? status::ok : std::get<1>(state_).code; }
+
+ private:
+  std::variant<T, faultlane::error> state_;
+};
+
+template <>
+class [[nodiscard]] result<void> {
+ public:
+  result() = default;
+  result(faultlane::error e) : error_(std::move(e)) { FL_ASSERT(error_.code != status::ok); }
+
+  bool ok() const noexcept { return error_.code == status::ok; }
+  explicit operator bool() const noexcept { return ok(); }
+  const faultlane::error& error() const& {
+    FL_ASSERT(!ok());
+    return error_;
+  }
+  status code() const noexcept { return error_.code; }
+
+ private:
+  faultlane::error error_{status::ok, {}};
+};
+
+}  // namespace faultlane

@@ -1,0 +1,25 @@
+// settlement; see completion.hpp.
+#include "faultlane/core/completion.hpp"
+
+namespace faultlane {
+
+void settlement::merge(status code) noexcept {
+  auto seen = status_.load(std::memory_order_relaxed);
+  while (severity(code) > severity(static_cast<status>(seen)) &&
+         !status_.compare_exchange_weak(seen, static_cast<std::uint16_t>(code),
+                                        std::memory_order_acq_rel, std::memory_order_relaxed)) {
+  }
+}
+
+bool settlement::retire(status code, std::uint64_t transferred_bytes) noexcept {
+  merge(code);
+  if (transferred_bytes != 0) transferred_.fetch_add(transferred_bytes, std::memory_order_acq_rel);
+  // acq_rel: the last retirer sees every other retirer's status and bytes.
+  auto before = references_.fetch_sub(1, std::memory_order_acq_rel);
+  FL_ASSERT(before > 0);
+  if (before != 1) return false;
+  std::move(action_).finalize(current_status(), transferred_.load(std::memory_order_acquire));
+  return true;
+}
+
+}  // namespace faultlane

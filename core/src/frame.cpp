@@ -1,0 +1,226 @@
+// The frame codec; see frame.hpp and docs/protocol.md.
+#include "faultlane/core/frame.hpp"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+
+namespace faultlane::wire {
+namespace {
+
+constexpr std::array<field_layout, 9> request_layout{{
+    {"magic", 0, 4},
+    {"version", 4, 2},
+    {"opcode", 6, 1},
+    {"flags", 7, 1},
+    {"request_id", 8, 8},
+    {"registration_id", 16, 8},
+    {"remote_offset", 24, 8},
+    {"length", 32, 8},
+    {"reserved", 40, 8},
+}};
+
+constexpr std::array<field_layout, 6> response_layout{{
+    {"magic", 0, 4},
+    {"version", 4, 2},
+    {"status", 6, 2},
+    {"request_id", 8, 8},
+    {"committed_bytes", 16, 8},
+    {"reserved", 24, 8},
+}};
+
+static_assert(request_layout.back().offset + request_layout.back().size == request_frame_bytes);
+static_assert(response_layout.back().offset + response_layout.back().size ==
+              response_frame_bytes);
+
+template <std::size_t Size>
+void put(std::byte* out, std::uint64_t value) noexcept {
+  for (std::size_t i = 0; i < Size; ++i) {
+    out[i] = static_cast<std::byte>(value >> (8 * (Size - 1 - i)));
+  }
+}
+
+template <std::size_t Size>
+std::uint64_t get(const std::byte* in) noexcept {
+  std::uint64_t value = 0;
+  for (std::size_t i = 0; i < Size; ++i) {
+    value = (value << 8) | std::to_integer<std::uint64_t>(in[i]);
+  }
+  return value;
+}
+
+// The header checks both frame kinds share: magic, then version.
+std::optional<decode_error> check_preamble(const std::byte* in, std::uint32_t magic) noexcept {
+  if (get<4>(in) != magic) return decode_error::bad_magic;
+  if (get<2>(in + 4) != protocol_version) return decode_error::bad_version;
+  return std::nullopt;
+}
+
+std::optional<field_layout> find_field(std::span<const field_layout> fields,
+                                       std::string_view name) noexcept {
+  auto it = std::find_if(fields.begin(), fields.end(),
+                         [&](const field_layout& f) { return f.name == name; });
+  if (it == fields.end()) return std::nullopt;
+  return *it;
+}
+
+}  // namespace
+
+void encode(const request_frame& frame, std::span<std::byte, request_frame_bytes> out) noexcept {
+  std::byte* p = out.data();
+  put<4>(p + 0, request_magic);
+  put<2>(p + 4, protocol_version);
+  put<1>(p + 6, static_cast<std::uint8_t>(frame.op));
+  put<1>(p + 7, frame.flags);
+  put<8>(p + 8, frame.request_id);
+  put<8>(p + 16, frame.registration_id);
+  put<8>(p + 24, frame.remote_offset);
+  put<8>(p + 32, frame.length);
+  put<8>(p + 40, 0);
+}
+
+void encode(const response_frame& frame, std::span<std::byte, response_frame_bytes> out) noexcept {
+  std::byte* p = out.data();
+  put<4>(p + 0, response_magic);
+  put<2>(p + 4, protocol_version);
+  put<2>(p + 6, static_cast<std::uint16_t>(frame.status));
+  put<8>(p + 8, frame.request_id);
+  put<8>(p + 16, frame.committed_bytes);
+  put<8>(p + 24, 0);
+}
+
+request_bytes encode(const request_frame& frame) noexcept {
+  request_bytes bytes;
+  encode(frame, std::span<std::byte, request_frame_bytes>(bytes));
+  return bytes;
+}
+
+response_bytes encode(const response_frame& frame) noexcept {
+  response_bytes bytes;
+  encode(frame, std::span<std::byte, response_frame_bytes>(bytes));
+  return bytes;
+}
+
+decoded<request_frame> decode_request(std::span<const std::byte> in,
+                                      std::uint64_t transfer_bytes_max) noexcept {
+  if (in.size() < request_frame_bytes) return decode_error::truncated;
+  const std::byte* p = in.data();
+  if (auto e = check_preamble(p, request_magic)) return *e;
+  auto op = get<1>(p + 6);
+  if (op != static_cast<std::uint8_t>(opcode::read) &&
+      op != static_cast<std::uint8_t>(opcode::write)) {
+    return decode_error::bad_opcode;
+  }
+  auto flags = static_cast<std::uint8_t>(get<1>(p + 7));
+  if ((flags & ~request_flags_known) != 0) return decode_error::bad_flags;
+  if (get<8>(p + 40) != 0) return decode_error::bad_reserved;
+
+  request_frame frame;
+  frame.op = static_cast<opcode>(op);
+  frame.flags = flags;
+  frame.request_id = get<8>(p + 8);
+  frame.registration_id = get<8>(p + 16);
+  frame.remote_offset = get<8>(p + 24);
+  frame.length = get<8>(p + 32);
+  if (frame.length == 0) return decode_error::zero_length;
+  if (frame.length > transfer_bytes_max) return decode_error::length_too_large;
+  if (frame.remote_offset > std::numeric_limits<std::uint64_t>::max() - frame.length) {
+    return decode_error::offset_overflow;
+  }
+  return frame;
+}
+
+decoded<response_frame> decode_response(std::span<const std::byte> in) noexcept {
+  if (in.size() < response_frame_bytes) return decode_error::truncated;
+  const std::byte* p = in.data();
+  if (auto e = check_preamble(p, response_magic)) return *e;
+  auto status = get<2>(p + 6);
+  if (status > wire_status_max) return decode_error::bad_status;
+  if (get<8>(p + 24) != 0) return decode_error::bad_reserved;
+
+  response_frame frame;
+  frame.status = static_cast<wire_status>(status);
+  frame.request_id = get<8>(p + 8);
+  frame.committed_bytes = get<8>(p + 16);
+  return frame;
+}
+
+std::span<const field_layout> request_fields() noexcept { return request_layout; }
+std::span<const field_layout> response_fields() noexcept { return response_layout; }
+
+std::optional<field_layout> find_request_field(std::string_view name) noexcept {
+  return find_field(request_layout, name);
+}
+
+std::optional<field_layout> find_response_field(std::string_view name) noexcept {
+  return find_field(response_layout, name);
+}
+
+std::string_view to_string(opcode op) noexcept {
+  switch (op) {
+    case opcode::read: return "read";
+    case opcode::write: return "write";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(wire_status s) noexcept {
+  switch (s) {
+    case wire_status::ok: return "ok";
+    case wire_status::bad_version: return "bad_version";
+    case wire_status::bad_opcode: return "bad_opcode";
+    case wire_status::bad_length: return "bad_length";
+    case wire_status::range_rejected: return "range_rejected";
+    case wire_status::permission_denied: return "permission_denied";
+    case wire_status::stale_registration: return "stale_registration";
+    case wire_status::shutting_down: return "shutting_down";
+    case wire_status::internal_error: return "internal_error";
+    case wire_status::bad_frame: return "bad_frame";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(decode_error e) noexcept {
+  switch (e) {
+    case decode_error::truncated: return "truncated";
+    case decode_error::bad_magic: return "bad_magic";
+    case decode_error::bad_version: return "bad_version";
+    case decode_error::bad_opcode: return "bad_opcode";
+    case decode_error::bad_flags: return "bad_flags";
+    case decode_error::bad_reserved: return "bad_reserved";
+    case decode_error::zero_length: return "zero_length";
+    case decode_error::length_too_large: return "length_too_large";
+    case decode_error::offset_overflow: return "offset_overflow";
+    case decode_error::bad_status: return "bad_status";
+  }
+  return "unknown";
+}
+
+wire_status wire_status_for(decode_error e) noexcept {
+  switch (e) {
+    case decode_error::bad_version: return wire_status::bad_version;
+    case decode_error::bad_opcode: return wire_status::bad_opcode;
+    case decode_error::zero_length:
+    case decode_error::length_too_large:
+    case decode_error::offset_overflow: return wire_status::bad_length;
+    default: return wire_status::bad_frame;
+  }
+}
+
+faultlane::status status_for(wire_status s) noexcept {
+  switch (s) {
+    case wire_status::ok: return faultlane::status::ok;
+    case wire_status::range_rejected: return faultlane::status::range_rejected;
+    case wire_status::permission_denied: return faultlane::status::permission_denied;
+    case wire_status::stale_registration: return faultlane::status::stale_registration;
+    case wire_status::shutting_down: return faultlane::status::shutting_down;
+    case wire_status::internal_error: return faultlane::status::internal_error;
+    case wire_status::bad_version:
+    case wire_status::bad_opcode:
+    case wire_status::bad_length:
+    case wire_status::bad_frame: return faultlane::status::protocol_error;
+  }
+  return faultlane::status::protocol_error;
+}
+
+}  // namespace faultlane::wire

@@ -1,0 +1,110 @@
+// io_pool: N io_contexts, one named thread each; see io_pool.hpp.
+#include "faultlane/core/io_pool.hpp"
+
+#include <pthread.h>
+
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "faultlane/core/limits.hpp"
+
+namespace faultlane {
+namespace {
+
+thread_local const io_pool* current_pool = nullptr;
+thread_local std::size_t current_shard = 0;
+
+}  // namespace
+
+std::uint64_t stable_hash(std::uint64_t key) noexcept {
+  key += 0x9e3779b97f4a7c15ull;
+  key = (key ^ (key >> 30)) * 0xbf58476d1ce4e5b9ull;
+  key = (key ^ (key >> 27)) * 0x94d049bb133111ebull;
+  return key ^ (key >> 31);
+}
+
+std::uint64_t stable_hash(std::string_view key) noexcept {
+  // FNV-1a, then the 64-bit mix so short keys still spread over all shards.
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : key) {
+    h = (h ^ c) * 0x100000001b3ull;
+  }
+  return stable_hash(h);
+}
+
+result<std::unique_ptr<io_pool>> io_pool::create(std::size_t worker_count) {
+  if (worker_count < limits::worker_count_min || worker_count > limits::worker_count_max) {
+    return error{status::invalid_argument,
+                 "worker_count must be in [" + std::to_string(limits::worker_count_min) + ", " +
+                     std::to_string(limits::worker_count_max) + "], got " +
+                     std::to_string(worker_count)};
+  }
+  return std::unique_ptr<io_pool>(new io_pool(worker_count));
+}
+
+io_pool::io_pool(std::size_t worker_count) {
+  FL_ASSERT(worker_count >= limits::worker_count_min);
+  FL_ASSERT(worker_count <= limits::worker_count_max);
+  shards_.reserve(worker_count);
+  for (std::size_t i = 0; i < worker_count; ++i) {
+    shards_.push_back(std::make_unique<shard>());
+  }
+  // Threads start only once every shard exists, so a handler that posts to
+  // another shard never sees a half-built pool.
+  for (std::size_t i = 0; i < worker_count; ++i) {
+    shards_[i]->thread = std::thread([this, i] { run_shard(i); });
+  }
+}
+
+io_pool::~io_pool() { stop(); }
+
+void io_pool::run_shard(std::size_t index) {
+  std::string name = "fl-io-" + std::to_string(index);
+  pthread_setname_np(pthread_self(), name.c_str());
+  current_pool = this;
+  current_shard = index;
+  // Handlers report their own failures (the transport wraps each one); an
+  // exception reaching here is a bug in a handler that was not wrapped.
+  shards_[index]->context.run();
+  current_pool = nullptr;
+}
+
+asio::io_context& io_pool::context(std::size_t shard_index) noexcept {
+  FL_ASSERT(shard_index < shards_.size());
+  return shards_[shard_index]->context;
+}
+
+std::size_t io_pool::shard_for(std::uint64_t key) const noexcept {
+  return static_cast<std::size_t>(stable_hash(key) % shards_.size());
+}
+
+std::size_t io_pool::shard_for(std::string_view key) const noexcept {
+  return static_cast<std::size_t>(stable_hash(key) % shards_.size());
+}
+
+std::size_t io_pool::next_shard() noexcept {
+  return static_cast<std::size_t>(next_.fetch_add(1, std::memory_order_relaxed) % shards_.size());
+}
+
+bool io_pool::on_pool_thread(std::size_t* shard_index) const noexcept {
+  if (current_pool != this) return false;
+  if (shard_index != nullptr) *shard_index = current_shard;
+  return true;
+}
+
+void io_pool::stop() {
+  FL_ASSERT(!on_pool_thread());
+  std::lock_guard lock(stop_mutex_);
+  if (stopped_.load(std::memory_order_relaxed)) return;
+  for (auto& s : shards_) {
+    s->guard.reset();
+    s->context.stop();
+  }
+  for (auto& s : shards_) {
+    if (s->thread.joinable()) s->thread.join();
+  }
+  stopped_.store(true, std::memory_order_release);
+}
+
+}  // namespace faultlane

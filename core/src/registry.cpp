@@ -1,0 +1,243 @@
+// registry and lease; see registry.hpp.
+#include "faultlane/core/registry.hpp"
+
+#include <sys/random.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <string>
+
+namespace faultlane {
+
+namespace detail {
+struct registry_entry {
+  registration_id id = 0;
+  std::byte* base = nullptr;
+  std::size_t length = 0;
+  permission perm = permission::local_only;
+  // Leases are counted under `mutex` so that a waiter in unregister/close
+  // can never miss the wake-up of the last release.
+  std::mutex mutex;
+  std::condition_variable retired;
+  std::size_t leases = 0;
+};
+}  // namespace detail
+
+std::uint64_t os_random_u64() {
+  std::uint64_t value = 0;
+  auto* out = reinterpret_cast<unsigned char*>(&value);
+  std::size_t filled = 0;
+  while (filled < sizeof(value)) {
+    ssize_t n = getrandom(out + filled, sizeof(value) - filled, 0);
+    if (n < 0 && errno == EINTR) continue;
+    FL_ASSERT(n > 0);  // getrandom without GRND_NONBLOCK only fails on a broken kernel.
+    filled += static_cast<std::size_t>(n);
+  }
+  return value;
+}
+
+std::string_view to_string(permission p) noexcept {
+  switch (p) {
+    case permission::local_only: return "local_only";
+    case permission::remote_read: return "remote_read";
+    case permission::remote_read_write: return "remote_read_write";
+  }
+  return "unknown";
+}
+
+std::optional<permission> parse_permission(std::string_view text) noexcept {
+  for (auto p : {permission::local_only, permission::remote_read, permission::remote_read_write}) {
+    if (text == to_string(p)) return p;
+  }
+  return std::nullopt;
+}
+
+// --- lease -------------------------------------------------------------------
+
+lease::lease(registry* owner, std::shared_ptr<detail::registry_entry> entry, std::byte* data,
+             std::size_t size) noexcept
+    : owner_(owner), entry_(std::move(entry)), data_(data), size_(size) {}
+
+lease::lease(lease&& other) noexcept
+    : owner_(std::exchange(other.owner_, nullptr)),
+      entry_(std::move(other.entry_)),
+      data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)) {}
+
+lease& lease::operator=(lease&& other) noexcept {
+  if (this != &other) {
+    release();
+    owner_ = std::exchange(other.owner_, nullptr);
+    entry_ = std::move(other.entry_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+void lease::release() noexcept {
+  if (!entry_) return;
+  owner_->lease_released(*entry_);
+  entry_.reset();
+  owner_ = nullptr;
+  data_ = nullptr;
+  size_ = 0;
+}
+
+// --- registry ----------------------------------------------------------------
+
+registry::registry(registry_options options)
+    : namespace_(options.namespace_value.value_or(os_random_u64())),
+      sequence_max_(options.sequence_max) {
+  FL_ASSERT(sequence_max_ > 0);
+  FL_ASSERT(sequence_max_ <= limits::registration_sequence_max);
+}
+
+registry::~registry() {
+  auto closed = close();
+  // Destroying a registry whose leases are still alive would let them
+  // touch freed memory; that is a lifetime bug in the owner.
+  FL_ASSERT(closed.ok());
+  FL_ASSERT(active_leases() == 0);
+}
+
+result<registration_id> registry::register_buffer(void* base, std::size_t length,
+                                                   permission perm) {
+  if (base == nullptr || length == 0) {
+    return error{status::invalid_argument, "register_buffer needs a non-null buffer of length > 0"};
+  }
+  auto address = reinterpret_cast<std::uintptr_t>(base);
+  if (length > std::numeric_limits<std::uintptr_t>::max() - address) {
+    return error{status::invalid_argument, "register_buffer range wraps the address space"};
+  }
+  std::unique_lock lock(mutex_);
+  if (closed_) return error{status::shutting_down, "registry is closed"};
+  registration_id id = 0;
+  do {
+    if (sequence_ >= sequence_max_) {
+      return error{status::sequence_exhausted,
+                   "registration sequence exhausted after " + std::to_string(sequence_) + " ids"};
+    }
+    id = namespace_ ^ ++sequence_;
+  } while (id == 0);  // the one sequence value that would map to 0 is skipped
+  auto entry = std::make_shared<detail::registry_entry>();
+  entry->id = id;
+  entry->base = static_cast<std::byte*>(base);
+  entry->length = length;
+  entry->perm = perm;
+  FL_ASSERT(live_.emplace(id, std::move(entry)).second);
+  return id;
+}
+
+result<void> registry::unregister_buffer(registration_id id) {
+  return unregister_buffer(id, std::chrono::milliseconds::max());
+}
+
+result<void> registry::unregister_buffer(registration_id id, std::chrono::milliseconds timeout) {
+  entry_ptr entry;
+  {
+    std::unique_lock lock(mutex_);
+    if (auto it = live_.find(id); it != live_.end()) {
+      entry = it->second;
+      live_.erase(it);
+      retiring_.emplace(id, entry);
+    } else if (auto r = retiring_.find(id); r != retiring_.end()) {
+      entry = r->second;  // an earlier timed-out unregister: wait again
+    } else {
+      return error{status::stale_registration, "unknown registration id"};
+    }
+  }
+  return wait_retired(entry, id, timeout);
+}
+
+result<void> registry::wait_retired(const entry_ptr& entry, registration_id id,
+                                    std::chrono::milliseconds timeout) {
+  {
+    std::unique_lock lock(entry->mutex);
+    auto drained = [&] { return entry->leases == 0; };
+    if (timeout == std::chrono::milliseconds::max()) {
+      entry->retired.wait(lock, drained);
+    } else if (!entry->retired.wait_for(lock, timeout, drained)) {
+      return error{status::timeout, std::to_string(entry->leases) +
+                                        " lease(s) still held on registration after timeout"};
+    }
+  }
+  std::unique_lock lock(mutex_);
+  retiring_.erase(id);
+  return {};
+}
+
+result<lease> registry::acquire(registration_id id, std::uint64_t offset, std::uint64_t length,
+                                access kind) {
+  std::shared_lock lock(mutex_);
+  if (closed_) return error{status::shutting_down, "registry is closed"};
+  auto it = live_.find(id);
+  if (it == live_.end()) return error{status::stale_registration, "unknown registration id"};
+  const entry_ptr& entry = it->second;
+  bool allowed = kind == access::read ? entry->perm != permission::local_only
+                                      : entry->perm == permission::remote_read_write;
+  if (!allowed) {
+    return error{status::permission_denied,
+                 std::string("registration is ") + std::string(to_string(entry->perm))};
+  }
+  // Overflow-safe: offset + length is never computed.
+  if (length == 0 || offset > entry->length || length > entry->length - offset) {
+    return error{status::range_rejected, "range [" + std::to_string(offset) + ", +" +
+                                             std::to_string(length) + ") outside registration of " +
+                                             std::to_string(entry->length) + " bytes"};
+  }
+  {
+    std::lock_guard entry_lock(entry->mutex);
+    ++entry->leases;
+  }
+  active_leases_.fetch_add(1, std::memory_order_acq_rel);
+  return lease(this, entry, entry->base + offset, static_cast<std::size_t>(length));
+}
+
+void registry::lease_released(detail::registry_entry& entry) noexcept {
+  active_leases_.fetch_sub(1, std::memory_order_acq_rel);
+  std::lock_guard lock(entry.mutex);
+  FL_ASSERT(entry.leases > 0);
+  if (--entry.leases == 0) entry.retired.notify_all();
+}
+
+std::vector<registration_info> registry::advertised() const {
+  std::vector<registration_info> out;
+  std::shared_lock lock(mutex_);
+  for (const auto& [id, entry] : live_) {
+    if (entry->perm == permission::local_only) continue;
+    out.push_back({id, entry->base, entry->length, entry->perm});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const registration_info& a, const registration_info& b) { return a.id < b.id; });
+  return out;
+}
+
+result<void> registry::close(std::chrono::milliseconds timeout) {
+  std::vector<std::pair<registration_id, entry_ptr>> pending;
+  {
+    std::unique_lock lock(mutex_);
+    closed_ = true;
+    for (auto& [id, entry] : live_) retiring_.emplace(id, entry);
+    live_.clear();
+    pending.assign(retiring_.begin(), retiring_.end());
+  }
+  const bool unbounded = timeout == std::chrono::milliseconds::max();
+  const auto deadline = std::chrono::steady_clock::now() + (unbounded ? std::chrono::milliseconds(0) : timeout);
+  for (auto& [id, entry] : pending) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    auto waited = wait_retired(entry, id, unbounded ? timeout : std::max(left, std::chrono::milliseconds(0)));
+    if (!waited.ok()) return waited;
+  }
+  return {};
+}
+
+std::size_t registry::registration_count() const {
+  std::shared_lock lock(mutex_);
+  return live_.size();
+}
+
+}  // namespace faultlane
