@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -185,6 +186,7 @@ TEST(registry, unregister_races_lease_holders_on_many_threads) {
   std::vector<registration_id> ids;
   for (int i = 0; i < buffers; ++i) {
     memory.push_back(std::make_unique<std::byte[]>(size));
+    std::fill_n(memory.back().get(), size, std::byte{7});
     ids.push_back(must_register(r, memory.back().get(), size, permission::remote_read_write));
   }
   std::atomic<bool> done{false};
@@ -202,7 +204,11 @@ TEST(registry, unregister_races_lease_holders_on_many_threads) {
           refused.fetch_add(1);
           continue;
         }
-        for (std::size_t b = 0; b < size; ++b) l->data()[b] = static_cast<std::byte>(t);
+        // Readers only: concurrent leases on one buffer are shared, and the
+        // free after unregister is the write a missing wait would race with.
+        unsigned sum = 0;
+        for (std::size_t b = 0; b < size; ++b) sum += std::to_integer<unsigned>(l->data()[b]);
+        EXPECT_EQ(sum, size * 7u);
         leased.fetch_add(1);
       }
     });
