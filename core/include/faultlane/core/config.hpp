@@ -1,0 +1,55 @@
+// transport_config: everything a transport is started with.
+//
+// validate() checks every field against its bound (limits.hpp) and names the
+// field in its error; nothing is silently clamped. load_config_file() and
+// parse_config_yaml() read the same fields from YAML (docs/configuration.md).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "faultlane/core/limits.hpp"
+#include "faultlane/core/status.hpp"
+
+namespace faultlane {
+
+class transport_observer;
+
+struct transport_config {
+  // Listener. Port 0 picks a free port; transport::descriptor() reports it.
+  std::string bind_address = "127.0.0.1";
+  // Published endpoint; empty means bind_address (which must then not be a
+  // wildcard).
+  std::string advertise_address;
+  std::uint16_t port = 0;
+  // Ordered numeric IPv4 source addresses, one per rail (multi-rail issue).
+  std::vector<std::string> rail_addresses;
+
+  std::size_t worker_count = 1;
+  std::size_t connections_per_peer = 4;
+  std::uint64_t max_outstanding_tasks = limits::outstanding_tasks_default;
+  std::uint64_t max_outstanding_bytes = limits::outstanding_bytes_default;
+  std::uint64_t max_transfer_bytes = limits::transfer_bytes_default;
+  std::size_t max_connections = 1024;
+
+  std::uint32_t connect_timeout_ms = limits::connect_timeout_ms_default;
+  std::uint32_t progress_timeout_ms = limits::progress_timeout_ms_default;
+  std::uint32_t idle_connection_timeout_ms = limits::idle_connection_timeout_ms_default;
+  std::uint32_t reconnect_cooldown_ms = 1000;
+  std::uint32_t shutdown_timeout_ms = 10000;
+
+  // Optional; not owned; must outlive the transport. Null costs nothing.
+  transport_observer* observer = nullptr;
+};
+
+inline constexpr std::size_t connections_max = 65536;
+
+result<void> validate(const transport_config& config);
+
+result<transport_config> parse_config_yaml(std::string_view yaml_text);
+result<transport_config> load_config_file(const std::string& path);
+
+}  // namespace faultlane

@@ -1,0 +1,170 @@
+// transport: one-sided READ/WRITE between registered buffers of peers.
+//
+// A transport is both a target (it serves its registered buffers to peers on
+// a listener) and an initiator (it moves bytes to and from peers it opened).
+//
+//   auto t = transport::start(config);                 // validated config
+//   auto id = t->register_buffer(p, n, permission::remote_read_write);
+//   auto peer = t->open_segment(other->descriptor());  // reach a peer
+//   auto batch = t->submit(requests, on_task_done);    // READs and WRITEs
+//   batch->wait(5s);  batch->status(i);                // or poll
+//   t->shutdown();                                     // ordered, bounded
+//
+// Every task ends in exactly one terminal status, published only after every
+// I/O callback that could touch its buffers has retired. A WRITE whose ACK
+// may have been lost ends `ambiguous_write` and is never replayed.
+// docs/architecture.md describes the threads, lanes and shutdown order.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "faultlane/core/config.hpp"
+#include "faultlane/core/frame.hpp"
+#include "faultlane/core/registry.hpp"
+#include "faultlane/core/status.hpp"
+
+namespace faultlane {
+
+struct endpoint {
+  std::string address;
+  std::uint16_t port = 0;
+  friend bool operator==(const endpoint&, const endpoint&) = default;
+};
+
+struct advertised_registration {
+  registration_id id = 0;
+  std::uint64_t length = 0;
+  permission perm = permission::remote_read;
+  std::string name;  // optional, stable across restarts; used to refresh ids
+};
+
+// What an initiator needs to reach a target.
+struct segment_descriptor {
+  std::uint64_t incarnation = 0;     // random per transport instance
+  std::vector<endpoint> endpoints;   // one per rail, in rail order
+  std::uint64_t max_transfer_bytes = 0;
+  std::vector<advertised_registration> registrations;
+};
+
+using segment_id = std::uint64_t;
+
+struct transfer_request {
+  wire::opcode op = wire::opcode::read;
+  void* local = nullptr;        // READ: destination; WRITE: source
+  std::uint64_t length = 0;
+  segment_id segment = 0;
+  registration_id remote_registration = 0;
+  std::uint64_t remote_offset = 0;
+};
+
+struct task_status {
+  status code = status::ok;
+  std::uint64_t transferred_bytes = 0;
+  bool done = false;
+};
+
+// Called once per task, on an io thread, after the task settled. Must be
+// thread-safe (tasks of one batch finish on different threads) and must not
+// block.
+using task_callback = std::function<void(std::size_t index, status, std::uint64_t bytes)>;
+
+class transfer_batch;
+
+struct transport_stats {
+  std::uint64_t tasks_submitted = 0;
+  std::uint64_t tasks_completed = 0;
+  std::uint64_t bytes_completed = 0;
+  std::uint64_t tasks_admitted_now = 0;   // outstanding in admission
+  std::uint64_t bytes_admitted_now = 0;
+  std::uint64_t rejected_busy = 0;
+  std::uint64_t lanes_connected = 0;
+  std::uint64_t lanes_connecting = 0;
+  std::uint64_t lanes_idle_closed = 0;
+  std::uint64_t connects = 0;
+  std::uint64_t connect_failures = 0;
+  std::uint64_t reconnects = 0;
+  std::uint64_t sessions_live = 0;
+  std::uint64_t sessions_accepted = 0;
+  std::uint64_t sessions_rejected_limit = 0;
+  std::uint64_t sessions_timed_out = 0;
+  std::uint64_t leases_live = 0;
+  std::uint64_t stale_handlers_dropped = 0;
+  std::uint64_t timeouts = 0;
+  std::uint64_t server_reads = 0;
+  std::uint64_t server_writes = 0;
+  std::uint64_t server_rejects = 0;
+  std::uint64_t failures_by_status[status_count] = {};
+  bool runtime_failed = false;
+};
+
+class transport {
+ public:
+  static result<std::unique_ptr<transport>> start(const transport_config& config);
+  ~transport();  // shuts down if the owner did not
+  transport(const transport&) = delete;
+  transport& operator=(const transport&) = delete;
+
+  // This transport as a target: incarnation, bound endpoint(s), limits and
+  // the registrations peers may use.
+  segment_descriptor descriptor() const;
+
+  result<registration_id> register_buffer(void* base, std::size_t length, permission perm,
+                                          std::string name = {});
+  result<void> unregister_buffer(registration_id id);
+
+  // Reaches a peer. Opening the same incarnation again returns the same
+  // segment; a restarted peer (new incarnation) gets a new one. The
+  // descriptor's rail count must equal this transport's.
+  result<segment_id> open_segment(const segment_descriptor& descriptor);
+
+  // Validates every request, reserves admission for the whole batch (busy
+  // if it does not fit) and starts all of them. Fails as a whole, before
+  // anything starts, on any invalid request.
+  result<std::shared_ptr<transfer_batch>> submit(std::span<const transfer_request> requests,
+                                                 task_callback on_task_done = {});
+
+  transport_stats stats() const;
+
+  // Ordered shutdown (docs/architecture.md): bounded by
+  // shutdown_timeout_ms; reports runtime failure, a drain timeout or an
+  // accounting failure. Idempotent.
+  result<void> shutdown();
+
+  // Test and operations hook: closes every lane to `segment` on its owner
+  // shard, as a network blip would; queued work reconnects.
+  void drop_connections(segment_id segment);
+
+  class impl;
+
+ private:
+  explicit transport(std::unique_ptr<impl> impl);
+  std::unique_ptr<impl> impl_;
+};
+
+// The tasks of one submit(). Shared between the caller and the transport;
+// safe to poll from any thread.
+class transfer_batch {
+ public:
+  std::size_t size() const noexcept { return size_; }
+  task_status status(std::size_t index) const;
+  std::size_t completed() const;
+  // Waits until every task is done; false on timeout.
+  bool wait(std::chrono::milliseconds timeout) const;
+
+  struct state;
+  explicit transfer_batch(std::unique_ptr<state> s, std::size_t size);
+  ~transfer_batch();
+  state& internals() noexcept { return *state_; }
+
+ private:
+  std::unique_ptr<state> state_;
+  std::size_t size_;
+};
+
+}  // namespace faultlane

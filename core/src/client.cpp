@@ -1,0 +1,408 @@
+// lane and peer_group; see client.hpp and docs/protocol.md.
+#include "client.hpp"
+
+#include <asio/post.hpp>
+#include <asio/read.hpp>
+#include <asio/write.hpp>
+
+#include <array>
+#include <future>
+
+#include "faultlane/core/failpoint.hpp"
+#include "server.hpp"
+
+namespace faultlane::detail {
+
+using asio::ip::tcp;
+using namespace std::chrono;
+
+namespace {
+constexpr std::size_t io_chunk_bytes_max = 4u << 20;
+}
+
+// --- lane ----------------------------------------------------------------------
+
+lane::lane(runtime& rt, peer_group& group, std::size_t index, std::size_t shard)
+    : rt_(rt),
+      group_(group),
+      index_(index),
+      rail_(index % group.rail_count()),
+      shard_(shard),
+      socket_(rt.pool->context(shard)),
+      deadline_(
+          rt.pool->context(shard), [this] { on_deadline(); },
+          [this] {
+            bump(rt_.stats.stale_handlers_dropped);
+            if (rt_.observer) rt_.observer->stale_handler_dropped(event());
+          }) {}
+
+lane_event lane::event() const { return {group_.id(), index_, rail_, epoch_}; }
+
+// Wraps a handler: an exception escaping it marks the runtime failed, drops
+// this lane's connection and fails its work; nothing is left half-done.
+template <typename Fn>
+auto lane::guarded(Fn fn) {
+  return [self = shared_from_this(), fn = std::move(fn)](auto&&... args) mutable {
+    try {
+      fn(std::forward<decltype(args)>(args)...);
+    } catch (const std::exception&) {
+      self->on_handler_exception();
+    }
+  };
+}
+
+void lane::on_handler_exception() {
+  rt_.mark_failed();
+  abort_status_ = status::runtime_failed;
+  if (io_pending_) {
+    // The handler had already started its next socket operation: closing
+    // the socket makes that operation's handler finish the op.
+    std::error_code ignored;
+    socket_.close(ignored);
+  } else if (current_) {
+    finish(status::runtime_failed, 0, false);
+  } else {
+    close_socket(status::runtime_failed);
+  }
+  fail_queue(status::runtime_failed);
+}
+
+auto lane::progress_condition() {
+  return [this](const std::error_code& ec, std::size_t) -> std::size_t {
+    if (ec) return 0;
+    deadline_.push(milliseconds(rt_.config.progress_timeout_ms));
+    return io_chunk_bytes_max;
+  };
+}
+
+void lane::enqueue(std::unique_ptr<transfer_op> op) {
+  if (state_ == state::closed) return retire(std::move(op), status::shutting_down, 0);
+  queue_.push_back(std::move(op));
+  pump();
+}
+
+void lane::pump() {
+  if (queue_.empty()) return;
+  switch (state_) {
+    case state::disconnected: {
+      auto decision = group_.request_connect(shared_from_this());
+      if (decision == peer_group::connect_decision::go) return start_connect();
+      if (decision == peer_group::connect_decision::wait) {
+        state_ = state::waiting_for_probe;
+        return;
+      }
+      return fail_queue(status::connection_failed);  // in reconnect cooldown
+    }
+    case state::idle: return start_next();
+    default: return;  // connecting or busy: continues when that ends
+  }
+}
+
+void lane::probe_finished() {
+  if (state_ != state::waiting_for_probe) {
+    bump(rt_.stats.stale_handlers_dropped);
+    return;
+  }
+  state_ = state::disconnected;
+  pump();
+}
+
+void lane::start_connect() {
+  FL_ASSERT(state_ == state::disconnected);
+  const auto& remote = group_.descriptor().endpoints[rail_];
+  std::error_code ec;
+  tcp::endpoint peer(asio::ip::make_address(remote.address, ec), remote.port);
+  FL_ASSERT(!ec);  // descriptors are validated at open_segment
+  state_ = state::connecting;
+  timed_out_ = false;
+  abort_status_.reset();
+  ++epoch_;
+  bump(rt_.stats.lanes_connecting);
+  socket_.open(tcp::v4(), ec);
+  if (!ec && !rt_.config.rail_addresses.empty()) {
+    // Bind the source address to this lane's rail so its bytes use it.
+    auto local = asio::ip::make_address(rt_.config.rail_addresses[rail_]);
+    socket_.bind(tcp::endpoint(local, 0), ec);
+  }
+  if (ec) {
+    io_pending_ = false;
+    return on_connected(ec);
+  }
+  deadline_kind_ = deadline_kind::connect;
+  deadline_.set(milliseconds(rt_.config.connect_timeout_ms), shared_from_this());
+  io_pending_ = true;
+  socket_.async_connect(peer, guarded([this](std::error_code e) { on_connected(e); }));
+}
+
+void lane::on_connected(const std::error_code& ec) {
+  io_pending_ = false;
+  FL_ASSERT(state_ == state::connecting);
+  rt_.stats.lanes_connecting.fetch_sub(1, std::memory_order_relaxed);
+  deadline_.clear();
+  if (ec || abort_status_) {
+    auto why = io_failure();
+    bump(rt_.stats.connect_failures);
+    std::error_code ignored;
+    socket_.close(ignored);
+    state_ = abort_status_ == status::shutting_down ? state::closed : state::disconnected;
+    group_.connect_finished(false);
+    return fail_queue(why);
+  }
+  std::error_code ignored;
+  socket_.set_option(tcp::no_delay(true), ignored);
+  bump(rt_.stats.connects);
+  bump(rt_.stats.lanes_connected);
+  if (connections_++ > 0) bump(rt_.stats.reconnects);
+  if (rt_.observer) rt_.observer->lane_connected(event());
+  state_ = state::idle;
+  group_.connect_finished(true);
+  if (queue_.empty()) {
+    deadline_kind_ = deadline_kind::idle;
+    deadline_.set(milliseconds(rt_.config.idle_connection_timeout_ms), shared_from_this());
+    return;
+  }
+  start_next();
+}
+
+void lane::start_next() {
+  FL_ASSERT(state_ == state::idle);
+  FL_ASSERT(!current_);
+  current_ = std::move(queue_.front());
+  queue_.pop_front();
+  state_ = state::busy;
+  timed_out_ = false;
+  request_bytes_sent_ = false;
+  auto& op = *current_;
+  wire::encode(wire::request_frame{op.op, 0, op.request_id, op.remote_registration,
+                                   op.remote_offset, op.length},
+               request_);
+  if (rt_.observer) {
+    rt_.observer->slice_dispatched({op.task->info.task_id, op.request_id, group_.id(), index_,
+                                    rail_, op.slice_offset, op.length});
+  }
+  deadline_kind_ = deadline_kind::progress;
+  deadline_.set(milliseconds(rt_.config.progress_timeout_ms), shared_from_this());
+  io_pending_ = true;
+  auto done = guarded([this](std::error_code ec, std::size_t n) { on_request_sent(ec, n); });
+  if (op.op == wire::opcode::write) {
+    // Header and body leave in one gather write, straight from the caller.
+    std::array<asio::const_buffer, 2> out{asio::buffer(request_), asio::buffer(op.local, op.length)};
+    asio::async_write(socket_, out, progress_condition(), std::move(done));
+  } else {
+    asio::async_write(socket_, asio::buffer(request_), progress_condition(), std::move(done));
+  }
+}
+
+void lane::on_request_sent(const std::error_code& ec, std::size_t sent) {
+  io_pending_ = false;
+  FL_ASSERT(state_ == state::busy);
+  if (sent > 0) request_bytes_sent_ = true;
+  if (ec) return finish(io_failure(), 0, false);
+  if (auto injected = FAULTLANE_FAILPOINT("client.after_request_sent")) {
+    abort_status_ = *injected;
+    return finish(*injected, 0, false);
+  }
+  io_pending_ = true;
+  asio::async_read(socket_, asio::buffer(response_), progress_condition(),
+                   guarded([this](std::error_code e, std::size_t) { on_response(e); }));
+}
+
+void lane::on_response(const std::error_code& ec) {
+  io_pending_ = false;
+  FL_ASSERT(state_ == state::busy);
+  if (ec) return finish(io_failure(), 0, false);
+  (void)FAULTLANE_FAILPOINT("client.on_response");
+  auto& op = *current_;
+  auto decoded = wire::decode_response(response_);
+  if (!decoded.ok() || decoded.value().request_id != op.request_id) {
+    return finish(status::protocol_error, 0, false);
+  }
+  const auto& reply = decoded.value();
+  if (reply.status != wire::wire_status::ok) {
+    // A definite answer: the target did not execute. A READ rejection keeps
+    // the connection; the target closes after a WRITE rejection.
+    return finish(wire::status_for(reply.status), 0, op.op == wire::opcode::read);
+  }
+  if (reply.committed_bytes != op.length) return finish(status::protocol_error, 0, false);
+  if (op.op == wire::opcode::write) return finish(status::ok, op.length, true);
+  io_pending_ = true;
+  asio::async_read(socket_, asio::buffer(op.local, op.length), progress_condition(),
+                   guarded([this](std::error_code e, std::size_t) { on_payload(e); }));
+}
+
+void lane::on_payload(const std::error_code& ec) {
+  io_pending_ = false;
+  FL_ASSERT(state_ == state::busy);
+  if (ec) return finish(io_failure(), 0, false);
+  finish(status::ok, current_->length, true);
+}
+
+status lane::io_failure() const {
+  if (abort_status_) return *abort_status_;
+  if (timed_out_) return status::timeout;
+  return status::connection_failed;
+}
+
+// The one place an in-flight op ends. A dirty connection is closed before
+// the status becomes visible, so no later request can reuse it.
+void lane::finish(status code, std::uint64_t bytes, bool keep_connection) {
+  FL_ASSERT(current_);
+  auto op = std::move(current_);
+  // A WRITE that may have reached the target without a valid answer has an
+  // unknown outcome: terminal, never replayed.
+  if (op->op == wire::opcode::write && request_bytes_sent_ && code != status::ok &&
+      (code == status::timeout || code == status::connection_failed ||
+       code == status::protocol_error || code == status::shutting_down ||
+       code == status::runtime_failed || code == status::cancelled)) {
+    code = status::ambiguous_write;
+  }
+  if (code == status::timeout) bump(rt_.stats.timeouts);
+  if (keep_connection && state_ == state::busy && !abort_status_) {
+    state_ = state::idle;
+  } else {
+    close_socket(code);
+  }
+  retire(std::move(op), code, bytes);
+  if (state_ == state::idle) {
+    if (!queue_.empty()) return start_next();
+    deadline_kind_ = deadline_kind::idle;
+    deadline_.set(milliseconds(rt_.config.idle_connection_timeout_ms), shared_from_this());
+    return;
+  }
+  if (state_ == state::disconnected) pump();
+  else if (state_ == state::closed) fail_queue(status::shutting_down);
+}
+
+void lane::fail_queue(status code) {
+  auto failed = std::move(queue_);
+  queue_.clear();
+  for (auto& op : failed) retire(std::move(op), code, 0);
+}
+
+void lane::close_socket(status why) {
+  if (state_ == state::idle || state_ == state::busy) {
+    rt_.stats.lanes_connected.fetch_sub(1, std::memory_order_relaxed);
+    if (rt_.observer) rt_.observer->lane_closed(event(), why);
+  }
+  std::error_code ignored;
+  socket_.close(ignored);
+  deadline_.cancel();
+  if (state_ != state::closed && state_ != state::connecting) state_ = state::disconnected;
+  if (abort_status_ == status::shutting_down) state_ = state::closed;
+}
+
+void lane::on_deadline() {
+  switch (deadline_kind_) {
+    case deadline_kind::idle:
+      if (state_ != state::idle) return;
+      bump(rt_.stats.lanes_idle_closed);
+      close_socket(status::ok);
+      return;
+    case deadline_kind::connect:
+    case deadline_kind::progress:
+      // Cancel the pending operation; its handler ends the op with timeout.
+      timed_out_ = true;
+      std::error_code ignored;
+      socket_.close(ignored);
+      return;
+  }
+}
+
+void lane::shutdown() {
+  abort_status_ = status::shutting_down;
+  fail_queue(status::shutting_down);
+  switch (state_) {
+    case state::connecting:
+    case state::busy: {
+      // The pending handler settles the op and sees the lane closed.
+      std::error_code ignored;
+      socket_.close(ignored);
+      deadline_.cancel();
+      return;
+    }
+    case state::idle: close_socket(status::shutting_down); break;
+    default: deadline_.cancel(); break;
+  }
+  state_ = state::closed;
+}
+
+void lane::drop_connection() {
+  switch (state_) {
+    case state::idle: close_socket(status::connection_failed); return;
+    case state::busy:
+    case state::connecting: {
+      std::error_code ignored;
+      socket_.close(ignored);  // the pending handler fails the op
+      return;
+    }
+    default: return;
+  }
+}
+
+// --- peer_group ------------------------------------------------------------------
+
+peer_group::peer_group(runtime& rt, segment_id id, segment_descriptor descriptor)
+    : rt_(rt), id_(id), descriptor_(std::move(descriptor)) {
+  FL_ASSERT(!descriptor_.endpoints.empty());
+  for (std::size_t i = 0; i < rt_.config.connections_per_peer; ++i) {
+    lanes_.push_back(std::make_shared<lane>(rt_, *this, i, rt_.pool->next_shard()));
+  }
+}
+
+void peer_group::submit(std::unique_ptr<transfer_op> op) {
+  auto& l = lanes_[sequence_.fetch_add(1, std::memory_order_relaxed) % lanes_.size()];
+  asio::post(rt_.pool->context(l->shard()),
+             [l, op = std::move(op)]() mutable { l->enqueue(std::move(op)); });
+}
+
+void peer_group::shutdown() {
+  run_on_every_shard(*rt_.pool, [this](std::size_t shard) {
+    for (auto& l : lanes_) {
+      if (l->shard() == shard) l->shutdown();
+    }
+  });
+}
+
+void peer_group::drop_connections() {
+  run_on_every_shard(*rt_.pool, [this](std::size_t shard) {
+    for (auto& l : lanes_) {
+      if (l->shard() == shard) l->drop_connection();
+    }
+  });
+}
+
+peer_group::connect_decision peer_group::request_connect(const std::shared_ptr<lane>& l) {
+  if (rt_.closing.load(std::memory_order_acquire)) return connect_decision::refuse;
+  std::lock_guard lock(gate_mutex_);
+  if (failure_streak_ == 0) return connect_decision::go;  // healthy: lanes connect in parallel
+  auto cooldown = milliseconds(rt_.config.reconnect_cooldown_ms);
+  if (steady_clock::now() < last_failure_ + cooldown) return connect_decision::refuse;
+  if (probe_in_flight_) {
+    waiting_.push_back(l);
+    return connect_decision::wait;
+  }
+  probe_in_flight_ = true;
+  return connect_decision::go;
+}
+
+void peer_group::connect_finished(bool ok) {
+  std::vector<std::weak_ptr<lane>> wake;
+  {
+    std::lock_guard lock(gate_mutex_);
+    if (ok) {
+      failure_streak_ = 0;
+    } else {
+      ++failure_streak_;
+      last_failure_ = steady_clock::now();
+    }
+    probe_in_flight_ = false;
+    wake.swap(waiting_);
+  }
+  for (auto& weak : wake) {
+    if (auto l = weak.lock()) {
+      asio::post(rt_.pool->context(l->shard()), [l] { l->probe_finished(); });
+    }
+  }
+}
+
+}  // namespace faultlane::detail

@@ -1,0 +1,116 @@
+// The initiator side of a transport: one peer_group per opened segment, and
+// its persistent lanes.
+//
+// A lane is one TCP connection to the peer, owned by one shard for its whole
+// life, with its own FIFO of frame exchanges. The group spreads work over
+// its lanes with a per-peer sequence, so traffic to other peers never pins
+// this peer to one lane. Because each lane queues its own work, the group
+// shares only a small mutex-guarded connect gate: after a failed connect,
+// reconnects are probed by one lane at a time, never before the cooldown.
+#pragma once
+
+#include <asio/ip/tcp.hpp>
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "deadline.hpp"
+#include "runtime.hpp"
+
+namespace faultlane::detail {
+
+class peer_group;
+
+class lane : public std::enable_shared_from_this<lane> {
+ public:
+  lane(runtime& rt, peer_group& group, std::size_t index, std::size_t shard);
+
+  // All of these run on the lane's shard.
+  void enqueue(std::unique_ptr<transfer_op> op);
+  void shutdown();          // fail queued work, close; no reconnect after
+  void drop_connection();   // close as a network blip would; work reconnects
+  void probe_finished();    // the group's connect gate changed
+
+  std::size_t shard() const noexcept { return shard_; }
+  std::size_t rail() const noexcept { return rail_; }
+
+ private:
+  enum class state { disconnected, waiting_for_probe, connecting, idle, busy, closed };
+  enum class deadline_kind { connect, progress, idle };
+
+  template <typename Fn>
+  auto guarded(Fn fn);
+  void on_handler_exception();
+  void pump();
+  void start_connect();
+  void on_connected(const std::error_code& ec);
+  void start_next();
+  void on_request_sent(const std::error_code& ec, std::size_t sent);
+  void on_response(const std::error_code& ec);
+  void on_payload(const std::error_code& ec);
+  void finish(status code, std::uint64_t bytes, bool keep_connection);
+  void fail_queue(status code);
+  void close_socket(status why);
+  void on_deadline();
+  status io_failure() const;
+  auto progress_condition();
+  lane_event event() const;
+
+  runtime& rt_;
+  peer_group& group_;
+  const std::size_t index_;
+  const std::size_t rail_;
+  const std::size_t shard_;
+  asio::ip::tcp::socket socket_;
+  deadline deadline_;
+  deadline_kind deadline_kind_ = deadline_kind::progress;
+  state state_ = state::disconnected;
+  std::deque<std::unique_ptr<transfer_op>> queue_;
+  std::unique_ptr<transfer_op> current_;
+  wire::request_bytes request_{};
+  wire::response_bytes response_{};
+  std::uint64_t epoch_ = 0;           // bumped at every connect
+  std::uint64_t connections_ = 0;     // successful connects (for reconnect stats)
+  bool io_pending_ = false;
+  bool timed_out_ = false;
+  bool request_bytes_sent_ = false;   // any byte of the current request left
+  std::optional<status> abort_status_;
+};
+
+class peer_group {
+ public:
+  peer_group(runtime& rt, segment_id id, segment_descriptor descriptor);
+
+  // Any thread: picks a lane by the per-peer sequence and hands it the op.
+  void submit(std::unique_ptr<transfer_op> op);
+  // Shutdown: every lane fails its queued work and closes (waits for it).
+  void shutdown();
+  void drop_connections();
+
+  segment_id id() const noexcept { return id_; }
+  const segment_descriptor& descriptor() const noexcept { return descriptor_; }
+  std::size_t rail_count() const noexcept { return descriptor_.endpoints.size(); }
+
+  // The connect gate (any shard).
+  enum class connect_decision { go, wait, refuse };
+  connect_decision request_connect(const std::shared_ptr<lane>& l);
+  void connect_finished(bool ok);
+
+ private:
+  runtime& rt_;
+  const segment_id id_;
+  const segment_descriptor descriptor_;
+  std::vector<std::shared_ptr<lane>> lanes_;
+  std::atomic<std::uint64_t> sequence_{0};
+
+  std::mutex gate_mutex_;
+  std::uint32_t failure_streak_ = 0;
+  std::chrono::steady_clock::time_point last_failure_{};
+  bool probe_in_flight_ = false;
+  std::vector<std::weak_ptr<lane>> waiting_;
+};
+
+}  // namespace faultlane::detail

@@ -1,0 +1,191 @@
+// Validation and YAML loading of transport_config.
+#include "faultlane/core/config.hpp"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace faultlane {
+namespace {
+
+error config_error(std::string_view field, const std::string& what) {
+  return error{status::invalid_argument, fmt::format("config: {}: {}", field, what)};
+}
+
+bool is_ipv4(const std::string& text) {
+  in_addr out{};
+  return inet_pton(AF_INET, text.c_str(), &out) == 1;
+}
+
+bool is_wildcard(const std::string& text) { return text.empty() || text == "0.0.0.0"; }
+
+template <typename T>
+result<void> check_range(std::string_view field, T value, T low, T high) {
+  if (value < low || value > high) {
+    return config_error(field, fmt::format("must be in [{}, {}], got {}", low, high, value));
+  }
+  return {};
+}
+
+result<void> check_addresses(const transport_config& c) {
+  if (!c.bind_address.empty() && !is_ipv4(c.bind_address)) {
+    return config_error("bind_address", fmt::format("'{}' is not a numeric IPv4 address",
+                                                    c.bind_address));
+  }
+  if (!c.advertise_address.empty() && (!is_ipv4(c.advertise_address) ||
+                                       is_wildcard(c.advertise_address))) {
+    return config_error("advertise_address",
+                        fmt::format("'{}' is not a specific numeric IPv4 address",
+                                    c.advertise_address));
+  }
+  if (c.rail_addresses.empty() && c.advertise_address.empty() && is_wildcard(c.bind_address)) {
+    return config_error("advertise_address",
+                        "required when bind_address is a wildcard and no rails are set");
+  }
+  std::set<std::string> seen;
+  for (const auto& rail : c.rail_addresses) {
+    if (!is_ipv4(rail) || is_wildcard(rail)) {
+      return config_error("rail_addresses",
+                          fmt::format("'{}' is not a specific numeric IPv4 address", rail));
+    }
+    if (!seen.insert(rail).second) {
+      return config_error("rail_addresses", fmt::format("'{}' appears twice", rail));
+    }
+  }
+  if (c.rail_addresses.size() > limits::rail_count_max) {
+    return config_error("rail_addresses", fmt::format("at most {} rails, got {}",
+                                                      limits::rail_count_max,
+                                                      c.rail_addresses.size()));
+  }
+  if (c.rail_addresses.size() > c.connections_per_peer) {
+    return config_error("rail_addresses",
+                        fmt::format("{} rails need at least as many connections_per_peer ({})",
+                                    c.rail_addresses.size(), c.connections_per_peer));
+  }
+  if (!c.rail_addresses.empty() && !is_wildcard(c.bind_address)) {
+    if (c.rail_addresses.size() > 1 || c.rail_addresses[0] != c.bind_address) {
+      return config_error("bind_address",
+                          "a specific bind_address must equal the sole rail; several rails need "
+                          "a wildcard bind_address (empty or 0.0.0.0)");
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+result<void> validate(const transport_config& c) {
+  if (auto r = check_range("worker_count", c.worker_count, limits::worker_count_min,
+                           limits::worker_count_max); !r) return r;
+  if (auto r = check_range<std::size_t>("connections_per_peer", c.connections_per_peer, 1,
+                                        limits::lane_count_max); !r) return r;
+  if (auto r = check_range<std::uint64_t>("max_transfer_bytes", c.max_transfer_bytes, 1,
+                                          limits::transfer_bytes_max); !r) return r;
+  if (auto r = check_range<std::uint64_t>("max_outstanding_tasks", c.max_outstanding_tasks, 1,
+                                          std::uint64_t{1} << 32); !r) return r;
+  if (auto r = check_range<std::uint64_t>("max_outstanding_bytes", c.max_outstanding_bytes, 1,
+                                          std::uint64_t{1} << 50); !r) return r;
+  if (auto r = check_range<std::size_t>("max_connections", c.max_connections, 1,
+                                        connections_max); !r) return r;
+  for (auto [field, value] : {std::pair{"connect_timeout_ms", c.connect_timeout_ms},
+                              std::pair{"progress_timeout_ms", c.progress_timeout_ms},
+                              std::pair{"idle_connection_timeout_ms", c.idle_connection_timeout_ms},
+                              std::pair{"reconnect_cooldown_ms", c.reconnect_cooldown_ms},
+                              std::pair{"shutdown_timeout_ms", c.shutdown_timeout_ms}}) {
+    if (auto r = check_range<std::uint32_t>(field, value, 1, limits::timeout_ms_max); !r) return r;
+  }
+  return check_addresses(c);
+}
+
+namespace {
+
+// Reads one scalar field if present, with a typed error naming the field.
+template <typename T>
+result<void> read_field(const YAML::Node& root, const char* name, T& out) {
+  const YAML::Node node = root[name];
+  if (!node) return {};
+  try {
+    if constexpr (std::is_unsigned_v<T>) {
+      auto text = node.as<std::string>();
+      if (!text.empty() && text[0] == '-') {
+        return config_error(name, fmt::format("must not be negative, got {}", text));
+      }
+      auto wide = node.as<unsigned long long>();
+      if (wide > std::numeric_limits<T>::max()) {
+        return config_error(name, fmt::format("{} is too large", wide));
+      }
+      out = static_cast<T>(wide);
+    } else {
+      out = node.as<T>();
+    }
+  } catch (const YAML::Exception&) {
+    return config_error(name, fmt::format("line {}: not a valid value", node.Mark().line + 1));
+  }
+  return {};
+}
+
+const std::set<std::string> known_fields{
+    "bind_address", "advertise_address", "port", "rail_addresses", "worker_count",
+    "connections_per_peer", "max_outstanding_tasks", "max_outstanding_bytes",
+    "max_transfer_bytes", "max_connections", "connect_timeout_ms", "progress_timeout_ms",
+    "idle_connection_timeout_ms", "reconnect_cooldown_ms", "shutdown_timeout_ms"};
+
+result<transport_config> from_yaml(const YAML::Node& root) {
+  transport_config c;
+  if (!root.IsMap()) return config_error("(document)", "expected a mapping of config fields");
+  for (const auto& kv : root) {
+    auto key = kv.first.as<std::string>();
+    if (!known_fields.count(key)) return config_error(key, "unknown field");
+  }
+  result<void> r;
+  if (!(r = read_field(root, "bind_address", c.bind_address))) return r.error();
+  if (!(r = read_field(root, "advertise_address", c.advertise_address))) return r.error();
+  if (!(r = read_field(root, "port", c.port))) return r.error();
+  if (!(r = read_field(root, "worker_count", c.worker_count))) return r.error();
+  if (!(r = read_field(root, "connections_per_peer", c.connections_per_peer))) return r.error();
+  if (!(r = read_field(root, "max_outstanding_tasks", c.max_outstanding_tasks))) return r.error();
+  if (!(r = read_field(root, "max_outstanding_bytes", c.max_outstanding_bytes))) return r.error();
+  if (!(r = read_field(root, "max_transfer_bytes", c.max_transfer_bytes))) return r.error();
+  if (!(r = read_field(root, "max_connections", c.max_connections))) return r.error();
+  if (!(r = read_field(root, "connect_timeout_ms", c.connect_timeout_ms))) return r.error();
+  if (!(r = read_field(root, "progress_timeout_ms", c.progress_timeout_ms))) return r.error();
+  if (!(r = read_field(root, "idle_connection_timeout_ms", c.idle_connection_timeout_ms))) {
+    return r.error();
+  }
+  if (!(r = read_field(root, "reconnect_cooldown_ms", c.reconnect_cooldown_ms))) return r.error();
+  if (!(r = read_field(root, "shutdown_timeout_ms", c.shutdown_timeout_ms))) return r.error();
+  if (const auto rails = root["rail_addresses"]) {
+    if (!rails.IsSequence()) return config_error("rail_addresses", "expected a list of addresses");
+    for (const auto& rail : rails) c.rail_addresses.push_back(rail.as<std::string>());
+  }
+  if (auto valid = validate(c); !valid) return valid.error();
+  return c;
+}
+
+}  // namespace
+
+result<transport_config> parse_config_yaml(std::string_view yaml_text) {
+  try {
+    return from_yaml(YAML::Load(std::string(yaml_text)));
+  } catch (const YAML::Exception& e) {
+    return error{status::invalid_argument, fmt::format("config: YAML: {}", e.what())};
+  }
+}
+
+result<transport_config> load_config_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return error{status::invalid_argument, fmt::format("config: cannot open {}", path)};
+  std::stringstream text;
+  text << in.rdbuf();
+  auto parsed = parse_config_yaml(text.str());
+  if (!parsed.ok()) {
+    return error{parsed.code(), fmt::format("{}: {}", path, parsed.error().message)};
+  }
+  return parsed;
+}
+
+}  // namespace faultlane

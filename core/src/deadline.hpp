@@ -1,0 +1,88 @@
+// deadline: one timer per connection that enforces "every step must make
+// progress" without re-arming a timer for every chunk.
+//
+// The owner moves the deadline (set, push on progress, clear when idle);
+// moving it later costs nothing, because when the timer fires early it just
+// waits again for the current deadline. Only moving it earlier, or arming
+// an idle timer, touches the timer. Every wait carries a generation; a
+// handler from an older wait is stale, is counted, and does nothing.
+//
+// Single-threaded: used only on the owning connection's shard.
+#pragma once
+
+#include <asio/steady_timer.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "faultlane/core/assert.hpp"
+
+namespace faultlane::detail {
+
+class deadline {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  // `on_expire` runs on the shard when the deadline passes; `on_stale`
+  // whenever a superseded wait completes (for the stale-handler counter).
+  deadline(asio::io_context& context, std::function<void()> on_expire,
+           std::function<void()> on_stale)
+      : timer_(context), on_expire_(std::move(on_expire)), on_stale_(std::move(on_stale)) {}
+
+  // `keepalive` is held by the pending wait so the owner outlives it.
+  void set(clock::duration after, std::shared_ptr<void> keepalive) {
+    when_ = clock::now() + after;
+    active_ = true;
+    if (!waiting_ || when_ < armed_for_) arm(std::move(keepalive));
+  }
+  // Progress: move an active deadline later. Cheap: no timer call.
+  void push(clock::duration after) {
+    if (active_) when_ = clock::now() + after;
+  }
+  void clear() noexcept { active_ = false; }
+  // Cancels any pending wait (its handler becomes stale).
+  void cancel() noexcept {
+    active_ = false;
+    if (waiting_) {
+      ++generation_;
+      waiting_ = false;
+      timer_.cancel();
+    }
+  }
+  bool active() const noexcept { return active_; }
+
+ private:
+  void arm(std::shared_ptr<void> keepalive) {
+    auto generation = ++generation_;
+    waiting_ = true;
+    armed_for_ = when_;
+    timer_.expires_at(when_);
+    timer_.async_wait([this, generation, keepalive = std::move(keepalive)](std::error_code) {
+      if (generation != generation_) {
+        on_stale_();
+        return;
+      }
+      waiting_ = false;
+      if (!active_) return;
+      if (clock::now() < when_) {
+        arm(keepalive);  // pushed later since this wait began
+        return;
+      }
+      active_ = false;
+      on_expire_();
+    });
+  }
+
+  asio::steady_timer timer_;
+  std::function<void()> on_expire_;
+  std::function<void()> on_stale_;
+  clock::time_point when_{};
+  clock::time_point armed_for_{};
+  std::uint64_t generation_ = 0;
+  bool active_ = false;
+  bool waiting_ = false;
+};
+
+}  // namespace faultlane::detail

@@ -1,0 +1,372 @@
+// server and server_session; see server.hpp and docs/protocol.md.
+#include "server.hpp"
+
+#include <asio/connect.hpp>
+#include <asio/post.hpp>
+#include <asio/read.hpp>
+#include <asio/write.hpp>
+#include <fmt/format.h>
+
+#include <array>
+#include <future>
+
+#include "deadline.hpp"
+#include "faultlane/core/failpoint.hpp"
+
+namespace faultlane::detail {
+
+using asio::ip::tcp;
+using namespace std::chrono;
+
+namespace {
+constexpr std::size_t io_chunk_bytes_max = 4u << 20;  // per read_some/write_some step
+constexpr std::size_t drain_buffer_bytes = 64u << 10;
+}  // namespace
+
+void run_on_every_shard(io_pool& pool, const std::function<void(std::size_t)>& fn) {
+  std::vector<std::future<void>> done;
+  for (std::size_t i = 0; i < pool.size(); ++i) {
+    auto task = std::make_shared<std::packaged_task<void()>>([&fn, i] { fn(i); });
+    done.push_back(task->get_future());
+    asio::post(pool.context(i), [task] { (*task)(); });
+  }
+  for (auto& f : done) f.get();
+}
+
+// One accepted connection. Exactly one socket operation is outstanding while
+// it lives; the handler of that operation is the only place that ends it, so
+// a lease is never released while the kernel could still write into it.
+class server_session : public std::enable_shared_from_this<server_session> {
+ public:
+  server_session(runtime& rt, server& owner, std::size_t shard, tcp::socket socket)
+      : rt_(rt),
+        owner_(owner),
+        shard_(shard),
+        socket_(std::move(socket)),
+        deadline_(
+            rt.pool->context(shard), [this] { expire(); },
+            [this] { bump(rt_.stats.stale_handlers_dropped); }) {}
+
+  void start() {
+    owner_.session_started(shard_, shared_from_this());
+    std::error_code ignored;
+    socket_.set_option(tcp::no_delay(true), ignored);
+    // A new connection must send its first header byte within the progress
+    // timeout; a connection that sends nothing never holds a slot for long.
+    deadline_.set(progress(), shared_from_this());
+    read_header_start();
+  }
+
+  void close_socket() noexcept {
+    std::error_code ignored;
+    socket_.close(ignored);
+  }
+
+ private:
+  milliseconds progress() const { return milliseconds(rt_.config.progress_timeout_ms); }
+
+  auto progress_condition() {
+    return [this](const std::error_code& ec, std::size_t) -> std::size_t {
+      if (ec) return 0;
+      deadline_.push(progress());
+      return io_chunk_bytes_max;
+    };
+  }
+
+  template <typename Fn>
+  auto guarded(Fn fn) {
+    return [self = shared_from_this(), fn = std::move(fn)](auto&&... args) mutable {
+      try {
+        fn(std::forward<decltype(args)>(args)...);
+      } catch (const std::exception&) {
+        // A handler failed: mark the runtime failed and drop this
+        // connection. Its socket operation, if one was started, still ends
+        // the session through its own handler.
+        self->rt_.mark_failed();
+        self->close_socket();
+        if (!self->io_pending_) self->end();
+      }
+    };
+  }
+
+  void expire() {
+    bump(rt_.stats.sessions_timed_out);
+    bump(rt_.stats.timeouts);
+    close_socket();
+  }
+
+  // Between requests there is no deadline: the next header's first byte
+  // restarts it.
+  void read_header_start() {
+    io_pending_ = true;
+    socket_.async_read_some(asio::buffer(header_), guarded([this](std::error_code ec, std::size_t n) {
+                              io_pending_ = false;
+                              if (ec) return end();
+                              if (!deadline_.active()) deadline_.set(progress(), shared_from_this());
+                              read_header_rest(n);
+                            }));
+  }
+
+  void read_header_rest(std::size_t have) {
+    io_pending_ = true;
+    asio::async_read(socket_, asio::buffer(header_.data() + have, header_.size() - have),
+                     progress_condition(), guarded([this](std::error_code ec, std::size_t) {
+                       io_pending_ = false;
+                       if (ec) return end();
+                       dispatch_request();
+                     }));
+  }
+
+  void dispatch_request() {
+    auto decoded = wire::decode_request(header_, rt_.config.max_transfer_bytes);
+    if (!decoded.ok()) {
+      // The header cannot be trusted, so neither can any body length: answer
+      // and close this connection only.
+      bump(rt_.stats.server_rejects);
+      return reply_then(wire::wire_status_for(decoded.error()), 0, 0, after_reply::close);
+    }
+    request_ = decoded.value();
+    auto kind = request_.op == wire::opcode::read ? access::read : access::write;
+    auto leased = rt_.buffers.acquire(request_.registration_id, request_.remote_offset,
+                                      request_.length, kind);
+    if (!leased.ok()) return reject(leased.code());
+    lease_ = std::move(leased).value();
+    if (rt_.observer) rt_.observer->lease_acquired(request_.registration_id);
+    if (request_.op == wire::opcode::read) {
+      if (auto injected = FAULTLANE_FAILPOINT("server.before_read_payload")) {
+        release_lease();
+        return reject(*injected);
+      }
+      return send_read_payload();
+    }
+    receive_write_body();
+  }
+
+  static wire::wire_status wire_status_of(status s) {
+    switch (s) {
+      case status::stale_registration: return wire::wire_status::stale_registration;
+      case status::range_rejected: return wire::wire_status::range_rejected;
+      case status::permission_denied: return wire::wire_status::permission_denied;
+      case status::shutting_down: return wire::wire_status::shutting_down;
+      default: return wire::wire_status::internal_error;
+    }
+  }
+
+  // A rejected READ keeps the connection; a rejected WRITE first drains
+  // exactly its announced body, answers, and closes.
+  void reject(status why) {
+    bump(rt_.stats.server_rejects);
+    report(why);
+    if (request_.op == wire::opcode::read) {
+      return reply_then(wire_status_of(why), request_.request_id, 0, after_reply::next_request);
+    }
+    drain_left_ = request_.length;
+    drain_buffer_ = std::make_unique<std::array<std::byte, drain_buffer_bytes>>();
+    drain_body(why);
+  }
+
+  void drain_body(status why) {
+    if (drain_left_ == 0) {
+      return reply_then(wire_status_of(why), request_.request_id, 0, after_reply::close);
+    }
+    auto step = std::min<std::uint64_t>(drain_left_, drain_buffer_->size());
+    io_pending_ = true;
+    asio::async_read(socket_, asio::buffer(drain_buffer_->data(), step), progress_condition(),
+                     guarded([this, why](std::error_code ec, std::size_t n) {
+                       io_pending_ = false;
+                       if (ec) return end();
+                       drain_left_ -= n;
+                       drain_body(why);
+                     }));
+  }
+
+  void send_read_payload() {
+    wire::encode(wire::response_frame{wire::wire_status::ok, request_.request_id, request_.length},
+                 reply_);
+    std::array<asio::const_buffer, 2> out{asio::buffer(reply_),
+                                          asio::buffer(lease_.data(), lease_.size())};
+    io_pending_ = true;
+    asio::async_write(socket_, out, progress_condition(),
+                      guarded([this](std::error_code ec, std::size_t) {
+                        io_pending_ = false;
+                        release_lease();
+                        if (ec) return end();
+                        bump(rt_.stats.server_reads);
+                        report(status::ok);
+                        next_request();
+                      }));
+  }
+
+  void receive_write_body() {
+    io_pending_ = true;
+    asio::async_read(socket_, asio::buffer(lease_.data(), lease_.size()), progress_condition(),
+                     guarded([this](std::error_code ec, std::size_t) {
+                       io_pending_ = false;
+                       release_lease();
+                       if (ec) return end();
+                       if (auto injected = FAULTLANE_FAILPOINT("server.before_write_ack")) {
+                         report(*injected);
+                         return reply_then(wire_status_of(*injected), request_.request_id, 0,
+                                           after_reply::close);
+                       }
+                       bump(rt_.stats.server_writes);
+                       report(status::ok);
+                       reply_then(wire::wire_status::ok, request_.request_id, request_.length,
+                                  after_reply::next_request);
+                     }));
+  }
+
+  enum class after_reply { next_request, close };
+
+  void reply_then(wire::wire_status s, std::uint64_t request_id, std::uint64_t committed,
+                  after_reply then) {
+    wire::encode(wire::response_frame{s, request_id, committed}, reply_);
+    io_pending_ = true;
+    asio::async_write(socket_, asio::buffer(reply_), progress_condition(),
+                      guarded([this, then](std::error_code ec, std::size_t) {
+                        io_pending_ = false;
+                        if (ec || then == after_reply::close) return end();
+                        next_request();
+                      }));
+  }
+
+  void next_request() {
+    deadline_.clear();
+    read_header_start();
+  }
+
+  void release_lease() {
+    if (!lease_) return;
+    lease_.release();
+    if (rt_.observer) rt_.observer->lease_released(request_.registration_id);
+  }
+
+  void report(status outcome) {
+    if (!rt_.observer) return;
+    rt_.observer->server_executed({request_.op, request_.request_id, request_.registration_id,
+                                   request_.remote_offset, request_.length, outcome});
+  }
+
+  void end() {
+    if (ended_) return;
+    ended_ = true;
+    release_lease();
+    deadline_.cancel();
+    close_socket();
+    owner_.session_ended(shard_, this);
+  }
+
+  runtime& rt_;
+  server& owner_;
+  const std::size_t shard_;
+  tcp::socket socket_;
+  deadline deadline_;
+  wire::request_bytes header_{};
+  wire::response_bytes reply_{};
+  wire::request_frame request_{};
+  lease lease_;
+  std::uint64_t drain_left_ = 0;
+  std::unique_ptr<std::array<std::byte, drain_buffer_bytes>> drain_buffer_;
+  bool io_pending_ = false;
+  bool ended_ = false;
+};
+
+server::server(runtime& rt) : rt_(rt), sessions_(rt.pool->size()) {}
+
+server::~server() {
+  // Shutdown closed every session before the pool stopped.
+  for (auto& set : sessions_) FL_ASSERT(set.empty());
+}
+
+result<void> server::listen() {
+  const auto& c = rt_.config;
+  std::string bind = c.bind_address.empty() ? "0.0.0.0" : c.bind_address;
+  std::error_code ec;
+  auto address = asio::ip::make_address(bind, ec);
+  if (ec) return error{status::invalid_argument, fmt::format("bind_address {}: {}", bind, ec.message())};
+  listener l;
+  l.shard = 0;
+  l.acceptor = std::make_unique<tcp::acceptor>(rt_.pool->context(l.shard));
+  tcp::endpoint ep(address, c.port);
+  l.acceptor->open(ep.protocol(), ec);
+  if (!ec) l.acceptor->set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) l.acceptor->bind(ep, ec);
+  if (!ec) l.acceptor->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return error{status::connection_failed,
+                 fmt::format("listen on {}:{}: {}", bind, c.port, ec.message())};
+  }
+  auto port = l.acceptor->local_endpoint().port();
+  if (c.rail_addresses.empty()) {
+    endpoints_.push_back({c.advertise_address.empty() ? bind : c.advertise_address, port});
+  } else {
+    for (const auto& rail : c.rail_addresses) endpoints_.push_back({rail, port});
+  }
+  listeners_.push_back(std::move(l));
+  for (auto& each : listeners_) {
+    asio::post(rt_.pool->context(each.shard), [this, &each] { accept_next(each); });
+  }
+  return {};
+}
+
+void server::accept_next(listener& l) {
+  auto shard = rt_.pool->next_shard();
+  l.acceptor->async_accept(rt_.pool->context(shard),
+                           [this, &l, shard](std::error_code ec, tcp::socket socket) {
+                             on_accept(l, shard, ec, std::move(socket));
+                           });
+}
+
+void server::on_accept(listener& l, std::size_t shard, const std::error_code& ec,
+                       tcp::socket socket) {
+  if (ec == asio::error::operation_aborted || !l.acceptor->is_open()) return;
+  if (!ec) {
+    auto live = rt_.stats.sessions_live.fetch_add(1, std::memory_order_acq_rel);
+    if (live >= rt_.config.max_connections || !rt_.accepting_work()) {
+      // Over the connection limit: refuse this one at once; the peer sees
+      // the connection close before any byte.
+      rt_.stats.sessions_live.fetch_sub(1, std::memory_order_acq_rel);
+      bump(rt_.stats.sessions_rejected_limit);
+      std::error_code ignored;
+      socket.close(ignored);
+    } else {
+      bump(rt_.stats.sessions_accepted);
+      // The socket already belongs to its shard's io_context; start it there.
+      auto s = std::make_shared<server_session>(rt_, *this, shard, std::move(socket));
+      asio::post(rt_.pool->context(shard), [s] { s->start(); });
+    }
+  }
+  // A transient accept error (EMFILE, ECONNABORTED) must not stop the
+  // listener; the next accept tries again.
+  accept_next(l);
+}
+
+void server::session_started(std::size_t shard, const std::shared_ptr<server_session>& s) {
+  FL_ASSERT(sessions_[shard].emplace(s.get(), s).second);
+}
+
+void server::session_ended(std::size_t shard, server_session* s) {
+  // Erasing may drop the last owner; `s` must not be used afterwards.
+  FL_ASSERT(sessions_[shard].erase(s) == 1);
+  rt_.stats.sessions_live.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+void server::stop_accepting() {
+  for (auto& l : listeners_) {
+    std::promise<void> closed;
+    asio::post(rt_.pool->context(l.shard), [&] {
+      std::error_code ignored;
+      l.acceptor->close(ignored);
+      closed.set_value();
+    });
+    closed.get_future().get();
+  }
+}
+
+void server::close_sessions() {
+  run_on_every_shard(*rt_.pool, [this](std::size_t shard) {
+    for (const auto& [raw, s] : sessions_[shard]) s->close_socket();
+  });
+}
+
+}  // namespace faultlane::detail

@@ -1,0 +1,59 @@
+// The target side of a transport: listeners and the sessions they accept.
+//
+// Accepted sockets are assigned round-robin to shards and kept in
+// shard-owned session sets (touched only on their shard). A global limit
+// bounds live sessions; a closed session leaves its set at once. Each
+// session serves one request at a time: READ payloads leave straight from
+// the registered buffer, WRITE bodies land straight in it, always under a
+// lease.
+#pragma once
+
+#include <asio/ip/tcp.hpp>
+
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime.hpp"
+
+namespace faultlane::detail {
+
+class server_session;
+
+class server {
+ public:
+  explicit server(runtime& rt);
+  ~server();
+
+  // Binds the listener(s) and starts accepting.
+  result<void> listen();
+  std::vector<endpoint> endpoints() const { return endpoints_; }
+
+  // Shutdown steps, each run on the owning shards and waited for.
+  void stop_accepting();
+  void close_sessions();
+
+  // Called by sessions, on their shard.
+  void session_started(std::size_t shard, const std::shared_ptr<server_session>& s);
+  void session_ended(std::size_t shard, server_session* s);
+
+ private:
+  struct listener {
+    std::unique_ptr<asio::ip::tcp::acceptor> acceptor;
+    std::size_t shard = 0;
+  };
+  void accept_next(listener& l);
+  void on_accept(listener& l, std::size_t shard, const std::error_code& ec,
+                 asio::ip::tcp::socket socket);
+
+  runtime& rt_;
+  std::vector<listener> listeners_;
+  std::vector<endpoint> endpoints_;
+  // One set per shard; each touched only on its shard.
+  std::vector<std::unordered_map<server_session*, std::shared_ptr<server_session>>> sessions_;
+};
+
+// Runs `fn` on every shard and waits until all have run it.
+void run_on_every_shard(io_pool& pool, const std::function<void(std::size_t)>& fn);
+
+}  // namespace faultlane::detail

@@ -1,0 +1,403 @@
+// transport: the front of the core. Validates and admits work, owns the
+// target side (server) and the peer groups, and runs the ordered shutdown.
+#include "faultlane/core/transport.hpp"
+
+#include <asio/ip/address.hpp>
+#include <fmt/format.h>
+
+#include <map>
+#include <shared_mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "client.hpp"
+#include "runtime.hpp"
+#include "server.hpp"
+
+namespace faultlane {
+
+using namespace std::chrono;
+
+namespace detail {
+
+void retire(std::unique_ptr<transfer_op> op, status code, std::uint64_t bytes) noexcept {
+  FL_ASSERT(!op->retired);
+  op->retired = true;
+  auto batch = op->batch;  // keeps the task alive through its finalize
+  op->task->settle->retire(code, bytes);
+}
+
+transfer_op::~transfer_op() {
+  if (task != nullptr && !retired) {
+    retired = true;
+    task->settle->retire(status::shutting_down, 0);
+  }
+}
+
+}  // namespace detail
+
+// --- transfer_batch ------------------------------------------------------------
+
+transfer_batch::transfer_batch(std::unique_ptr<state> s, std::size_t size)
+    : state_(std::move(s)), size_(size) {}
+
+transfer_batch::~transfer_batch() = default;
+
+task_status transfer_batch::status(std::size_t index) const {
+  FL_ASSERT(index < size_);
+  const auto& t = state_->tasks[index];
+  task_status out;
+  out.done = t.done.load(std::memory_order_acquire);
+  out.code = static_cast<faultlane::status>(t.code.load(std::memory_order_acquire));
+  out.transferred_bytes = t.bytes.load(std::memory_order_acquire);
+  return out;
+}
+
+std::size_t transfer_batch::completed() const {
+  return state_->completed.load(std::memory_order_acquire);
+}
+
+bool transfer_batch::wait(milliseconds timeout) const {
+  std::unique_lock lock(state_->mutex);
+  return state_->all_done.wait_for(lock, timeout, [&] { return completed() == size_; });
+}
+
+// --- transport::impl ---------------------------------------------------------------
+
+class transport::impl {
+ public:
+  explicit impl(const transport_config& config) : rt(config) {}
+  ~impl() {
+    // Groups and the server hold sockets on the pool's contexts: they go
+    // first, then the pool (inside rt).
+    groups.clear();
+    srv.reset();
+  }
+
+  result<segment_id> open(const segment_descriptor& d);
+  result<std::shared_ptr<transfer_batch>> submit(std::span<const transfer_request> requests,
+                                                 task_callback callback);
+  result<void> shutdown();
+  void finalize_task(transfer_batch::state& batch, std::size_t index, status code,
+                     std::uint64_t bytes);
+
+  detail::runtime rt;
+  std::unique_ptr<detail::server> srv;
+
+  mutable std::shared_mutex groups_mutex;
+  std::unordered_map<segment_id, std::shared_ptr<detail::peer_group>> groups;
+  segment_id next_segment = 1;
+
+  std::mutex names_mutex;
+  std::map<registration_id, std::string> names;
+
+  std::mutex shutdown_mutex;
+  bool shut_down = false;
+  result<void> shutdown_result;
+};
+
+namespace {
+
+result<void> check_descriptor(const segment_descriptor& d, const transport_config& local) {
+  if (d.incarnation == 0) return error{status::invalid_argument, "descriptor: incarnation is 0"};
+  if (d.endpoints.empty()) return error{status::invalid_argument, "descriptor: no endpoints"};
+  for (const auto& e : d.endpoints) {
+    std::error_code ec;
+    auto address = asio::ip::make_address(e.address, ec);
+    if (ec || !address.is_v4() || address.is_unspecified() || e.port == 0) {
+      return error{status::invalid_argument,
+                   fmt::format("descriptor: endpoint {}:{} is not a numeric IPv4 address and port",
+                               e.address, e.port)};
+    }
+  }
+  std::size_t local_rails = std::max<std::size_t>(1, local.rail_addresses.size());
+  if (d.endpoints.size() != local_rails) {
+    return error{status::invalid_argument,
+                 fmt::format("rail count mismatch: this transport has {} rail(s), the peer {}",
+                             local_rails, d.endpoints.size())};
+  }
+  if (d.max_transfer_bytes == 0) {
+    return error{status::invalid_argument, "descriptor: max_transfer_bytes is 0"};
+  }
+  return {};
+}
+
+}  // namespace
+
+result<segment_id> transport::impl::open(const segment_descriptor& d) {
+  if (!rt.accepting_work()) {
+    return error{rt.failed ? status::runtime_failed : status::shutting_down,
+                 "transport is not accepting work"};
+  }
+  if (auto valid = check_descriptor(d, rt.config); !valid) return valid.error();
+  std::unique_lock lock(groups_mutex);
+  // One group per remote incarnation: opening it again returns the same.
+  for (const auto& [id, group] : groups) {
+    if (group->descriptor().incarnation == d.incarnation) return id;
+  }
+  auto id = next_segment++;
+  groups.emplace(id, std::make_shared<detail::peer_group>(rt, id, d));
+  return id;
+}
+
+result<std::shared_ptr<transfer_batch>> transport::impl::submit(
+    std::span<const transfer_request> requests, task_callback callback) {
+  if (rt.failed.load(std::memory_order_acquire)) {
+    return error{status::runtime_failed, "transport runtime failed; new work is rejected"};
+  }
+  if (rt.closing.load(std::memory_order_acquire)) {
+    return error{status::shutting_down, "transport is shutting down"};
+  }
+  if (requests.empty()) return error{status::invalid_argument, "submit: empty batch"};
+
+  std::vector<std::shared_ptr<detail::peer_group>> targets;
+  targets.reserve(requests.size());
+  std::uint64_t total_bytes = 0;
+  {
+    std::shared_lock lock(groups_mutex);
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      const auto& r = requests[i];
+      auto it = groups.find(r.segment);
+      if (it == groups.end()) {
+        return error{status::invalid_argument, fmt::format("request {}: unknown segment {}", i, r.segment)};
+      }
+      auto limit = std::min(rt.config.max_transfer_bytes, it->second->descriptor().max_transfer_bytes);
+      if (r.local == nullptr || r.length == 0 || r.length > limit) {
+        return error{status::invalid_argument,
+                     fmt::format("request {}: needs a local buffer and 1 <= length <= {} (got {})",
+                                 i, limit, r.length)};
+      }
+      if (r.op != wire::opcode::read && r.op != wire::opcode::write) {
+        return error{status::invalid_argument, fmt::format("request {}: unknown opcode", i)};
+      }
+      if (r.remote_offset > UINT64_MAX - r.length) {
+        return error{status::invalid_argument, fmt::format("request {}: offset overflows", i)};
+      }
+      total_bytes += r.length;
+      targets.push_back(it->second);
+    }
+  }
+
+  auto reserved = rt.admission_control.try_reserve(requests.size(), total_bytes);
+  if (!reserved.ok()) return reserved.error();
+
+  auto state = std::make_unique<transfer_batch::state>();
+  state->rt = &rt;
+  state->size = requests.size();
+  state->callback = std::move(callback);
+  state->tasks = std::make_unique<detail::task_state[]>(requests.size());
+  auto* raw_state = state.get();
+  auto batch = std::make_shared<transfer_batch>(std::move(state), requests.size());
+
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const auto& r = requests[i];
+    auto& task = raw_state->tasks[i];
+    task.index = i;
+    task.reservation = reserved->split(1, r.length);
+    task.info = {rt.next_task_id.fetch_add(1, std::memory_order_relaxed), r.op, r.segment,
+                 r.remote_registration, r.remote_offset, r.length};
+    task.settle.emplace(terminal_action([this, raw_state, i](status code, std::uint64_t bytes) {
+                          finalize_task(*raw_state, i, code, bytes);
+                        }),
+                        1);
+    detail::bump(rt.stats.tasks_submitted);
+    if (rt.observer) rt.observer->task_submitted(task.info);
+  }
+  if (rt.observer) {
+    auto snap = rt.admission_control.snapshot();
+    rt.observer->admission_changed(snap.tasks, snap.bytes);
+  }
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const auto& r = requests[i];
+    auto op = std::make_unique<detail::transfer_op>();
+    op->task = &raw_state->tasks[i];
+    op->batch = batch;
+    op->op = r.op;
+    op->local = static_cast<std::byte*>(r.local);
+    op->length = r.length;
+    op->remote_registration = r.remote_registration;
+    op->remote_offset = r.remote_offset;
+    op->request_id = rt.next_request_id.fetch_add(1, std::memory_order_relaxed);
+    targets[i]->submit(std::move(op));
+  }
+  return batch;
+}
+
+void transport::impl::finalize_task(transfer_batch::state& batch, std::size_t index, status code,
+                                    std::uint64_t bytes) {
+  auto& task = batch.tasks[index];
+  task.reservation.release();
+  task.code.store(static_cast<std::uint16_t>(code), std::memory_order_release);
+  task.bytes.store(bytes, std::memory_order_release);
+  detail::bump(rt.stats.tasks_completed);
+  if (code == status::ok) detail::bump(rt.stats.bytes_completed, bytes);
+  detail::bump(rt.stats.failures_by_status[static_cast<int>(code)]);
+  if (rt.observer) {
+    rt.observer->task_finalized(task.info, code, bytes);
+    auto snap = rt.admission_control.snapshot();
+    rt.observer->admission_changed(snap.tasks, snap.bytes);
+  }
+  if (batch.callback) batch.callback(index, code, bytes);
+  task.done.store(true, std::memory_order_release);
+  if (batch.completed.fetch_add(1, std::memory_order_acq_rel) + 1 != batch.size) return;
+  std::lock_guard lock(batch.mutex);
+  batch.all_done.notify_all();
+}
+
+// Shutdown order: close admission and listeners -> drain queued dispatches
+// -> cancel every lane and session on its owner shard -> wait for
+// operations and leases -> stop and join the io threads.
+result<void> transport::impl::shutdown() {
+  std::lock_guard guard(shutdown_mutex);
+  if (shut_down) return shutdown_result;
+  shut_down = true;
+  const auto deadline = steady_clock::now() + milliseconds(rt.config.shutdown_timeout_ms);
+  auto left = [&] {
+    return std::max(milliseconds(0), duration_cast<milliseconds>(deadline - steady_clock::now()));
+  };
+
+  rt.closing.store(true, std::memory_order_release);
+  rt.admission_control.close();
+  srv->stop_accepting();
+  detail::run_on_every_shard(*rt.pool, [](std::size_t) {});  // queued dispatches run first
+
+  std::vector<std::shared_ptr<detail::peer_group>> all;
+  {
+    std::shared_lock lock(groups_mutex);
+    for (auto& [id, g] : groups) all.push_back(g);
+  }
+  for (auto& g : all) g->shutdown();
+  srv->close_sessions();
+
+  auto drained = rt.admission_control.wait_drained(left());
+  // Sessions end in their own handlers once their sockets are closed; each
+  // round on every shard lets those handlers run.
+  while (rt.stats.sessions_live.load(std::memory_order_acquire) > 0 && left().count() > 0) {
+    detail::run_on_every_shard(*rt.pool, [](std::size_t) {});
+    std::this_thread::yield();
+  }
+  auto leases = rt.buffers.close(left());
+  detail::run_on_every_shard(*rt.pool, [](std::size_t) {});  // cancelled timers retire
+  rt.pool->stop();
+
+  if (rt.failed.load(std::memory_order_acquire)) {
+    shutdown_result = error{status::runtime_failed,
+                            "an exception escaped an io handler; the runtime was marked failed"};
+  } else if (!drained.ok()) {
+    shutdown_result = drained;
+  } else if (auto live = rt.stats.sessions_live.load(); live > 0) {
+    shutdown_result = error{status::timeout, fmt::format("{} session(s) still open", live)};
+  } else if (!leases.ok()) {
+    shutdown_result = leases;
+  }
+  return shutdown_result;
+}
+
+// --- transport ------------------------------------------------------------------------
+
+transport::transport(std::unique_ptr<impl> i) : impl_(std::move(i)) {}
+
+transport::~transport() {
+  if (impl_) (void)impl_->shutdown();
+}
+
+result<std::unique_ptr<transport>> transport::start(const transport_config& config) {
+  if (auto valid = validate(config); !valid) return valid.error();
+  auto pool = io_pool::create(config.worker_count);
+  if (!pool.ok()) return pool.error();
+  auto i = std::make_unique<impl>(config);
+  i->rt.pool = std::move(pool).value();
+  i->srv = std::make_unique<detail::server>(i->rt);
+  if (auto listening = i->srv->listen(); !listening) {
+    i->rt.pool->stop();
+    return listening.error();
+  }
+  return std::unique_ptr<transport>(new transport(std::move(i)));
+}
+
+segment_descriptor transport::descriptor() const {
+  segment_descriptor d;
+  d.incarnation = impl_->rt.incarnation;
+  d.endpoints = impl_->srv->endpoints();
+  d.max_transfer_bytes = impl_->rt.config.max_transfer_bytes;
+  std::lock_guard lock(impl_->names_mutex);
+  for (const auto& r : impl_->rt.buffers.advertised()) {
+    auto name = impl_->names.find(r.id);
+    d.registrations.push_back(
+        {r.id, r.length, r.perm, name == impl_->names.end() ? std::string() : name->second});
+  }
+  return d;
+}
+
+result<registration_id> transport::register_buffer(void* base, std::size_t length,
+                                                   permission perm, std::string name) {
+  auto id = impl_->rt.buffers.register_buffer(base, length, perm);
+  if (id.ok() && !name.empty()) {
+    std::lock_guard lock(impl_->names_mutex);
+    impl_->names[id.value()] = std::move(name);
+  }
+  return id;
+}
+
+result<void> transport::unregister_buffer(registration_id id) {
+  auto done = impl_->rt.buffers.unregister_buffer(id);
+  std::lock_guard lock(impl_->names_mutex);
+  impl_->names.erase(id);
+  return done;
+}
+
+result<segment_id> transport::open_segment(const segment_descriptor& descriptor) {
+  return impl_->open(descriptor);
+}
+
+result<std::shared_ptr<transfer_batch>> transport::submit(std::span<const transfer_request> requests,
+                                                          task_callback on_task_done) {
+  return impl_->submit(requests, std::move(on_task_done));
+}
+
+transport_stats transport::stats() const {
+  const auto& c = impl_->rt.stats;
+  auto load = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_acquire); };
+  transport_stats s;
+  s.tasks_submitted = load(c.tasks_submitted);
+  s.tasks_completed = load(c.tasks_completed);
+  s.bytes_completed = load(c.bytes_completed);
+  auto snap = impl_->rt.admission_control.snapshot();
+  s.tasks_admitted_now = snap.tasks;
+  s.bytes_admitted_now = snap.bytes;
+  s.rejected_busy = snap.rejected_busy;
+  s.lanes_connected = load(c.lanes_connected);
+  s.lanes_connecting = load(c.lanes_connecting);
+  s.lanes_idle_closed = load(c.lanes_idle_closed);
+  s.connects = load(c.connects);
+  s.connect_failures = load(c.connect_failures);
+  s.reconnects = load(c.reconnects);
+  s.sessions_live = load(c.sessions_live);
+  s.sessions_accepted = load(c.sessions_accepted);
+  s.sessions_rejected_limit = load(c.sessions_rejected_limit);
+  s.sessions_timed_out = load(c.sessions_timed_out);
+  s.leases_live = impl_->rt.buffers.active_leases();
+  s.stale_handlers_dropped = load(c.stale_handlers_dropped);
+  s.timeouts = load(c.timeouts);
+  s.server_reads = load(c.server_reads);
+  s.server_writes = load(c.server_writes);
+  s.server_rejects = load(c.server_rejects);
+  for (int i = 0; i < status_count; ++i) s.failures_by_status[i] = load(c.failures_by_status[i]);
+  s.runtime_failed = impl_->rt.failed.load(std::memory_order_acquire);
+  return s;
+}
+
+result<void> transport::shutdown() { return impl_->shutdown(); }
+
+void transport::drop_connections(segment_id segment) {
+  std::shared_ptr<detail::peer_group> group;
+  {
+    std::shared_lock lock(impl_->groups_mutex);
+    auto it = impl_->groups.find(segment);
+    if (it == impl_->groups.end()) return;
+    group = it->second;
+  }
+  if (!impl_->rt.pool->stopped()) group->drop_connections();
+}
+
+}  // namespace faultlane
