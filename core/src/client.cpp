@@ -85,6 +85,8 @@ void lane::pump() {
   if (queue_.empty()) return;
   switch (state_) {
     case state::disconnected: {
+      // Work that reaches a lane after shutdown began never starts a connect.
+      if (rt_.closing.load(std::memory_order_acquire)) return fail_queue(status::shutting_down);
       auto decision = group_.request_connect(shared_from_this());
       if (decision == peer_group::connect_decision::go) return start_connect();
       if (decision == peer_group::connect_decision::wait) {
@@ -372,7 +374,6 @@ void peer_group::drop_connections() {
 }
 
 peer_group::connect_decision peer_group::request_connect(const std::shared_ptr<lane>& l) {
-  if (rt_.closing.load(std::memory_order_acquire)) return connect_decision::refuse;
   std::lock_guard lock(gate_mutex_);
   if (failure_streak_ == 0) return connect_decision::go;  // healthy: lanes connect in parallel
   auto cooldown = milliseconds(rt_.config.reconnect_cooldown_ms);

@@ -107,18 +107,21 @@ TEST(transport_fault, shutdown_under_load_is_bounded_and_drains_everything) {
   config.connections_per_peer = 2;
   config.progress_timeout_ms = 30000;
   auto initiator = start(config);
-  std::vector<std::byte> memory(1u << 20);
+  constexpr int tasks = 40;
+  constexpr std::size_t slot = 256u << 10;
+  // Each task owns its own slot: concurrent READs and WRITEs of one range
+  // would be a race in the workload itself.
+  std::vector<std::byte> memory(tasks * slot);
   auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read_write).value();
   auto live = initiator->open_segment(target->descriptor()).value();
   auto stuck = initiator->open_segment(stalled.descriptor()).value();
 
-  constexpr int tasks = 40;
   std::vector<std::vector<std::byte>> buffers(tasks, std::vector<std::byte>(256u << 10));
   std::vector<transfer_request> requests;
   for (int i = 0; i < tasks; ++i) {
     auto seg = i % 2 == 0 ? stuck : live;
     auto op = i % 3 == 0 ? wire::opcode::write : wire::opcode::read;
-    requests.push_back({op, buffers[i].data(), buffers[i].size(), seg, id, 0});
+    requests.push_back({op, buffers[i].data(), buffers[i].size(), seg, id, i * slot});
   }
   std::mutex seen_mutex;
   std::multiset<std::size_t> seen;
