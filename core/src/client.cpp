@@ -204,12 +204,32 @@ void lane::on_request_sent(const std::error_code& ec, std::size_t sent) {
     abort_status_ = *injected;
     return finish(*injected, 0, false);
   }
+  if (current_->op == wire::opcode::read) return read_response_and_payload();
   io_pending_ = true;
   asio::async_read(socket_, asio::buffer(response_), progress_condition(),
-                   guarded([this](std::error_code e, std::size_t) { on_response(e); }));
+                   guarded([this](std::error_code e, std::size_t) { on_response(e, 0); }));
 }
 
-void lane::on_response(const std::error_code& ec) {
+// A READ's response header and payload usually arrive together: one scatter
+// read takes both. An error response has no payload, so the read never
+// waits for payload bytes that will not come: it returns what is there.
+void lane::read_response_and_payload() {
+  auto& op = *current_;
+  std::array<asio::mutable_buffer, 2> in{asio::buffer(response_), asio::buffer(op.local, op.length)};
+  io_pending_ = true;
+  socket_.async_read_some(in, guarded([this](std::error_code ec, std::size_t n) {
+    io_pending_ = false;
+    if (ec) return finish(io_failure(), 0, false);
+    deadline_.push(milliseconds(rt_.config.progress_timeout_ms));
+    if (n >= response_.size()) return on_response(ec, n - response_.size());
+    io_pending_ = true;
+    asio::async_read(socket_, asio::buffer(response_.data() + n, response_.size() - n),
+                     progress_condition(),
+                     guarded([this](std::error_code e, std::size_t) { on_response(e, 0); }));
+  }));
+}
+
+void lane::on_response(const std::error_code& ec, std::size_t payload_have) {
   io_pending_ = false;
   FL_ASSERT(state_ == state::busy);
   if (ec) return finish(io_failure(), 0, false);
@@ -221,14 +241,18 @@ void lane::on_response(const std::error_code& ec) {
   }
   const auto& reply = decoded.value();
   if (reply.status != wire::wire_status::ok) {
+    // Bytes that arrived after an error header can only be garbage.
+    if (payload_have > 0) return finish(status::protocol_error, 0, false);
     // A definite answer: the target did not execute. A READ rejection keeps
     // the connection; the target closes after a WRITE rejection.
     return finish(wire::status_for(reply.status), 0, op.op == wire::opcode::read);
   }
   if (reply.committed_bytes != op.length) return finish(status::protocol_error, 0, false);
   if (op.op == wire::opcode::write) return finish(status::ok, op.length, true);
+  if (payload_have == op.length) return finish(status::ok, op.length, true);
   io_pending_ = true;
-  asio::async_read(socket_, asio::buffer(op.local, op.length), progress_condition(),
+  asio::async_read(socket_, asio::buffer(op.local + payload_have, op.length - payload_have),
+                   progress_condition(),
                    guarded([this](std::error_code e, std::size_t) { on_payload(e); }));
 }
 

@@ -49,7 +49,8 @@ class lane : public std::enable_shared_from_this<lane> {
   void on_connected(const std::error_code& ec);
   void start_next();
   void on_request_sent(const std::error_code& ec, std::size_t sent);
-  void on_response(const std::error_code& ec);
+  void read_response_and_payload();
+  void on_response(const std::error_code& ec, std::size_t payload_have);
   void on_payload(const std::error_code& ec);
   void finish(status code, std::uint64_t bytes, bool keep_connection);
   void fail_queue(status code);

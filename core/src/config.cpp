@@ -81,6 +81,8 @@ result<void> check_addresses(const transport_config& c) {
 result<void> validate(const transport_config& c) {
   if (auto r = check_range("worker_count", c.worker_count, limits::worker_count_min,
                            limits::worker_count_max); !r) return r;
+  if (auto r = check_range<std::uint32_t>("busy_poll_us", c.busy_poll_us, 0,
+                                          limits::busy_poll_us_max); !r) return r;
   if (auto r = check_range<std::size_t>("connections_per_peer", c.connections_per_peer, 1,
                                         limits::lane_count_max); !r) return r;
   if (auto r = check_range<std::uint64_t>("max_transfer_bytes", c.max_transfer_bytes, 1,
@@ -129,7 +131,7 @@ result<void> read_field(const YAML::Node& root, const char* name, T& out) {
 }
 
 const std::set<std::string> known_fields{
-    "bind_address", "advertise_address", "port", "rail_addresses", "worker_count",
+    "bind_address", "advertise_address", "port", "rail_addresses", "worker_count", "busy_poll_us",
     "connections_per_peer", "max_outstanding_tasks", "max_outstanding_bytes",
     "max_transfer_bytes", "max_connections", "connect_timeout_ms", "progress_timeout_ms",
     "idle_connection_timeout_ms", "reconnect_cooldown_ms", "shutdown_timeout_ms"};
@@ -146,6 +148,7 @@ result<transport_config> from_yaml(const YAML::Node& root) {
   if (!(r = read_field(root, "advertise_address", c.advertise_address))) return r.error();
   if (!(r = read_field(root, "port", c.port))) return r.error();
   if (!(r = read_field(root, "worker_count", c.worker_count))) return r.error();
+  if (!(r = read_field(root, "busy_poll_us", c.busy_poll_us))) return r.error();
   if (!(r = read_field(root, "connections_per_peer", c.connections_per_peer))) return r.error();
   if (!(r = read_field(root, "max_outstanding_tasks", c.max_outstanding_tasks))) return r.error();
   if (!(r = read_field(root, "max_outstanding_bytes", c.max_outstanding_bytes))) return r.error();

@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -33,17 +34,24 @@ std::uint64_t stable_hash(std::string_view key) noexcept {
   return stable_hash(h);
 }
 
-result<std::unique_ptr<io_pool>> io_pool::create(std::size_t worker_count) {
+result<std::unique_ptr<io_pool>> io_pool::create(std::size_t worker_count,
+                                                 std::uint32_t busy_poll_us) {
   if (worker_count < limits::worker_count_min || worker_count > limits::worker_count_max) {
     return error{status::invalid_argument,
                  "worker_count must be in [" + std::to_string(limits::worker_count_min) + ", " +
                      std::to_string(limits::worker_count_max) + "], got " +
                      std::to_string(worker_count)};
   }
-  return std::unique_ptr<io_pool>(new io_pool(worker_count));
+  if (busy_poll_us > limits::busy_poll_us_max) {
+    return error{status::invalid_argument,
+                 "busy_poll_us must be at most " + std::to_string(limits::busy_poll_us_max) +
+                     ", got " + std::to_string(busy_poll_us)};
+  }
+  return std::unique_ptr<io_pool>(new io_pool(worker_count, busy_poll_us));
 }
 
-io_pool::io_pool(std::size_t worker_count) {
+io_pool::io_pool(std::size_t worker_count, std::uint32_t busy_poll_us)
+    : busy_poll_us_(busy_poll_us) {
   FL_ASSERT(worker_count >= limits::worker_count_min);
   FL_ASSERT(worker_count <= limits::worker_count_max);
   shards_.reserve(worker_count);
@@ -66,7 +74,23 @@ void io_pool::run_shard(std::size_t index) {
   current_shard = index;
   // Handlers report their own failures (the transport wraps each one); an
   // exception reaching here is a bug in a handler that was not wrapped.
-  shards_[index]->context.run();
+  auto& context = shards_[index]->context;
+  if (busy_poll_us_ == 0) {
+    context.run();
+  } else {
+    const auto spin = std::chrono::microseconds(busy_poll_us_);
+    while (!context.stopped()) {
+      auto until = std::chrono::steady_clock::now() + spin;
+      bool ran = false;
+      while (!context.stopped() && std::chrono::steady_clock::now() < until) {
+        if (context.poll() > 0) {
+          ran = true;
+          break;
+        }
+      }
+      if (!ran && !context.stopped()) context.run_one();
+    }
+  }
   current_pool = nullptr;
 }
 

@@ -108,6 +108,7 @@ class server_session : public std::enable_shared_from_this<server_session> {
   }
 
   void read_header_rest(std::size_t have) {
+    if (have == header_.size()) return dispatch_request();  // the usual case: one read
     io_pending_ = true;
     asio::async_read(socket_, asio::buffer(header_.data() + have, header_.size() - have),
                      progress_condition(), guarded([this](std::error_code ec, std::size_t) {

@@ -29,6 +29,9 @@ struct transport_config {
   std::vector<std::string> rail_addresses;
 
   std::size_t worker_count = 1;
+  // io threads poll this long after their last event before blocking; trades
+  // CPU for latency. 0 (the default) blocks at once.
+  std::uint32_t busy_poll_us = 0;
   std::size_t connections_per_peer = 4;
   std::uint64_t max_outstanding_tasks = limits::outstanding_tasks_default;
   std::uint64_t max_outstanding_bytes = limits::outstanding_bytes_default;

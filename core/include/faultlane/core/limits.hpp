@@ -12,6 +12,9 @@ namespace faultlane::limits {
 inline constexpr std::size_t worker_count_min = 1;
 inline constexpr std::size_t worker_count_max = 32;
 
+// io threads may poll this long before blocking (io_pool::create).
+inline constexpr std::uint32_t busy_poll_us_max = 10'000;
+
 // Persistent lanes per peer (the total budget across rails).
 inline constexpr std::size_t lane_count_max = 64;
 // Rails never outnumber lanes: every rail needs at least one lane.

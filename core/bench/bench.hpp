@@ -1,0 +1,75 @@
+// faultlane-bench: shared types of the benchmark tool.
+//
+// The tool measures the core and a raw-TCP baseline with the same block
+// size, batch, submitting threads and connection count, in the same process
+// and the same run, and reports both and their ratio.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace faultlane::bench {
+
+enum class operation { read, write, mix };
+enum class run_mode { loopback, target, initiator };
+
+struct options {
+  operation op = operation::read;
+  std::uint64_t block_bytes = 64u << 10;
+  std::size_t batch = 32;
+  std::size_t threads = 1;
+  std::size_t workers = 1;
+  std::size_t lanes = 1;
+  std::uint32_t busy_poll_us = 0;
+  double duration_s = 4.0;  // each side: faultlane, then the baseline
+  double warmup_s = 0.2;  // per round, before measuring
+  std::size_t rounds = 4;  // faultlane and baseline alternate this many times
+  bool verify = false;
+  bool skip_baseline = false;
+  std::string json_path;
+  run_mode mode = run_mode::loopback;
+  std::string listen = "127.0.0.1:0";  // target mode
+  std::string peer;                    // initiator mode: HOST:PORT
+  std::uint64_t peer_registration = 0;
+  std::uint64_t peer_incarnation = 0;
+};
+
+// Parses argv; on a bad flag prints the problem and returns nullopt.
+std::optional<options> parse_options(int argc, char** argv);
+std::string usage();
+std::string describe(const options& o);
+const char* to_string(operation op);
+
+struct measurement {
+  double seconds = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t ops = 0;
+  std::uint64_t failures = 0;
+  std::uint64_t mismatches = 0;
+  std::vector<double> latency_us;  // one per op
+};
+
+struct summary {
+  double bytes_per_s = 0;
+  double ops_per_s = 0;
+  double mean_us = 0, p50_us = 0, p99_us = 0, p999_us = 0;
+};
+summary summarize(measurement& m);
+void merge(measurement& into, measurement m);
+
+measurement run_baseline(const options& o);
+measurement run_faultlane(const options& o);
+int run_target(const options& o);  // serves until SIGINT/SIGTERM
+
+// The slot the n-th op of submitter `thread` uses, within a region of
+// `batch` blocks per thread; and the seed of the bytes a slot should hold.
+inline std::uint64_t slot_offset(const options& o, std::size_t thread, std::size_t slot) {
+  return (thread * o.batch + slot) * o.block_bytes;
+}
+inline std::uint64_t region_bytes(const options& o) {
+  return o.threads * o.batch * o.block_bytes;
+}
+
+}  // namespace faultlane::bench

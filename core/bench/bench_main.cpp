@@ -1,0 +1,115 @@
+// faultlane-bench: measures the transfer core against a raw-TCP baseline in
+// the same run and prints both with their ratio (docs/benchmarks.md).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+
+#include "bench.hpp"
+
+namespace faultlane::bench {
+
+summary summarize(measurement& m) {
+  summary s;
+  if (m.seconds > 0) {
+    s.bytes_per_s = static_cast<double>(m.bytes) / m.seconds;
+    s.ops_per_s = static_cast<double>(m.ops) / m.seconds;
+  }
+  auto& l = m.latency_us;
+  if (l.empty()) return s;
+  std::sort(l.begin(), l.end());
+  double sum = 0;
+  for (double v : l) sum += v;
+  s.mean_us = sum / static_cast<double>(l.size());
+  auto at = [&](double q) {
+    auto i = static_cast<std::size_t>(q * static_cast<double>(l.size() - 1));
+    return l[i];
+  };
+  s.p50_us = at(0.50);
+  s.p99_us = at(0.99);
+  s.p999_us = at(0.999);
+  return s;
+}
+
+void merge(measurement& into, measurement m) {
+  into.seconds += m.seconds;
+  into.bytes += m.bytes;
+  into.ops += m.ops;
+  into.failures += m.failures;
+  into.mismatches += m.mismatches;
+  into.latency_us.insert(into.latency_us.end(), m.latency_us.begin(), m.latency_us.end());
+}
+
+namespace {
+
+std::string rate(double bytes_per_s) {
+  if (bytes_per_s >= 1e9) return fmt::format("{:.2f} GB/s", bytes_per_s / 1e9);
+  return fmt::format("{:.1f} MB/s", bytes_per_s / 1e6);
+}
+
+void print_row(const char* name, const summary& s) {
+  std::printf("  %-10s %12s %12.0f %10.1f %10.1f %10.1f %10.1f\n", name, rate(s.bytes_per_s).c_str(),
+              s.ops_per_s, s.mean_us, s.p50_us, s.p99_us, s.p999_us);
+}
+
+std::string json_side(const summary& s) {
+  return fmt::format(
+      R"({{"bytes_per_s": {:.0f}, "ops_per_s": {:.1f}, "latency_us": {{"mean": {:.2f}, "p50": {:.2f}, "p99": {:.2f}, "p999": {:.2f}}}}})",
+      s.bytes_per_s, s.ops_per_s, s.mean_us, s.p50_us, s.p99_us, s.p999_us);
+}
+
+}  // namespace
+}  // namespace faultlane::bench
+
+int main(int argc, char** argv) {
+  using namespace faultlane::bench;
+  auto parsed = parse_options(argc, argv);
+  if (!parsed) return 2;
+  const options& o = *parsed;
+  if (o.mode == run_mode::target) return run_target(o);
+
+  std::printf("faultlane-bench: %s%s\n", describe(o).c_str(), o.verify ? " verify" : "");
+  bool baseline = !o.skip_baseline && o.mode == run_mode::loopback;
+  // Interleaved rounds: a shared machine drifts (frequency, neighbours), so
+  // each side gets alternating slices of the run instead of one long block.
+  options round = o;
+  round.duration_s = o.duration_s / static_cast<double>(o.rounds);
+  measurement fl, raw;
+  for (std::size_t r = 0; r < o.rounds; ++r) {
+    merge(fl, run_faultlane(round));
+    if (baseline) merge(raw, run_baseline(round));
+  }
+  auto fs = summarize(fl);
+  auto bs = summarize(raw);
+
+  std::printf("  %-10s %12s %12s %10s %10s %10s %10s\n", "", "throughput", "ops/s", "mean us",
+              "p50 us", "p99 us", "p999 us");
+  print_row("faultlane", fs);
+  if (baseline) print_row("raw tcp", bs);
+  double ratio = bs.bytes_per_s > 0 ? fs.bytes_per_s / bs.bytes_per_s : 0;
+  double latency_ratio = bs.mean_us > 0 ? fs.mean_us / bs.mean_us : 0;
+  if (baseline) {
+    std::printf("  ratio      throughput %.3f x raw tcp, mean latency %.3f x raw tcp\n", ratio,
+                latency_ratio);
+  }
+  std::printf("  ops %llu, failed %llu", static_cast<unsigned long long>(fl.ops),
+              static_cast<unsigned long long>(fl.failures));
+  if (o.verify) std::printf(", mismatches %llu", static_cast<unsigned long long>(fl.mismatches));
+  std::printf("\n");
+
+  if (!o.json_path.empty()) {
+    std::ofstream out(o.json_path);
+    out << fmt::format(
+        R"({{"config": {{"op": "{}", "block_size": {}, "batch": {}, "threads": {}, "workers": {}, "lanes": {}, "duration_s": {}, "rounds": {}, "verify": {}}}, "faultlane": {}, "baseline": {}, "ratio_bytes_per_s": {:.4f}, "ratio_mean_latency": {:.4f}, "failures": {}, "mismatches": {}}})",
+        to_string(o.op), o.block_bytes, o.batch, o.threads, o.workers, o.lanes, o.duration_s, o.rounds,
+        o.verify ? "true" : "false", json_side(fs), baseline ? json_side(bs) : "null", ratio,
+        latency_ratio, fl.failures, fl.mismatches);
+    out << "\n";
+    if (!out) {
+      std::fprintf(stderr, "faultlane-bench: cannot write %s\n", o.json_path.c_str());
+      return 1;
+    }
+  }
+  return fl.failures == 0 && fl.mismatches == 0 ? 0 : 1;
+}

@@ -1,0 +1,166 @@
+// Command-line parsing for faultlane-bench.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+#include "bench.hpp"
+
+namespace faultlane::bench {
+namespace {
+
+std::optional<std::uint64_t> parse_size(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  std::uint64_t scale = 1;
+  char last = text.back();
+  if (last == 'K' || last == 'k') scale = 1ull << 10;
+  if (last == 'M' || last == 'm') scale = 1ull << 20;
+  if (last == 'G' || last == 'g') scale = 1ull << 30;
+  if (scale != 1) text.remove_suffix(1);
+  if (text.empty()) return std::nullopt;
+  std::uint64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    if (value > (UINT64_MAX - 9) / 10) return std::nullopt;
+    value = value * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  if (value > UINT64_MAX / scale) return std::nullopt;
+  return value * scale;
+}
+
+std::optional<std::uint64_t> parse_count(std::string_view text, std::uint64_t low, std::uint64_t high) {
+  auto v = parse_size(text);
+  if (!v || *v < low || *v > high) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+const char* to_string(operation op) {
+  switch (op) {
+    case operation::read: return "read";
+    case operation::write: return "write";
+    case operation::mix: return "mix";
+  }
+  return "?";
+}
+
+std::string usage() {
+  return R"(usage: faultlane-bench [flags]
+  --op read|write|mix     operation (default read; mix alternates)
+  --block-size N[K|M|G]   bytes per operation (default 64K)
+  --batch N               operations submitted together (default 32)
+  --threads N             submitting threads (default 1)
+  --workers N             faultlane io threads, 1..32 (default 1)
+  --lanes N               connections per peer; the baseline uses as many (default 1)
+  --busy-poll-us N        io threads poll N us before blocking (default 0)
+  --duration S            seconds measured for each side (default 4)
+  --rounds N              faultlane and the baseline alternate N times (default 4)
+  --warmup S              seconds run before measuring, each round (default 0.2)
+  --verify                check every byte moved
+  --no-baseline           measure faultlane only
+  --json PATH             write the results as JSON
+  --mode loopback|target|initiator
+  --listen HOST:PORT      target mode address (default 127.0.0.1:0)
+  --peer HOST:PORT --registration ID --incarnation N   initiator mode target
+)";
+}
+
+std::optional<options> parse_options(int argc, char** argv) {
+  options o;
+  auto fail = [](const std::string& what) -> std::optional<options> {
+    std::fprintf(stderr, "faultlane-bench: %s\n%s", what.c_str(), usage().c_str());
+    return std::nullopt;
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string_view flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      std::fputs(usage().c_str(), stdout);
+      std::exit(0);
+    }
+    if (flag == "--verify") { o.verify = true; continue; }
+    if (flag == "--no-baseline") { o.skip_baseline = true; continue; }
+    if (i + 1 >= argc) return fail(fmt::format("{} needs a value", flag));
+    std::string_view value = argv[++i];
+    auto bad = [&] { return fail(fmt::format("bad value '{}' for {}", value, flag)); };
+    if (flag == "--op") {
+      if (value == "read") o.op = operation::read;
+      else if (value == "write") o.op = operation::write;
+      else if (value == "mix") o.op = operation::mix;
+      else return bad();
+    } else if (flag == "--block-size") {
+      auto v = parse_count(value, 1, 1ull << 30);
+      if (!v) return bad();
+      o.block_bytes = *v;
+    } else if (flag == "--batch") {
+      auto v = parse_count(value, 1, 4096);
+      if (!v) return bad();
+      o.batch = *v;
+    } else if (flag == "--threads") {
+      auto v = parse_count(value, 1, 64);
+      if (!v) return bad();
+      o.threads = *v;
+    } else if (flag == "--workers") {
+      auto v = parse_count(value, 1, 32);
+      if (!v) return bad();
+      o.workers = *v;
+    } else if (flag == "--lanes") {
+      auto v = parse_count(value, 1, 64);
+      if (!v) return bad();
+      o.lanes = *v;
+    } else if (flag == "--duration" || flag == "--warmup") {
+      char* end = nullptr;
+      std::string text(value);
+      double s = std::strtod(text.c_str(), &end);
+      if (end == text.c_str() || *end != '\0' || s < 0 || s > 3600) return bad();
+      (flag == "--duration" ? o.duration_s : o.warmup_s) = s;
+    } else if (flag == "--busy-poll-us") {
+      auto v = parse_count(value, 0, 10000);
+      if (!v) return bad();
+      o.busy_poll_us = static_cast<std::uint32_t>(*v);
+    } else if (flag == "--rounds") {
+      auto v = parse_count(value, 1, 1000);
+      if (!v) return bad();
+      o.rounds = *v;
+    } else if (flag == "--json") {
+      o.json_path = value;
+    } else if (flag == "--mode") {
+      if (value == "loopback") o.mode = run_mode::loopback;
+      else if (value == "target") o.mode = run_mode::target;
+      else if (value == "initiator") o.mode = run_mode::initiator;
+      else return bad();
+    } else if (flag == "--listen") {
+      o.listen = value;
+    } else if (flag == "--peer") {
+      o.peer = value;
+    } else if (flag == "--registration") {
+      auto v = parse_size(value);
+      if (!v) return bad();
+      o.peer_registration = *v;
+    } else if (flag == "--incarnation") {
+      auto v = parse_size(value);
+      if (!v) return bad();
+      o.peer_incarnation = *v;
+    } else {
+      return fail(fmt::format("unknown flag {}", flag));
+    }
+  }
+  if (o.duration_s <= 0) return fail("--duration must be positive");
+  if (o.mode == run_mode::initiator && (o.peer.empty() || o.peer_registration == 0 ||
+                                        o.peer_incarnation == 0)) {
+    return fail("--mode initiator needs --peer, --registration and --incarnation");
+  }
+  if (region_bytes(o) > (8ull << 30)) {
+    return fail("threads x batch x block-size must stay under 8 GiB");
+  }
+  return o;
+}
+
+std::string describe(const options& o) {
+  return fmt::format("op={} block={} batch={} threads={} workers={} lanes={} duration={}s rounds={}",
+                     to_string(o.op), o.block_bytes, o.batch, o.threads, o.workers, o.lanes,
+                     o.duration_s, o.rounds);
+}
+
+}  // namespace faultlane::bench

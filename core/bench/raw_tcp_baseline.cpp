@@ -1,0 +1,178 @@
+// The raw-TCP baseline: the same bytes, block size and connection count as
+// the faultlane run, over plain blocking sockets with no framing beyond a
+// 16-byte request, no registry and no event loop. Each connection has a
+// client thread and a server thread; the client keeps `depth` requests in
+// flight (the faultlane run's batch x threads, spread over its lanes).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "bench.hpp"
+
+namespace faultlane::bench {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+void check(bool ok, const char* what) {
+  if (!ok) throw std::runtime_error(std::string("baseline: ") + what + ": " + std::strerror(errno));
+}
+
+// Each call moves at most this much (FAULTLANE_BASELINE_STEP overrides), and
+// a receive waits for its whole step (MSG_WAITALL). Of the plain blocking
+// loops tried on the 2-core VM (steps 64 KiB..64 MiB, with and without
+// MSG_WAITALL) this one was the fastest: the baseline must not be a strawman.
+std::size_t step_bytes() {
+  static const std::size_t step = [] {
+    const char* env = std::getenv("FAULTLANE_BASELINE_STEP");
+    return env ? static_cast<std::size_t>(std::strtoull(env, nullptr, 10)) : std::size_t{512} << 10;
+  }();
+  return step;
+}
+
+bool send_all(int fd, const void* p, std::size_t n) {
+  auto* c = static_cast<const char*>(p);
+  while (n > 0) {
+    ssize_t k = ::send(fd, c, std::min(n, step_bytes()), MSG_NOSIGNAL);
+    if (k <= 0) return false;
+    c += k;
+    n -= static_cast<std::size_t>(k);
+  }
+  return true;
+}
+
+bool recv_all(int fd, void* p, std::size_t n) {
+  auto* c = static_cast<char*>(p);
+  while (n > 0) {
+    ssize_t k = ::recv(fd, c, std::min(n, step_bytes()), MSG_WAITALL);
+    if (k <= 0) return false;
+    c += k;
+    n -= static_cast<std::size_t>(k);
+  }
+  return true;
+}
+
+void no_delay(int fd) {
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+struct request {
+  std::uint64_t is_write;
+  std::uint64_t length;
+};
+
+void serve(int fd, std::uint64_t block) {
+  std::vector<char> buffer(block, 'b');
+  request r{};
+  std::uint64_t ack = 0;
+  while (recv_all(fd, &r, sizeof(r))) {
+    if (r.is_write != 0) {
+      if (!recv_all(fd, buffer.data(), r.length) || !send_all(fd, &ack, sizeof(ack))) break;
+    } else if (!send_all(fd, buffer.data(), r.length)) {
+      break;
+    }
+  }
+  ::close(fd);
+}
+
+}  // namespace
+
+measurement run_baseline(const options& o) {
+  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  check(listener >= 0, "socket");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  check(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0, "bind");
+  check(::listen(listener, 64) == 0, "listen");
+  socklen_t len = sizeof(addr);
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+
+  const std::size_t connections = o.lanes;
+  const std::size_t in_flight = o.batch * o.threads;
+  std::vector<int> clients;
+  std::vector<std::thread> servers;
+  for (std::size_t i = 0; i < connections; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    check(fd >= 0, "socket");
+    check(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0, "connect");
+    int accepted = ::accept(listener, nullptr, nullptr);
+    check(accepted >= 0, "accept");
+    no_delay(fd);
+    no_delay(accepted);
+    clients.push_back(fd);
+    servers.emplace_back(serve, accepted, o.block_bytes);
+  }
+  ::close(listener);
+
+  std::atomic<int> phase{0};  // 0 warmup, 1 measure, 2 stop
+  std::vector<measurement> per(connections);
+  std::vector<std::thread> drivers;
+  for (std::size_t c = 0; c < connections; ++c) {
+    // Spread the faultlane run's in-flight count over the connections.
+    std::size_t depth = in_flight / connections + (c < in_flight % connections ? 1 : 0);
+    if (depth == 0) continue;
+    drivers.emplace_back([&, c, depth] {
+      std::vector<char> buffer(o.block_bytes, 'c');
+      std::uint64_t ack = 0;
+      std::uint64_t n = 0;
+      auto& m = per[c];
+      while (phase.load(std::memory_order_relaxed) < 2) {
+        bool measuring = phase.load(std::memory_order_relaxed) == 1;
+        auto start = clock_type::now();
+        std::vector<bool> writes(depth);
+        for (std::size_t k = 0; k < depth; ++k) {
+          bool is_write = o.op == operation::write || (o.op == operation::mix && (n + k) % 2 == 1);
+          writes[k] = is_write;
+          request r{is_write ? 1u : 0u, o.block_bytes};
+          if (!send_all(clients[c], &r, sizeof(r))) return;
+          if (is_write && !send_all(clients[c], buffer.data(), o.block_bytes)) return;
+        }
+        for (std::size_t k = 0; k < depth; ++k) {
+          bool ok = writes[k] ? recv_all(clients[c], &ack, sizeof(ack))
+                              : recv_all(clients[c], buffer.data(), o.block_bytes);
+          if (!ok) return;
+          if (measuring) {
+            m.latency_us.push_back(
+                std::chrono::duration<double, std::micro>(clock_type::now() - start).count());
+            m.bytes += o.block_bytes;
+            ++m.ops;
+          }
+        }
+        n += depth;
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(o.warmup_s));
+  auto begin = clock_type::now();
+  phase.store(1);
+  std::this_thread::sleep_for(std::chrono::duration<double>(o.duration_s));
+  phase.store(2);
+  auto end = clock_type::now();
+  for (auto& d : drivers) d.join();
+  for (int fd : clients) ::shutdown(fd, SHUT_RDWR), ::close(fd);
+  for (auto& s : servers) s.join();
+
+  measurement total;
+  total.seconds = std::chrono::duration<double>(end - begin).count();
+  for (auto& m : per) {
+    total.bytes += m.bytes;
+    total.ops += m.ops;
+    total.latency_us.insert(total.latency_us.end(), m.latency_us.begin(), m.latency_us.end());
+  }
+  return total;
+}
+
+}  // namespace faultlane::bench
