@@ -155,7 +155,14 @@ void lane::on_connected(const std::error_code& ec) {
   bump(rt_.stats.connects);
   bump(rt_.stats.lanes_connected);
   if (connections_++ > 0) bump(rt_.stats.reconnects);
-  if (rt_.observer) rt_.observer->lane_connected(event());
+  if (rt_.observer) {
+    auto e = event();
+    auto local = socket_.local_endpoint(ignored);
+    auto remote = socket_.remote_endpoint(ignored);
+    e.local = {local.address().to_string(), local.port()};
+    e.remote = {remote.address().to_string(), remote.port()};
+    rt_.observer->lane_connected(e);
+  }
   state_ = state::idle;
   group_.connect_finished(true);
   if (queue_.empty()) {
@@ -169,6 +176,17 @@ void lane::on_connected(const std::error_code& ec) {
 void lane::start_next() {
   FL_ASSERT(state_ == state::idle);
   FL_ASSERT(!current_);
+  // Slices of a task that already failed are not started.
+  while (!queue_.empty() && queue_.front()->task->cancelled.load(std::memory_order_acquire)) {
+    auto skipped = std::move(queue_.front());
+    queue_.pop_front();
+    retire(std::move(skipped), status::cancelled, 0);
+  }
+  if (queue_.empty()) {
+    deadline_kind_ = deadline_kind::idle;
+    deadline_.set(milliseconds(rt_.config.idle_connection_timeout_ms), shared_from_this());
+    return;
+  }
   current_ = std::move(queue_.front());
   queue_.pop_front();
   state_ = state::busy;
@@ -200,7 +218,7 @@ void lane::on_request_sent(const std::error_code& ec, std::size_t sent) {
   FL_ASSERT(state_ == state::busy);
   if (sent > 0) request_bytes_sent_ = true;
   if (ec) return finish(io_failure(), 0, false);
-  if (auto injected = FAULTLANE_FAILPOINT("client.after_request_sent")) {
+  if (auto injected = FAULTLANE_FAILPOINT_KEY("client.after_request_sent", current_->remote_registration)) {
     abort_status_ = *injected;
     return finish(*injected, 0, false);
   }
@@ -283,6 +301,7 @@ void lane::finish(status code, std::uint64_t bytes, bool keep_connection) {
     code = status::ambiguous_write;
   }
   if (code == status::timeout) bump(rt_.stats.timeouts);
+  if (code != status::ok) cancel_siblings(*op);
   if (keep_connection && state_ == state::busy && !abort_status_) {
     state_ = state::idle;
   } else {
@@ -297,6 +316,39 @@ void lane::finish(status code, std::uint64_t bytes, bool keep_connection) {
   }
   if (state_ == state::disconnected) pump();
   else if (state_ == state::closed) fail_queue(status::shutting_down);
+}
+
+void lane::cancel_siblings(const transfer_op& failed) {
+  auto* task = failed.task;
+  if (task->slice_lanes.empty()) return;
+  if (task->cancelled.exchange(true, std::memory_order_acq_rel)) return;  // already done once
+  for (const auto& sibling : task->slice_lanes) {
+    if (sibling.get() == this) continue;
+    // `keep` pins the batch, so `task` cannot be freed and reused by a new
+    // task before the sibling lane has looked at it.
+    asio::post(rt_.pool->context(sibling->shard()),
+               [sibling, task, keep = failed.batch] { sibling->cancel_task(task); });
+  }
+}
+
+// A sibling slice failed: drop this task's queued slices, and cancel the
+// one in flight by closing the connection (its handler ends it cancelled;
+// the lane reconnects for its next work).
+void lane::cancel_task(const task_state* task) {
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if ((*it)->task == task) {
+      auto op = std::move(*it);
+      it = queue_.erase(it);
+      retire(std::move(op), status::cancelled, 0);
+    } else {
+      ++it;
+    }
+  }
+  if (current_ && current_->task == task && io_pending_) {
+    abort_status_ = status::cancelled;
+    std::error_code ignored;
+    socket_.close(ignored);
+  }
 }
 
 void lane::fail_queue(status code) {
@@ -370,15 +422,33 @@ void lane::drop_connection() {
 peer_group::peer_group(runtime& rt, segment_id id, segment_descriptor descriptor)
     : rt_(rt), id_(id), descriptor_(std::move(descriptor)) {
   FL_ASSERT(!descriptor_.endpoints.empty());
+  FL_ASSERT(rt_.config.connections_per_peer >= descriptor_.endpoints.size());
   for (std::size_t i = 0; i < rt_.config.connections_per_peer; ++i) {
     lanes_.push_back(std::make_shared<lane>(rt_, *this, i, rt_.pool->next_shard()));
   }
+  for (std::size_t r = 0; r < rail_count(); ++r) {
+    rail_sequences_.push_back(std::make_unique<std::atomic<std::uint64_t>>(0));
+  }
+}
+
+void peer_group::dispatch(runtime& rt, const std::shared_ptr<lane>& l,
+                          std::unique_ptr<transfer_op> op) {
+  asio::post(rt.pool->context(l->shard()),
+             [l, op = std::move(op)]() mutable { l->enqueue(std::move(op)); });
 }
 
 void peer_group::submit(std::unique_ptr<transfer_op> op) {
-  auto& l = lanes_[sequence_.fetch_add(1, std::memory_order_relaxed) % lanes_.size()];
-  asio::post(rt_.pool->context(l->shard()),
-             [l, op = std::move(op)]() mutable { l->enqueue(std::move(op)); });
+  dispatch(rt_, lanes_[sequence_.fetch_add(1, std::memory_order_relaxed) % lanes_.size()],
+           std::move(op));
+}
+
+// Lane i serves rail i % rails, so rail r's lanes are r, r + rails, ...
+std::shared_ptr<lane> peer_group::lane_for_rail(std::size_t rail) {
+  FL_ASSERT(rail < rail_count());
+  const std::size_t rails = rail_count();
+  const std::size_t per_rail = (lanes_.size() - rail + rails - 1) / rails;
+  auto turn = rail_sequences_[rail]->fetch_add(1, std::memory_order_relaxed) % per_rail;
+  return lanes_[rail + turn * rails];
 }
 
 void peer_group::shutdown() {

@@ -33,6 +33,7 @@ class lane : public std::enable_shared_from_this<lane> {
   void shutdown();          // fail queued work, close; no reconnect after
   void drop_connection();   // close as a network blip would; work reconnects
   void probe_finished();    // the group's connect gate changed
+  void cancel_task(const task_state* task);  // a sibling slice failed
 
   std::size_t shard() const noexcept { return shard_; }
   std::size_t rail() const noexcept { return rail_; }
@@ -54,6 +55,7 @@ class lane : public std::enable_shared_from_this<lane> {
   void on_payload(const std::error_code& ec);
   void finish(status code, std::uint64_t bytes, bool keep_connection);
   void fail_queue(status code);
+  void cancel_siblings(const transfer_op& failed);
   void close_socket(status why);
   void on_deadline();
   status io_failure() const;
@@ -87,6 +89,9 @@ class peer_group {
 
   // Any thread: picks a lane by the per-peer sequence and hands it the op.
   void submit(std::unique_ptr<transfer_op> op);
+  // Any thread: the next lane of `rail` (per-rail rotation).
+  std::shared_ptr<lane> lane_for_rail(std::size_t rail);
+  static void dispatch(runtime& rt, const std::shared_ptr<lane>& l, std::unique_ptr<transfer_op> op);
   // Shutdown: every lane fails its queued work and closes (waits for it).
   void shutdown();
   void drop_connections();
@@ -106,6 +111,7 @@ class peer_group {
   const segment_descriptor descriptor_;
   std::vector<std::shared_ptr<lane>> lanes_;
   std::atomic<std::uint64_t> sequence_{0};
+  std::vector<std::unique_ptr<std::atomic<std::uint64_t>>> rail_sequences_;
 
   std::mutex gate_mutex_;
   std::uint32_t failure_streak_ = 0;

@@ -141,12 +141,16 @@ void resume(std::string_view name) {
   t.changed.notify_all();
 }
 
-std::optional<status> evaluate(std::string_view name) {
+namespace {
+
+std::optional<status> evaluate_keyed(std::string_view name, std::optional<std::uint64_t> key) {
   auto& t = the_table();
   if (t.armed_count.load(std::memory_order_relaxed) == 0) return std::nullopt;
   std::unique_lock lock(t.mutex);
   auto it = t.points.find(name);
-  if (it == t.points.end() || !should_fire(it->second)) return std::nullopt;
+  if (it == t.points.end()) return std::nullopt;
+  if (it->second.cfg.only_key && it->second.cfg.only_key != key) return std::nullopt;
+  if (!should_fire(it->second)) return std::nullopt;
   config cfg = it->second.cfg;
   switch (cfg.act) {
     case action::off: return std::nullopt;
@@ -159,6 +163,14 @@ std::optional<status> evaluate(std::string_view name) {
     case action::pause: pause_here(t, lock, name); return std::nullopt;
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<status> evaluate(std::string_view name) { return evaluate_keyed(name, std::nullopt); }
+
+std::optional<status> evaluate(std::string_view name, std::uint64_t key) {
+  return evaluate_keyed(name, key);
 }
 
 }  // namespace faultlane::failpoint

@@ -7,6 +7,7 @@
 #include <exception>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "faultlane/core/admission.hpp"
 #include "faultlane/core/completion.hpp"
@@ -74,8 +75,15 @@ struct runtime {
 
 // --- tasks and their frame exchanges -------------------------------------------
 
+class lane;
+
 struct task_state {
   std::atomic<std::uint16_t> code{static_cast<std::uint16_t>(status::ok)};
+  // Set when a slice failed: siblings not yet started are skipped, and
+  // siblings in flight are cancelled on their lanes.
+  std::atomic<bool> cancelled{false};
+  // The lanes running this task's slices (empty unless the READ is sliced).
+  std::vector<std::shared_ptr<lane>> slice_lanes;
   std::atomic<std::uint64_t> bytes{0};
   std::atomic<bool> done{false};
   std::optional<settlement> settle;

@@ -51,6 +51,12 @@ class server_session : public std::enable_shared_from_this<server_session> {
     owner_.session_started(shard_, shared_from_this());
     std::error_code ignored;
     socket_.set_option(tcp::no_delay(true), ignored);
+    if (rt_.observer) {
+      auto local = socket_.local_endpoint(ignored);
+      auto remote = socket_.remote_endpoint(ignored);
+      rt_.observer->session_opened({local.address().to_string(), local.port()},
+                                   {remote.address().to_string(), remote.port()});
+    }
     // A new connection must send its first header byte within the progress
     // timeout; a connection that sends nothing never holds a slot for long.
     deadline_.set(progress(), shared_from_this());
@@ -134,7 +140,7 @@ class server_session : public std::enable_shared_from_this<server_session> {
     lease_ = std::move(leased).value();
     if (rt_.observer) rt_.observer->lease_acquired(request_.registration_id);
     if (request_.op == wire::opcode::read) {
-      if (auto injected = FAULTLANE_FAILPOINT("server.before_read_payload")) {
+      if (auto injected = FAULTLANE_FAILPOINT_KEY("server.before_read_payload", request_.registration_id)) {
         release_lease();
         return reject(*injected);
       }
@@ -205,7 +211,7 @@ class server_session : public std::enable_shared_from_this<server_session> {
                        io_pending_ = false;
                        release_lease();
                        if (ec) return end();
-                       if (auto injected = FAULTLANE_FAILPOINT("server.before_write_ack")) {
+                       if (auto injected = FAULTLANE_FAILPOINT_KEY("server.before_write_ack", request_.registration_id)) {
                          report(*injected);
                          return reply_then(wire_status_of(*injected), request_.request_id, 0,
                                            after_reply::close);
@@ -279,31 +285,46 @@ server::~server() {
   for (auto& set : sessions_) FL_ASSERT(set.empty());
 }
 
-result<void> server::listen() {
-  const auto& c = rt_.config;
-  std::string bind = c.bind_address.empty() ? "0.0.0.0" : c.bind_address;
+// Opens one listener on `address`:`port` on shard 0.
+result<std::uint16_t> server::open_listener(const std::string& address, std::uint16_t port) {
   std::error_code ec;
-  auto address = asio::ip::make_address(bind, ec);
-  if (ec) return error{status::invalid_argument, fmt::format("bind_address {}: {}", bind, ec.message())};
+  auto ip = asio::ip::make_address(address, ec);
+  if (ec) return error{status::invalid_argument, fmt::format("listen address {}: {}", address, ec.message())};
   listener l;
   l.shard = 0;
   l.acceptor = std::make_unique<tcp::acceptor>(rt_.pool->context(l.shard));
-  tcp::endpoint ep(address, c.port);
+  tcp::endpoint ep(ip, port);
   l.acceptor->open(ep.protocol(), ec);
   if (!ec) l.acceptor->set_option(tcp::acceptor::reuse_address(true), ec);
   if (!ec) l.acceptor->bind(ep, ec);
   if (!ec) l.acceptor->listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
     return error{status::connection_failed,
-                 fmt::format("listen on {}:{}: {}", bind, c.port, ec.message())};
+                 fmt::format("listen on {}:{}: {}", address, port, ec.message())};
   }
-  auto port = l.acceptor->local_endpoint().port();
-  if (c.rail_addresses.empty()) {
-    endpoints_.push_back({c.advertise_address.empty() ? bind : c.advertise_address, port});
-  } else {
-    for (const auto& rail : c.rail_addresses) endpoints_.push_back({rail, port});
-  }
+  auto bound = l.acceptor->local_endpoint().port();
   listeners_.push_back(std::move(l));
+  return bound;
+}
+
+// Without rails: one listener on bind_address, published as
+// advertise_address (or bind_address). With rails: one listener per rail,
+// bound to the rail's own address, so nothing listens on a wildcard and
+// each rail's endpoint is reachable only through that rail.
+result<void> server::listen() {
+  const auto& c = rt_.config;
+  if (c.rail_addresses.empty()) {
+    auto port = open_listener(c.bind_address.empty() ? "0.0.0.0" : c.bind_address, c.port);
+    if (!port.ok()) return port.error();
+    endpoints_.push_back({c.advertise_address.empty() ? c.bind_address : c.advertise_address,
+                          port.value()});
+  } else {
+    for (const auto& rail : c.rail_addresses) {
+      auto port = open_listener(rail, c.port);
+      if (!port.ok()) return port.error();
+      endpoints_.push_back({rail, port.value()});
+    }
+  }
   for (auto& each : listeners_) {
     asio::post(rt_.pool->context(each.shard), [this, &each] { accept_next(each); });
   }

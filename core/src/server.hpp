@@ -42,6 +42,7 @@ class server {
     std::unique_ptr<asio::ip::tcp::acceptor> acceptor;
     std::size_t shard = 0;
   };
+  result<std::uint16_t> open_listener(const std::string& address, std::uint16_t port);
   void accept_next(listener& l);
   void on_accept(listener& l, std::size_t shard, const std::error_code& ec,
                  asio::ip::tcp::socket socket);

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "client.hpp"
+#include "faultlane/core/slice_plan.hpp"
 #include "runtime.hpp"
 #include "server.hpp"
 
@@ -89,6 +90,8 @@ class transport::impl {
   result<void> shutdown();
   void finalize_task(transfer_batch::state& batch, std::size_t index, status code,
                      std::uint64_t bytes);
+  void dispatch(const transfer_request& r, detail::task_state& task,
+                const std::shared_ptr<transfer_batch>& batch, detail::peer_group& group);
 
   detail::runtime rt;
   std::unique_ptr<detail::server> srv;
@@ -205,10 +208,12 @@ result<std::shared_ptr<transfer_batch>> transport::impl::submit(
     task.reservation = reserved->split(1, r.length);
     task.info = {rt.next_task_id.fetch_add(1, std::memory_order_relaxed), r.op, r.segment,
                  r.remote_registration, r.remote_offset, r.length};
+    const bool sliced = r.op == wire::opcode::read && read_is_sliced(r.length, targets[i]->rail_count());
+    const std::uint32_t references = sliced ? static_cast<std::uint32_t>(targets[i]->rail_count()) : 1;
     task.settle.emplace(terminal_action([this, raw_state, i](status code, std::uint64_t bytes) {
                           finalize_task(*raw_state, i, code, bytes);
                         }),
-                        1);
+                        references);
     detail::bump(rt.stats.tasks_submitted);
     if (rt.observer) rt.observer->task_submitted(task.info);
   }
@@ -216,25 +221,46 @@ result<std::shared_ptr<transfer_batch>> transport::impl::submit(
     auto snap = rt.admission_control.snapshot();
     rt.observer->admission_changed(snap.tasks, snap.bytes);
   }
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    const auto& r = requests[i];
+  for (std::size_t i = 0; i < requests.size(); ++i) dispatch(requests[i], raw_state->tasks[i], batch, *targets[i]);
+  return batch;
+}
+
+// One frame exchange per task, or for a sliced READ one per rail: each
+// slice goes to the next lane of its rail, and all complete as one task.
+void transport::impl::dispatch(const transfer_request& r, detail::task_state& task,
+                               const std::shared_ptr<transfer_batch>& batch,
+                               detail::peer_group& group) {
+  auto make_op = [&](std::uint64_t offset, std::uint64_t length) {
     auto op = std::make_unique<detail::transfer_op>();
-    op->task = &raw_state->tasks[i];
+    op->task = &task;
     op->batch = batch;
     op->op = r.op;
-    op->local = static_cast<std::byte*>(r.local);
-    op->length = r.length;
+    op->local = static_cast<std::byte*>(r.local) + offset;
+    op->length = length;
     op->remote_registration = r.remote_registration;
-    op->remote_offset = r.remote_offset;
+    op->remote_offset = r.remote_offset + offset;
+    op->slice_offset = offset;
     op->request_id = rt.next_request_id.fetch_add(1, std::memory_order_relaxed);
-    targets[i]->submit(std::move(op));
+    return op;
+  };
+  if (r.op != wire::opcode::read || !read_is_sliced(r.length, group.rail_count())) {
+    return group.submit(make_op(0, r.length));
   }
-  return batch;
+  auto plan = plan_read_slices(r.length, group.rail_count());
+  // All lanes are chosen before any slice starts, so a failing slice always
+  // finds the full list of siblings to cancel.
+  for (const auto& s : plan) task.slice_lanes.push_back(group.lane_for_rail(s.rail));
+  for (std::size_t k = 0; k < plan.size(); ++k) {
+    detail::peer_group::dispatch(rt, task.slice_lanes[k], make_op(plan[k].offset, plan[k].length));
+  }
 }
 
 void transport::impl::finalize_task(transfer_batch::state& batch, std::size_t index, status code,
                                     std::uint64_t bytes) {
   auto& task = batch.tasks[index];
+  // Every slice retired: drop the lane references, so a batch the caller
+  // keeps never keeps lanes (and their sockets) alive.
+  task.slice_lanes.clear();
   task.reservation.release();
   task.code.store(static_cast<std::uint16_t>(code), std::memory_order_release);
   task.bytes.store(bytes, std::memory_order_release);

@@ -31,6 +31,16 @@ TEST(failpoint, return_error_fires_count_times) {
   EXPECT_FALSE(FAULTLANE_FAILPOINT("test.other").has_value());
 }
 
+TEST(failpoint, a_keyed_failpoint_fires_only_for_its_key) {
+  fp::scoped armed("test.keyed", {.act = fp::action::return_error, .error = status::busy,
+                                  .only_key = 42});
+  EXPECT_FALSE(FAULTLANE_FAILPOINT_KEY("test.keyed", 41).has_value());
+  EXPECT_FALSE(FAULTLANE_FAILPOINT("test.keyed").has_value());
+  EXPECT_EQ(FAULTLANE_FAILPOINT_KEY("test.keyed", 42), status::busy);
+  EXPECT_EQ(fp::fired("test.keyed"), 1u);
+  EXPECT_EQ(fp::evaluated("test.keyed"), 1u);  // other keys are not counted
+}
+
 TEST(failpoint, throw_raises_injected_exception) {
   fp::scoped armed("test.throw", {.act = fp::action::throw_exception, .count = 1});
   EXPECT_THROW((void)FAULTLANE_FAILPOINT("test.throw"), fp::injected_exception);

@@ -36,6 +36,9 @@ struct config {
   std::int64_t count = -1;                // fire at most this many times; -1 = unlimited
   double probability = 1.0;               // chance of firing at each evaluation
   std::uint64_t seed = 0;                 // drives `probability`
+  // Fire only where the call site's key (a registration or request id)
+  // equals this; evaluations with another key pass untouched and uncounted.
+  std::optional<std::uint64_t> only_key;
 };
 
 // What a throw_exception failpoint throws.
@@ -60,6 +63,7 @@ void resume(std::string_view name);
 
 // Called through FAULTLANE_FAILPOINT; returns the status to inject, if any.
 std::optional<status> evaluate(std::string_view name);
+std::optional<status> evaluate(std::string_view name, std::uint64_t key);
 
 // RAII arming for tests: disarms on scope exit.
 class scoped {
@@ -77,6 +81,8 @@ class scoped {
 
 #if defined(FAULTLANE_FAILPOINTS_ENABLED)
 #define FAULTLANE_FAILPOINT(name) ::faultlane::failpoint::evaluate(name)
+#define FAULTLANE_FAILPOINT_KEY(name, key) ::faultlane::failpoint::evaluate(name, key)
 #else
 #define FAULTLANE_FAILPOINT(name) (::std::optional<::faultlane::status>{})
+#define FAULTLANE_FAILPOINT_KEY(name, key) ((void)(key), ::std::optional<::faultlane::status>{})
 #endif

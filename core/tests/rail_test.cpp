@@ -1,0 +1,311 @@
+// Multi-rail lanes and READ slicing on loopback rails 127.0.0.1..127.0.0.4.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "faultlane/core/failpoint.hpp"
+#include "faultlane/core/slice_plan.hpp"
+#include "transport_fixture.hpp"
+
+namespace faultlane {
+namespace {
+
+using namespace testing;
+
+std::vector<std::string> rails(std::size_t n) {
+  std::vector<std::string> out;
+  for (std::size_t i = 1; i <= n; ++i) out.push_back("127.0.0." + std::to_string(i));
+  return out;
+}
+
+transport_config rail_config(std::size_t rail_count, std::size_t lanes) {
+  auto c = loopback_config();
+  c.bind_address = rail_count > 1 ? "" : "127.0.0.1";
+  c.rail_addresses = rails(rail_count);
+  c.connections_per_peer = lanes;
+  c.worker_count = 2;
+  return c;
+}
+
+// Records slices and connections, per task and per lane.
+class rail_observer : public transport_observer {
+ public:
+  void slice_dispatched(const slice_event& e) override {
+    std::lock_guard lock(mutex_);
+    slices_[e.task_id].push_back(e);
+  }
+  void lane_connected(const lane_event& e) override {
+    std::lock_guard lock(mutex_);
+    lanes_.push_back(e);
+  }
+  void session_opened(const address_port& local, const address_port& remote) override {
+    std::lock_guard lock(mutex_);
+    sessions_.emplace_back(local, remote);
+  }
+  void task_finalized(const task_event& t, status s, std::uint64_t) override {
+    std::lock_guard lock(mutex_);
+    finalized_[t.task_id].push_back(s);
+  }
+  std::vector<slice_event> slices_of_last_task() const {
+    std::lock_guard lock(mutex_);
+    return slices_.empty() ? std::vector<slice_event>{} : slices_.rbegin()->second;
+  }
+  std::map<std::uint64_t, std::vector<slice_event>> slices() const {
+    std::lock_guard lock(mutex_);
+    return slices_;
+  }
+  std::vector<lane_event> lanes() const {
+    std::lock_guard lock(mutex_);
+    return lanes_;
+  }
+  std::vector<std::pair<address_port, address_port>> sessions() const {
+    std::lock_guard lock(mutex_);
+    return sessions_;
+  }
+  std::map<std::uint64_t, std::vector<status>> finalized() const {
+    std::lock_guard lock(mutex_);
+    return finalized_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::uint64_t, std::vector<slice_event>> slices_;
+  std::vector<lane_event> lanes_;
+  std::vector<std::pair<address_port, address_port>> sessions_;
+  std::map<std::uint64_t, std::vector<status>> finalized_;
+};
+
+TEST(rail_config, each_rule_at_its_boundary_and_one_past) {
+  auto c = rail_config(4, 4);
+  EXPECT_TRUE(validate(c).ok());  // rails == lanes
+  c.connections_per_peer = 3;     // one rail more than lanes
+  auto r = validate(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("rail_addresses"), std::string::npos);
+
+  c = rail_config(2, 4);
+  c.rail_addresses[1] = c.rail_addresses[0];
+  EXPECT_NE(validate(c).error().message.find("appears twice"), std::string::npos);
+  c = rail_config(2, 4);
+  c.rail_addresses[1] = "rail-two";
+  EXPECT_NE(validate(c).error().message.find("rail_addresses"), std::string::npos);
+  c = rail_config(2, 4);
+  c.rail_addresses[1] = "0.0.0.0";
+  EXPECT_NE(validate(c).error().message.find("rail_addresses"), std::string::npos);
+
+  c = rail_config(16, 16);
+  EXPECT_TRUE(validate(c).ok());  // the most rails
+  c.rail_addresses.push_back("127.0.0.17");
+  c.connections_per_peer = 17;
+  EXPECT_NE(validate(c).error().message.find("at most 16 rails"), std::string::npos);
+
+  c = rail_config(1, 2);
+  c.bind_address = "127.0.0.1";  // a specific bind equal to the sole rail
+  EXPECT_TRUE(validate(c).ok());
+  c.bind_address = "127.0.0.2";  // a specific bind that is not the rail
+  EXPECT_NE(validate(c).error().message.find("bind_address"), std::string::npos);
+  c = rail_config(2, 2);
+  c.bind_address = "127.0.0.1";  // several rails need the wildcard
+  EXPECT_NE(validate(c).error().message.find("bind_address"), std::string::npos);
+  c.bind_address = "0.0.0.0";
+  EXPECT_TRUE(validate(c).ok());
+}
+
+TEST(rail_transport, mismatched_rail_counts_fail_at_open_segment) {
+  auto two = start(rail_config(2, 2));
+  auto one = start(rail_config(1, 2));
+  auto opened = one->open_segment(two->descriptor());
+  ASSERT_FALSE(opened.ok());
+  EXPECT_EQ(opened.code(), status::invalid_argument);
+  EXPECT_NE(opened.error().message.find("rail count mismatch"), std::string::npos);
+  EXPECT_FALSE(two->open_segment(one->descriptor()).ok());
+  EXPECT_EQ(one->stats().connects, 0u);  // nothing was attempted
+  EXPECT_TRUE(one->shutdown().ok());
+  EXPECT_TRUE(two->shutdown().ok());
+}
+
+TEST(rail_transport, target_publishes_one_endpoint_per_rail) {
+  auto t = start(rail_config(4, 4));
+  auto d = t->descriptor();
+  ASSERT_EQ(d.endpoints.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(d.endpoints[i].address, "127.0.0." + std::to_string(i + 1));
+    EXPECT_NE(d.endpoints[i].port, 0);
+  }
+  EXPECT_TRUE(t->shutdown().ok());
+}
+
+// The whole slicing contract on 2 and 4 rails: lanes bound to their rails on
+// both ends, one slice per rail with the planned ranges, nothing sliced one
+// byte below the threshold, uneven lengths covered exactly, payload intact
+// and guard bytes around the destination untouched.
+class rail_slicing : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(rail_slicing, reads_split_per_rail_exactly_as_planned) {
+  const std::size_t rail_count = GetParam();
+  rail_observer seen, target_seen;
+  auto target_config = rail_config(rail_count, rail_count);
+  target_config.observer = &target_seen;
+  auto target = start(target_config);
+  auto config = rail_config(rail_count, rail_count * 2);
+  config.observer = &seen;
+  auto initiator = start(config);
+  const std::uint64_t threshold = rail_count * limits::slice_step_bytes;
+  std::vector<std::byte> memory = pattern(threshold + 4096, 40 + rail_count);
+  auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
+  auto seg = initiator->open_segment(target->descriptor()).value();
+
+  constexpr std::size_t guard = 128;
+  for (std::uint64_t length : {threshold - 1, threshold, threshold + 3, threshold + rail_count - 1}) {
+    for (std::uint64_t offset : {std::uint64_t{0}, std::uint64_t{7}}) {
+      if (offset + length > memory.size()) continue;
+      std::vector<std::byte> dest(length + 2 * guard, std::byte{0x5A});
+      auto done = run_one(*initiator, read_req(seg, id, offset, dest.data() + guard, length));
+      ASSERT_EQ(done.code, status::ok) << length;
+      ASSERT_EQ(done.bytes, length);
+      ASSERT_EQ(std::memcmp(dest.data() + guard, memory.data() + offset, length), 0) << length;
+      for (std::size_t g = 0; g < guard; ++g) {
+        ASSERT_EQ(dest[g], std::byte{0x5A});
+        ASSERT_EQ(dest[guard + length + g], std::byte{0x5A});
+      }
+      auto slices = seen.slices_of_last_task();
+      auto plan = plan_read_slices(length, rail_count);
+      ASSERT_EQ(slices.size(), plan.size()) << length;
+      EXPECT_EQ(plan.sliced(), length >= threshold);
+      std::sort(slices.begin(), slices.end(),
+                [](const slice_event& a, const slice_event& b) { return a.offset < b.offset; });
+      for (std::size_t k = 0; k < plan.size(); ++k) {
+        EXPECT_EQ(slices[k].offset, plan[k].offset);
+        EXPECT_EQ(slices[k].length, plan[k].length);
+        if (plan.sliced()) {
+          EXPECT_EQ(slices[k].rail, plan[k].rail);
+          EXPECT_EQ(slices[k].lane % rail_count, plan[k].rail);  // lane i uses rail i % rails
+        }
+      }
+    }
+  }
+  // Every lane's socket is bound to its rail and reached the same rail.
+  auto lanes = seen.lanes();
+  ASSERT_FALSE(lanes.empty());
+  std::set<std::size_t> rails_used;
+  for (const auto& l : lanes) {
+    EXPECT_EQ(l.rail, l.lane % rail_count);
+    EXPECT_EQ(l.local.address, "127.0.0." + std::to_string(l.rail + 1)) << "lane " << l.lane;
+    EXPECT_EQ(l.remote.address, "127.0.0." + std::to_string(l.rail + 1)) << "lane " << l.lane;
+    rails_used.insert(l.rail);
+  }
+  EXPECT_EQ(rails_used.size(), rail_count);
+  for (const auto& [local, remote] : target_seen.sessions()) {
+    EXPECT_EQ(local.address, remote.address);  // same rail on both ends
+  }
+  EXPECT_TRUE(initiator->shutdown().ok());
+  EXPECT_TRUE(target->shutdown().ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(rails, rail_slicing, ::testing::Values(2, 4));
+
+TEST(rail_transport, writes_are_never_sliced) {
+  rail_observer seen;
+  auto target = start(rail_config(2, 2));
+  auto config = rail_config(2, 2);
+  config.observer = &seen;
+  auto initiator = start(config);
+  std::vector<std::byte> memory(4u << 20);
+  auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read_write).value();
+  auto seg = initiator->open_segment(target->descriptor()).value();
+  auto source = pattern(4u << 20, 5);
+  ASSERT_EQ(run_one(*initiator, write_req(seg, id, 0, source.data(), source.size())).code, status::ok);
+  EXPECT_EQ(seen.slices_of_last_task().size(), 1u);
+  EXPECT_TRUE(initiator->shutdown().ok());
+  EXPECT_TRUE(target->shutdown().ok());
+}
+
+#if defined(FAULTLANE_FAILPOINTS_ENABLED)
+// A failed slice cancels its siblings: with each sibling's lane held busy by
+// a blocker, the failing slice ends the task at once, the siblings are
+// never sent, the task settles exactly once with the failed slice's status,
+// and nothing runs for it after that.
+TEST(rail_transport, failed_slice_cancels_its_siblings_and_settles_once) {
+  constexpr std::size_t rail_count = 4;
+  rail_observer seen;
+  auto target_config = rail_config(rail_count, rail_count);
+  target_config.worker_count = rail_count + 1;  // a paused session blocks only its shard
+  auto target = start(target_config);
+  auto config = rail_config(rail_count, rail_count);  // one lane per rail
+  config.observer = &seen;
+  auto initiator = start(config);
+  std::vector<std::byte> blocker_memory(4096);
+  std::vector<std::byte> memory = pattern(rail_count * limits::slice_step_bytes, 6);
+  auto blocker_id = target->register_buffer(blocker_memory.data(), 4096, permission::remote_read).value();
+  auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
+  auto seg = initiator->open_segment(target->descriptor()).value();
+
+  // Warm every lane so each has its session (and shard) on the target.
+  std::vector<std::byte> small(64);
+  for (int i = 0; i < 8; ++i) ASSERT_EQ(run_one(*initiator, read_req(seg, id, 0, small.data(), 64)).code, status::ok);
+
+  // Occupy three of the four lanes with blockers held on the target. The
+  // per-peer sequence is at a multiple of four after the warm-up, so a batch
+  // of four requests puts request k on lane k (= rail k); three of them
+  // pause at the target, the fourth passes and frees its lane.
+  failpoint::scoped hold("server.before_read_payload",
+                         {.act = failpoint::action::pause, .count = rail_count - 1,
+                          .only_key = blocker_id});
+  std::vector<std::vector<std::byte>> blocker_dest(rail_count, std::vector<std::byte>(64));
+  std::vector<transfer_request> round;
+  for (std::size_t k = 0; k < rail_count; ++k) {
+    round.push_back(read_req(seg, blocker_id, 0, blocker_dest[k].data(), 64));
+  }
+  auto blocked = initiator->submit(round).value();
+  ASSERT_TRUE(failpoint::wait_paused("server.before_read_payload", rail_count - 1, 10000ms));
+  ASSERT_TRUE(eventually([&] { return blocked->completed() == 1; }));
+  std::size_t free_rail = rail_count;
+  for (std::size_t k = 0; k < rail_count; ++k) {
+    if (blocked->status(k).done) free_rail = k;
+  }
+  ASSERT_LT(free_rail, rail_count);
+
+  // The sliced READ: its slice on the free lane fails (injected on the
+  // initiator, keyed to this registration); the other three queue behind
+  // the blockers.
+  failpoint::scoped injected("client.after_request_sent",
+                             {.act = failpoint::action::return_error,
+                              .error = status::range_rejected, .count = 1, .only_key = id});
+  std::vector<std::byte> dest(memory.size());
+  std::mutex calls_mutex;
+  int calls = 0;
+  auto sliced_request = read_req(seg, id, 0, dest.data(), dest.size());
+  auto batch = initiator->submit(std::span(&sliced_request, 1), [&](std::size_t, status, std::uint64_t) {
+                              std::lock_guard lock(calls_mutex);
+                              ++calls;
+                            }).value();
+  ASSERT_TRUE(batch->wait(10s));  // settles while the siblings' lanes are still blocked
+  EXPECT_EQ(batch->status(0).code, status::range_rejected);
+  auto slices = seen.slices_of_last_task();
+  ASSERT_EQ(slices.size(), 1u);  // only the failing slice was ever sent
+  EXPECT_EQ(slices[0].rail, free_rail);
+
+  failpoint::resume("server.before_read_payload");
+  ASSERT_TRUE(blocked->wait(10s));
+  for (std::size_t k = 0; k < rail_count; ++k) EXPECT_EQ(blocked->status(k).code, status::ok);
+  {
+    std::lock_guard lock(calls_mutex);
+    EXPECT_EQ(calls, 1);  // exactly once, and nothing after settlement
+  }
+  auto finals = seen.finalized();
+  std::size_t cancelled_tasks = 0;
+  for (const auto& [task, statuses] : finals) {
+    EXPECT_EQ(statuses.size(), 1u) << "task " << task;
+    cancelled_tasks += statuses[0] == status::range_rejected;
+  }
+  EXPECT_EQ(cancelled_tasks, 1u);
+  EXPECT_EQ(initiator->stats().failures_by_status[static_cast<int>(status::cancelled)], 0u);
+  EXPECT_TRUE(initiator->shutdown().ok());
+  EXPECT_TRUE(target->shutdown().ok());
+}
+#endif
+
+}  // namespace
+}  // namespace faultlane
