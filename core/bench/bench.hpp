@@ -22,6 +22,7 @@ struct options {
   std::size_t threads = 1;
   std::size_t workers = 1;
   std::size_t lanes = 1;
+  std::size_t rails = 1;  // 127.0.0.1 .. 127.0.0.<rails>
   std::uint32_t busy_poll_us = 0;
   double duration_s = 4.0;  // each side: faultlane, then the baseline
   double warmup_s = 0.2;  // per round, before measuring

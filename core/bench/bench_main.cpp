@@ -101,8 +101,8 @@ int main(int argc, char** argv) {
   if (!o.json_path.empty()) {
     std::ofstream out(o.json_path);
     out << fmt::format(
-        R"({{"config": {{"op": "{}", "block_size": {}, "batch": {}, "threads": {}, "workers": {}, "lanes": {}, "duration_s": {}, "rounds": {}, "verify": {}}}, "faultlane": {}, "baseline": {}, "ratio_bytes_per_s": {:.4f}, "ratio_mean_latency": {:.4f}, "failures": {}, "mismatches": {}}})",
-        to_string(o.op), o.block_bytes, o.batch, o.threads, o.workers, o.lanes, o.duration_s, o.rounds,
+        R"({{"config": {{"op": "{}", "block_size": {}, "batch": {}, "threads": {}, "workers": {}, "lanes": {}, "rails": {}, "duration_s": {}, "rounds": {}, "verify": {}}}, "faultlane": {}, "baseline": {}, "ratio_bytes_per_s": {:.4f}, "ratio_mean_latency": {:.4f}, "failures": {}, "mismatches": {}}})",
+        to_string(o.op), o.block_bytes, o.batch, o.threads, o.workers, o.lanes, o.rails, o.duration_s, o.rounds,
         o.verify ? "true" : "false", json_side(fs), baseline ? json_side(bs) : "null", ratio,
         latency_ratio, fl.failures, fl.mismatches);
     out << "\n";

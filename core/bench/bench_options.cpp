@@ -54,6 +54,7 @@ std::string usage() {
   --threads N             submitting threads (default 1)
   --workers N             faultlane io threads, 1..32 (default 1)
   --lanes N               connections per peer; the baseline uses as many (default 1)
+  --rails N               rails 127.0.0.1..127.0.0.N on loopback, 1..16 (default 1)
   --busy-poll-us N        io threads poll N us before blocking (default 0)
   --duration S            seconds measured for each side (default 4)
   --rounds N              faultlane and the baseline alternate N times (default 4)
@@ -115,6 +116,10 @@ std::optional<options> parse_options(int argc, char** argv) {
       double s = std::strtod(text.c_str(), &end);
       if (end == text.c_str() || *end != '\0' || s < 0 || s > 3600) return bad();
       (flag == "--duration" ? o.duration_s : o.warmup_s) = s;
+    } else if (flag == "--rails") {
+      auto v = parse_count(value, 1, 16);
+      if (!v) return bad();
+      o.rails = *v;
     } else if (flag == "--busy-poll-us") {
       auto v = parse_count(value, 0, 10000);
       if (!v) return bad();
@@ -147,6 +152,7 @@ std::optional<options> parse_options(int argc, char** argv) {
     }
   }
   if (o.duration_s <= 0) return fail("--duration must be positive");
+  if (o.rails > o.lanes) return fail("--rails must not exceed --lanes (each rail needs a lane)");
   if (o.mode == run_mode::initiator && (o.peer.empty() || o.peer_registration == 0 ||
                                         o.peer_incarnation == 0)) {
     return fail("--mode initiator needs --peer, --registration and --incarnation");
@@ -158,9 +164,9 @@ std::optional<options> parse_options(int argc, char** argv) {
 }
 
 std::string describe(const options& o) {
-  return fmt::format("op={} block={} batch={} threads={} workers={} lanes={} duration={}s rounds={}",
+  return fmt::format("op={} block={} batch={} threads={} workers={} lanes={} rails={} duration={}s rounds={}",
                      to_string(o.op), o.block_bytes, o.batch, o.threads, o.workers, o.lanes,
-                     o.duration_s, o.rounds);
+                     o.rails, o.duration_s, o.rounds);
 }
 
 }  // namespace faultlane::bench

@@ -32,11 +32,17 @@ void fill_slot(std::byte* p, std::size_t n, std::uint64_t seed) {
 }
 
 transport_config config_for(const options& o, std::size_t lanes) {
+  lanes = std::max<std::size_t>(lanes, 1);
   transport_config c;
   c.bind_address = "127.0.0.1";
   c.worker_count = o.workers;
   c.busy_poll_us = o.busy_poll_us;
-  c.connections_per_peer = lanes;
+  // Rails pair by index on both ends; each rail's lanes bind its address.
+  for (std::size_t i = 1; i <= o.rails && o.mode == run_mode::loopback; ++i) {
+    c.rail_addresses.push_back("127.0.0." + std::to_string(i));
+  }
+  if (c.rail_addresses.size() > 1) c.bind_address.clear();  // one listener per rail
+  c.connections_per_peer = std::max(lanes, c.rail_addresses.size());
   c.max_outstanding_tasks = std::max<std::uint64_t>(4096, o.batch * o.threads);
   c.max_outstanding_bytes = std::max<std::uint64_t>(1ull << 32, region_bytes(o));
   c.max_transfer_bytes = std::max<std::uint64_t>(o.block_bytes, 1ull << 20);

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <barrier>
+#include <memory>
 #include <chrono>
 #include <algorithm>
 #include <cstdlib>
@@ -87,6 +89,45 @@ void serve(int fd, std::uint64_t block) {
   ::close(fd);
 }
 
+// With several rails, faultlane splits one large READ over one connection
+// per rail. The fair plain-TCP counterpart stripes each READ the same way:
+// every connection moves its contiguous part at the same time, and the op
+// ends when the last part lands.
+bool striped(const options& o) {
+  return o.op == operation::read && o.rails > 1 && o.block_bytes / o.rails >= (1u << 20);
+}
+
+void run_striped(const options& o, const std::vector<int>& clients, std::atomic<int>& phase,
+                 measurement& m, std::vector<std::thread>& drivers) {
+  const std::size_t parts = std::min(o.rails, clients.size());
+  auto sync = std::make_shared<std::barrier<>>(static_cast<std::ptrdiff_t>(parts));
+  auto stop = std::make_shared<std::atomic<bool>>(false);
+  for (std::size_t c = 0; c < parts; ++c) {
+    drivers.emplace_back([&o, &clients, &phase, &m, sync, stop, c, parts] {
+      std::uint64_t part = o.block_bytes / parts + (c < o.block_bytes % parts ? 1 : 0);
+      std::vector<char> buffer(part, 'c');
+      while (true) {
+        // Part 0 decides for everyone whether another op runs.
+        if (c == 0) stop->store(phase.load(std::memory_order_relaxed) >= 2);
+        sync->arrive_and_wait();
+        if (stop->load()) return;
+        bool measuring = phase.load(std::memory_order_relaxed) == 1;
+        auto start = clock_type::now();
+        request r{0, part};
+        bool ok = send_all(clients[c], &r, sizeof(r)) && recv_all(clients[c], buffer.data(), part);
+        sync->arrive_and_wait();  // the op ends when every part landed
+        if (!ok) stop->store(true);
+        if (c == 0 && measuring) {
+          m.latency_us.push_back(
+              std::chrono::duration<double, std::micro>(clock_type::now() - start).count());
+          m.bytes += o.block_bytes;
+          ++m.ops;
+        }
+      }
+    });
+  }
+}
+
 }  // namespace
 
 measurement run_baseline(const options& o) {
@@ -120,6 +161,9 @@ measurement run_baseline(const options& o) {
   std::atomic<int> phase{0};  // 0 warmup, 1 measure, 2 stop
   std::vector<measurement> per(connections);
   std::vector<std::thread> drivers;
+  if (striped(o)) {
+    run_striped(o, clients, phase, per[0], drivers);
+  } else {
   for (std::size_t c = 0; c < connections; ++c) {
     // Spread the faultlane run's in-flight count over the connections.
     std::size_t depth = in_flight / connections + (c < in_flight % connections ? 1 : 0);
@@ -154,6 +198,7 @@ measurement run_baseline(const options& o) {
         n += depth;
       }
     });
+  }
   }
   std::this_thread::sleep_for(std::chrono::duration<double>(o.warmup_s));
   auto begin = clock_type::now();

@@ -269,9 +269,19 @@ void lane::on_response(const std::error_code& ec, std::size_t payload_have) {
   if (op.op == wire::opcode::write) return finish(status::ok, op.length, true);
   if (payload_have == op.length) return finish(status::ok, op.length, true);
   io_pending_ = true;
-  asio::async_read(socket_, asio::buffer(op.local + payload_have, op.length - payload_have),
-                   progress_condition(),
-                   guarded([this](std::error_code e, std::size_t) { on_payload(e); }));
+  const std::size_t rest = op.length - payload_have;
+  watermark_.begin(socket_, rest);
+  auto condition = [this](const std::error_code& e, std::size_t n) -> std::size_t {
+    if (e) return 0;
+    deadline_.push(milliseconds(rt_.config.progress_timeout_ms));
+    watermark_.progress(socket_, n);
+    return io_chunk_bytes_max;
+  };
+  asio::async_read(socket_, asio::buffer(op.local + payload_have, rest), condition,
+                   guarded([this](std::error_code e, std::size_t) {
+                     watermark_.end(socket_);
+                     on_payload(e);
+                   }));
 }
 
 void lane::on_payload(const std::error_code& ec) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "deadline.hpp"
+#include "receive_watermark.hpp"
 #include "runtime.hpp"
 
 namespace faultlane::detail {
@@ -69,6 +70,7 @@ class lane : public std::enable_shared_from_this<lane> {
   const std::size_t shard_;
   asio::ip::tcp::socket socket_;
   deadline deadline_;
+  receive_watermark watermark_;
   deadline_kind deadline_kind_ = deadline_kind::progress;
   state state_ = state::disconnected;
   std::deque<std::unique_ptr<transfer_op>> queue_;

@@ -11,6 +11,7 @@
 #include <future>
 
 #include "deadline.hpp"
+#include "receive_watermark.hpp"
 #include "faultlane/core/failpoint.hpp"
 
 namespace faultlane::detail {
@@ -206,9 +207,17 @@ class server_session : public std::enable_shared_from_this<server_session> {
 
   void receive_write_body() {
     io_pending_ = true;
-    asio::async_read(socket_, asio::buffer(lease_.data(), lease_.size()), progress_condition(),
+    watermark_.begin(socket_, lease_.size());
+    auto condition = [this](const std::error_code& ec, std::size_t n) -> std::size_t {
+      if (ec) return 0;
+      deadline_.push(progress());
+      watermark_.progress(socket_, n);
+      return io_chunk_bytes_max;
+    };
+    asio::async_read(socket_, asio::buffer(lease_.data(), lease_.size()), condition,
                      guarded([this](std::error_code ec, std::size_t) {
                        io_pending_ = false;
+                       watermark_.end(socket_);
                        release_lease();
                        if (ec) return end();
                        if (auto injected = FAULTLANE_FAILPOINT_KEY("server.before_write_ack", request_.registration_id)) {
@@ -272,6 +281,7 @@ class server_session : public std::enable_shared_from_this<server_session> {
   wire::response_bytes reply_{};
   wire::request_frame request_{};
   lease lease_;
+  receive_watermark watermark_;
   std::uint64_t drain_left_ = 0;
   std::unique_ptr<std::array<std::byte, drain_buffer_bytes>> drain_buffer_;
   bool io_pending_ = false;
