@@ -10,6 +10,7 @@
 
 #include "faultlane/core/failpoint.hpp"
 #include "server.hpp"
+#include "tsan_order.hpp"
 
 namespace faultlane::detail {
 
@@ -207,6 +208,7 @@ void lane::start_next() {
   if (op.op == wire::opcode::write) {
     // Header and body leave in one gather write, straight from the caller.
     std::array<asio::const_buffer, 2> out{asio::buffer(request_), asio::buffer(op.local, op.length)};
+    note_send_reads(op.local, op.length);
     asio::async_write(socket_, out, progress_condition(), std::move(done));
   } else {
     asio::async_write(socket_, asio::buffer(request_), progress_condition(), std::move(done));

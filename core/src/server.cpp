@@ -12,6 +12,7 @@
 
 #include "deadline.hpp"
 #include "receive_watermark.hpp"
+#include "tsan_order.hpp"
 #include "faultlane/core/failpoint.hpp"
 
 namespace faultlane::detail {
@@ -194,6 +195,7 @@ class server_session : public std::enable_shared_from_this<server_session> {
     std::array<asio::const_buffer, 2> out{asio::buffer(reply_),
                                           asio::buffer(lease_.data(), lease_.size())};
     io_pending_ = true;
+    note_send_reads(lease_.data(), lease_.size());
     asio::async_write(socket_, out, progress_condition(),
                       guarded([this](std::error_code ec, std::size_t) {
                         io_pending_ = false;
