@@ -1,0 +1,34 @@
+// The YAML form of relays, shared by `faultlane-relay --config` and the
+// scenario runner (docs/faults.md):
+//
+//   seed: 7
+//   relays:
+//     - name: rail0
+//       listen: 127.0.0.1:0
+//       upstream: 127.0.0.1:9000
+//       upstream_source: 127.0.0.1
+//       rail: 0
+//       protocol: faultlane        # or raw
+//       tap: rail0.jsonl           # optional
+//       faults:
+//         - {type: latency, dir: down, ms: 5, jitter_ms: 1}
+//         - {type: drop_frame, dir: down, opcode: write, count: 1}
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "faultlane/relays/relay.hpp"
+
+namespace YAML {
+class Node;
+}
+
+namespace faultlane::relays {
+
+result<std::vector<relay_config>> parse_relays_yaml(std::string_view text);
+result<std::vector<relay_config>> parse_relays(const YAML::Node& root);
+result<std::vector<relay_config>> load_relays_file(const std::string& path);
+
+}  // namespace faultlane::relays

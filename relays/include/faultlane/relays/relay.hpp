@@ -1,0 +1,97 @@
+// relay: a TCP relay on loopback that forwards each accepted connection to
+// an upstream and injects faults into either direction, frame by frame.
+//
+//   relay_config c;
+//   c.upstream = {"127.0.0.1", 9000};
+//   c.faults.push_back(parse_fault("drop_frame dir=down opcode=write").value());
+//   auto r = relay::start(c).value();       // listens on 127.0.0.1:0
+//   ... connect to r->listen_endpoint() ...
+//   r->counters();                          // every fault's firings, zeros included
+//
+// Each direction runs the bytes through its faults in order. With no fault
+// and no tap on a direction the relay is a plain copy loop with 1 MiB
+// buffers and no decoding. With `protocol::faultlane` the relay decodes
+// frames (with the core's codec) across any read boundaries, which is what
+// frame triggers, drop_frame, corrupt and taps need; `protocol::raw` relays
+// any TCP protocol.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "faultlane/core/status.hpp"
+#include "faultlane/relays/fault.hpp"
+#include "faultlane/relays/tap.hpp"
+
+namespace faultlane::relays {
+
+enum class protocol : std::uint8_t { faultlane, raw };
+
+struct address {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 0;
+  std::string str() const { return host + ":" + std::to_string(port); }
+};
+
+result<address> parse_address(std::string_view text);
+
+struct relay_config {
+  std::string name = "relay";
+  address listen;              // port 0 picks a free port
+  address upstream;
+  std::optional<std::string> upstream_source;  // bind the upstream side (rails)
+  std::size_t rail = 0;        // reported in taps; matched by rail= triggers
+  protocol proto = protocol::faultlane;
+  std::vector<fault_spec> faults;
+  std::uint64_t seed = 0;
+  bool tap = false;             // record to memory
+  std::string tap_path;         // and to this JSONL file
+  bool allow_non_loopback = false;
+  std::size_t active_faults_max = 1024;
+  std::size_t buffer_bytes = 1u << 20;
+};
+
+using fault_id = std::uint64_t;
+
+class relay {
+ public:
+  // Validates (loopback only unless allowed), binds, and starts one io
+  // thread. The bound address is listen_endpoint().
+  static result<std::unique_ptr<relay>> start(relay_config config);
+  ~relay();
+  relay(const relay&) = delete;
+  relay& operator=(const relay&) = delete;
+
+  address listen_endpoint() const;
+  const relay_config& config() const;
+
+  // Thread-safe, with effect on live connections.
+  fault_id add_fault(fault_spec spec);
+  bool remove_fault(fault_id id);
+
+  // Firings per fault name (every configured fault appears, zeros
+  // included), plus "faults.overflow" (skipped over active_faults_max),
+  // "connections.accepted", "connections.refused" and
+  // "frames.decode_errors".
+  std::map<std::string, std::uint64_t> counters() const;
+  std::uint64_t counter(const std::string& name) const;
+
+  tap& taps();
+  std::size_t live_connections() const;
+
+  // Closes the listener and every connection; joins the io thread.
+  void stop();
+
+  class impl;
+
+ private:
+  explicit relay(std::unique_ptr<impl> i);
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace faultlane::relays

@@ -1,0 +1,74 @@
+// tap: what a relay saw, decoded.
+//
+// A tap records connection events (open/close with both addresses and the
+// relay's rail), every decoded frame (direction, opcode, request id,
+// registration, offset, length, status, byte offset in its stream) and
+// every fault that fired, in order, to memory and optionally to a JSONL
+// file (docs/taps.md). Tests query it: "all READ requests per rail" is how a
+// test proves which bytes crossed which rail.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "faultlane/core/frame.hpp"
+#include "faultlane/relays/fault.hpp"
+
+namespace faultlane::relays {
+
+enum class record_kind : std::uint8_t { open, close, frame, fault, decode_error };
+
+struct tap_record {
+  record_kind kind = record_kind::frame;
+  std::uint64_t time_us = 0;  // since the relay started
+  std::string relay;
+  std::size_t rail = 0;
+  std::uint64_t connection = 0;
+  // open/close
+  std::string client_address;  // the peer that connected to the relay
+  std::string upstream_local;  // the relay's source address towards upstream
+  std::string upstream_remote;
+  // frame/fault/decode_error
+  direction dir = direction::up;
+  std::uint64_t frame_index = 0;
+  std::uint64_t stream_offset = 0;
+  bool request = true;
+  wire::opcode op = wire::opcode::read;
+  std::uint64_t request_id = 0;
+  std::uint64_t registration_id = 0;
+  std::uint64_t remote_offset = 0;
+  std::uint64_t length = 0;  // request length, or committed bytes
+  std::uint16_t status = 0;
+  std::string fault;         // fault name, or the decode error
+};
+
+std::string to_json(const tap_record& r);
+
+class tap {
+ public:
+  tap() = default;
+  // Also appends every record to `jsonl_path` (one JSON object per line).
+  bool open_file(const std::string& jsonl_path);
+
+  void record(tap_record r);
+  std::vector<tap_record> records() const;
+  std::vector<tap_record> frames(const std::function<bool(const tap_record&)>& keep = {}) const;
+  // READ request frames (direction up) grouped by rail.
+  std::map<std::size_t, std::vector<tap_record>> read_requests_by_rail() const;
+  std::size_t count(record_kind kind) const;
+  void clear();
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<tap_record> records_;
+  std::ofstream file_;
+};
+
+}  // namespace faultlane::relays

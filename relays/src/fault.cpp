@@ -1,0 +1,232 @@
+// Parsing and description of fault specs; see fault.hpp and docs/faults.md.
+#include "faultlane/relays/fault.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <array>
+#include <charconv>
+#include <map>
+#include <sstream>
+
+namespace faultlane::relays {
+namespace {
+
+constexpr std::array<std::string_view, 12> kind_names{
+    "latency", "bandwidth", "slicer",     "truncate",   "reset",     "stall",
+    "blackhole", "refuse",  "drop_frame", "corrupt",    "half_close", "slow_close"};
+
+error bad(const std::string& what) { return error{status::invalid_argument, "fault: " + what}; }
+
+result<std::uint64_t> number(std::string_view key, std::string_view value) {
+  std::uint64_t out = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
+  if (ec != std::errc() || end != value.data() + value.size()) {
+    return bad(fmt::format("{}={} is not a non-negative integer", key, value));
+  }
+  return out;
+}
+
+template <typename T>
+result<void> small_number(std::string_view key, std::string_view value, T& out) {
+  auto n = number(key, value);
+  if (!n.ok()) return n.error();
+  if (n.value() > std::numeric_limits<T>::max()) return bad(fmt::format("{}={} is too large", key, value));
+  out = static_cast<T>(n.value());
+  return {};
+}
+
+result<std::uint16_t> parse_status(std::string_view value) {
+  for (std::uint16_t s = 0; s <= wire::wire_status_max; ++s) {
+    if (wire::to_string(static_cast<wire::wire_status>(s)) == value) return s;
+  }
+  std::uint16_t n = 0;
+  if (auto r = small_number("status", value, n); !r.ok()) return r.error();
+  return n;
+}
+
+// Applies one key=value to the spec.
+result<void> apply(fault_spec& f, std::string_view key, std::string_view value) {
+  auto& w = f.when;
+  auto set_u64 = [&](std::optional<std::uint64_t>& field) -> result<void> {
+    auto n = number(key, value);
+    if (!n.ok()) return n.error();
+    field = n.value();
+    return {};
+  };
+  if (key == "dir") {
+    if (value == "up") f.dir = direction::up;
+    else if (value == "down") f.dir = direction::down;
+    else return bad(fmt::format("dir must be up or down, got {}", value));
+    return {};
+  }
+  if (key == "name") { f.name = value; return {}; }
+  if (key == "field") { f.field = value; return {}; }
+  if (key == "ms") return small_number(key, value, f.ms);
+  if (key == "jitter_ms") return small_number(key, value, f.jitter_ms);
+  if (key == "bytes_per_s") return small_number(key, value, f.bytes_per_s);
+  if (key == "size") return small_number(key, value, f.size);
+  if (key == "variation") return small_number(key, value, f.variation);
+  if (key == "delay_us") return small_number(key, value, f.delay_us);
+  if (key == "bytes") return small_number(key, value, f.bytes);
+  if (key == "payload_byte") return small_number(key, value, f.payload_byte);
+  if (key == "mask") return small_number(key, value, f.mask);
+  if (key == "after_bytes") return set_u64(w.after_bytes);
+  if (key == "frame") return set_u64(w.frame);
+  if (key == "header_byte") return set_u64(w.header_byte);
+  if (key == "request_id") return set_u64(w.request_id);
+  if (key == "connection") return set_u64(w.connection);
+  if (key == "count") return set_u64(w.count);
+  if (key == "rail") {
+    std::size_t rail = 0;
+    if (auto r = small_number(key, value, rail); !r.ok()) return r;
+    w.rail = rail;
+    return {};
+  }
+  if (key == "opcode") {
+    if (value == "read") w.opcode = wire::opcode::read;
+    else if (value == "write") w.opcode = wire::opcode::write;
+    else return bad(fmt::format("opcode must be read or write, got {}", value));
+    return {};
+  }
+  if (key == "status") {
+    auto s = parse_status(value);
+    if (!s.ok()) return s.error();
+    w.status = s.value();
+    return {};
+  }
+  if (key == "probability") {
+    std::string text(value);
+    char* end = nullptr;
+    double p = std::strtod(text.c_str(), &end);
+    if (end == text.c_str() || *end != '\0' || !(p >= 0.0 && p <= 1.0)) {
+      return bad(fmt::format("probability must be in [0, 1], got {}", value));
+    }
+    w.probability = p;
+    return {};
+  }
+  return bad(fmt::format("unknown key '{}'", key));
+}
+
+result<void> check(fault_spec& f, bool dir_given) {
+  auto kind = to_string(f.kind);
+  if (!dir_given && f.kind != fault_kind::refuse) return bad(fmt::format("{} needs dir=up|down", kind));
+  if (f.when.header_byte && !f.when.frame) return bad("header_byte needs frame=");
+  switch (f.kind) {
+    case fault_kind::latency:
+      if (f.ms == 0 && f.jitter_ms == 0) return bad("latency needs ms=");
+      if (f.jitter_ms > f.ms) return bad("latency jitter_ms must not exceed ms");
+      break;
+    case fault_kind::bandwidth:
+      if (f.bytes_per_s == 0) return bad("bandwidth needs bytes_per_s= > 0");
+      break;
+    case fault_kind::slicer:
+      if (f.size == 0) return bad("slicer needs size= > 0");
+      if (f.variation >= f.size) return bad("slicer variation must be smaller than size");
+      break;
+    case fault_kind::slow_close:
+      if (f.ms == 0) return bad("slow_close needs ms=");
+      break;
+    case fault_kind::corrupt: {
+      if (f.field.empty()) return bad("corrupt needs field=<header field>|payload");
+      if (f.mask == 0) return bad("corrupt mask must flip at least one bit");
+      if (f.field != "payload") {
+        auto layout = f.dir == direction::up ? wire::find_request_field(f.field)
+                                              : wire::find_response_field(f.field);
+        if (!layout) {
+          return bad(fmt::format("corrupt: no field '{}' in a {} header", f.field,
+                                 f.dir == direction::up ? "request" : "response"));
+        }
+      }
+      break;
+    }
+    default: break;
+  }
+  if (f.name.empty()) {
+    f.name = f.kind == fault_kind::refuse ? std::string(kind)
+                                          : fmt::format("{}.{}", kind, to_string(f.dir));
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string_view to_string(fault_kind k) noexcept { return kind_names[static_cast<std::size_t>(k)]; }
+
+std::string_view to_string(direction d) noexcept { return d == direction::up ? "up" : "down"; }
+
+result<fault_spec> parse_fault(std::string_view text) {
+  std::istringstream in{std::string(text)};
+  std::string type;
+  if (!(in >> type)) return bad("empty fault");
+  fault_spec f;
+  bool known = false;
+  for (std::size_t i = 0; i < kind_names.size(); ++i) {
+    if (type == kind_names[i]) {
+      f.kind = static_cast<fault_kind>(i);
+      known = true;
+    }
+  }
+  if (!known) return bad(fmt::format("unknown fault type '{}'", type));
+  bool dir_given = false;
+  std::string token;
+  while (in >> token) {
+    auto eq = token.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return bad(fmt::format("'{}' is not key=value (in \"{}\")", token, text));
+    }
+    auto key = std::string_view(token).substr(0, eq);
+    auto value = std::string_view(token).substr(eq + 1);
+    if (key == "dir") dir_given = true;
+    if (auto r = apply(f, key, value); !r.ok()) {
+      return error{r.code(), r.error().message + fmt::format(" (in \"{}\")", text)};
+    }
+  }
+  if (auto r = check(f, dir_given); !r.ok()) {
+    return error{r.code(), r.error().message + fmt::format(" (in \"{}\")", text)};
+  }
+  return f;
+}
+
+result<fault_spec> parse_fault(const YAML::Node& node) {
+  if (!node.IsMap() || !node["type"]) {
+    return bad(fmt::format("line {}: a fault is a mapping with a type", node.Mark().line + 1));
+  }
+  std::string text = node["type"].as<std::string>();
+  for (const auto& kv : node) {
+    auto key = kv.first.as<std::string>();
+    if (key == "type") continue;
+    if (!kv.second.IsScalar()) {
+      return bad(fmt::format("line {}: {} must be a scalar", kv.second.Mark().line + 1, key));
+    }
+    text += " " + key + "=" + kv.second.as<std::string>();
+  }
+  return parse_fault(text);
+}
+
+std::string describe(const fault_spec& f) {
+  std::string out = fmt::format("{} dir={}", to_string(f.kind), to_string(f.dir));
+  auto add = [&](const char* key, auto value) { out += fmt::format(" {}={}", key, value); };
+  if (f.ms) add("ms", f.ms);
+  if (f.jitter_ms) add("jitter_ms", f.jitter_ms);
+  if (f.bytes_per_s) add("bytes_per_s", f.bytes_per_s);
+  if (f.size) add("size", f.size);
+  if (f.variation) add("variation", f.variation);
+  if (f.delay_us) add("delay_us", f.delay_us);
+  if (f.kind == fault_kind::truncate) add("bytes", f.bytes);
+  if (!f.field.empty()) add("field", f.field);
+  const auto& w = f.when;
+  if (w.after_bytes) add("after_bytes", *w.after_bytes);
+  if (w.frame) add("frame", *w.frame);
+  if (w.header_byte) add("header_byte", *w.header_byte);
+  if (w.opcode) add("opcode", wire::to_string(*w.opcode));
+  if (w.status) add("status", *w.status);
+  if (w.request_id) add("request_id", *w.request_id);
+  if (w.connection) add("connection", *w.connection);
+  if (w.rail) add("rail", *w.rail);
+  if (w.count) add("count", *w.count);
+  if (w.probability < 1.0) add("probability", w.probability);
+  return out;
+}
+
+}  // namespace faultlane::relays

@@ -1,0 +1,367 @@
+// relay and connection; see relay.hpp and connection.hpp.
+#include "faultlane/relays/relay.hpp"
+
+#include <asio/connect.hpp>
+#include <asio/post.hpp>
+#include <fmt/format.h>
+
+#include <future>
+
+#include "connection.hpp"
+
+namespace faultlane::relays {
+
+using asio::ip::tcp;
+
+namespace detail {
+
+double draw(std::uint64_t seed, std::size_t fault_order, std::uint64_t connection,
+            std::uint64_t frame) {
+  auto mix = [](std::uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+  };
+  auto h = mix(seed ^ mix(fault_order ^ mix(connection ^ mix(frame))));
+  return static_cast<double>(h >> 11) * 0x1.0p-53;
+}
+
+void relay_state::fired(installed_fault& f, const tap_record& where) {
+  f.fired.fetch_add(1, std::memory_order_relaxed);
+  if (!taps_on()) return;
+  auto r = where;
+  r.kind = record_kind::fault;
+  r.fault = f.spec.name;
+  recorder.record(std::move(r));
+}
+
+// --- connection --------------------------------------------------------------------
+
+connection::connection(std::shared_ptr<relay_state> state, tcp::socket client, std::uint64_t index)
+    : state_(std::move(state)), client_(std::move(client)), upstream_(state_->context), index_(index) {
+  state_->live.fetch_add(1, std::memory_order_acq_rel);
+}
+
+connection::~connection() { state_->live.fetch_sub(1, std::memory_order_acq_rel); }
+
+void connection::start() {
+  bool frame_faults = false;
+  for (const auto& f : state_->snapshot()) frame_faults |= f->spec.frame_aware();
+  decode_ = state_->config.proto == protocol::faultlane && (state_->taps_on() || frame_faults);
+  std::error_code ec;
+  client_.set_option(tcp::no_delay(true), ec);
+  auto remote = client_.remote_endpoint(ec);
+  client_address_ = ec ? "?" : fmt::format("{}:{}", remote.address().to_string(), remote.port());
+  const auto& c = state_->config;
+  tcp::endpoint upstream(asio::ip::make_address(c.upstream.host), c.upstream.port);
+  upstream_.open(tcp::v4(), ec);
+  if (!ec && c.upstream_source) {
+    upstream_.bind(tcp::endpoint(asio::ip::make_address(*c.upstream_source), 0), ec);
+  }
+  if (ec) return abort(true);
+  upstream_.async_connect(upstream, [self = shared_from_this()](std::error_code e) {
+    self->on_upstream_connected(e);
+  });
+}
+
+void connection::on_upstream_connected(const std::error_code& ec) {
+  if (closed_) return;
+  if (ec) return abort(true);  // the client sees a reset, as if upstream refused
+  std::error_code ignored;
+  upstream_.set_option(tcp::no_delay(true), ignored);
+  auto local = upstream_.local_endpoint(ignored);
+  auto remote = upstream_.remote_endpoint(ignored);
+  upstream_local_ = fmt::format("{}:{}", local.address().to_string(), local.port());
+  upstream_remote_ = fmt::format("{}:{}", remote.address().to_string(), remote.port());
+  if (state_->taps_on()) {
+    tap_record r;
+    r.kind = record_kind::open;
+    r.time_us = state_->now_us();
+    r.relay = state_->config.name;
+    r.rail = state_->config.rail;
+    r.connection = index_;
+    r.client_address = client_address_;
+    r.upstream_local = upstream_local_;
+    r.upstream_remote = upstream_remote_;
+    state_->recorder.record(std::move(r));
+  }
+  up_ = std::make_unique<pipe>(*this, direction::up, client_, upstream_);
+  down_ = std::make_unique<pipe>(*this, direction::down, upstream_, client_);
+  up_->start();
+  down_->start();
+}
+
+void connection::recheck() {
+  if (closed_) return;
+  if (up_) up_->recheck();
+  if (down_) down_->recheck();
+}
+
+void connection::pipe_finished() {
+  if (up_ && down_ && up_->finished() && down_->finished()) abort(false);
+}
+
+void connection::abort(bool with_reset) {
+  if (closed_) return;
+  closed_ = true;
+  std::error_code ignored;
+  for (auto* s : {&client_, &upstream_}) {
+    if (with_reset && s->is_open()) s->set_option(asio::socket_base::linger(true, 0), ignored);
+    s->close(ignored);
+  }
+  if (up_) up_->cancel();
+  if (down_) down_->cancel();
+  record_close();
+}
+
+void connection::record_close() {
+  if (!state_->taps_on()) return;
+  tap_record r;
+  r.kind = record_kind::close;
+  r.time_us = state_->now_us();
+  r.relay = state_->config.name;
+  r.rail = state_->config.rail;
+  r.connection = index_;
+  r.client_address = client_address_;
+  r.upstream_local = upstream_local_;
+  r.upstream_remote = upstream_remote_;
+  state_->recorder.record(std::move(r));
+}
+
+}  // namespace detail
+
+// --- relay ------------------------------------------------------------------------------
+
+class relay::impl {
+ public:
+  explicit impl(relay_config c) : state(std::make_shared<detail::relay_state>()) {
+    state->config = std::move(c);
+  }
+
+  void accept_next();
+  void on_accept(const std::error_code& ec, tcp::socket socket);
+  bool refused(tcp::socket& socket, std::uint64_t index);
+  void broadcast_recheck();
+
+  std::shared_ptr<detail::relay_state> state;
+  std::unique_ptr<tcp::acceptor> acceptor;
+  address bound;
+  std::thread thread;
+  std::vector<std::weak_ptr<detail::connection>> connections;  // io thread only
+  std::map<std::string, std::uint64_t> retired_counts;        // removed faults
+  std::mutex stop_mutex;
+  bool stopped = false;
+};
+
+result<address> parse_address(std::string_view text) {
+  auto colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) {
+    return error{status::invalid_argument, fmt::format("'{}' is not HOST:PORT", text)};
+  }
+  address a;
+  a.host = std::string(text.substr(0, colon));
+  std::uint32_t port = 0;
+  auto digits = text.substr(colon + 1);
+  if (digits.empty() || digits.size() > 5) {
+    return error{status::invalid_argument, fmt::format("'{}': bad port", text)};
+  }
+  for (char c : digits) {
+    if (c < '0' || c > '9') return error{status::invalid_argument, fmt::format("'{}': bad port", text)};
+    port = port * 10 + static_cast<std::uint32_t>(c - '0');
+  }
+  if (port > 65535) return error{status::invalid_argument, fmt::format("'{}': bad port", text)};
+  a.port = static_cast<std::uint16_t>(port);
+  return a;
+}
+
+namespace {
+
+result<void> check_loopback(const std::string& what, const std::string& host, bool allowed) {
+  std::error_code ec;
+  auto ip = asio::ip::make_address(host, ec);
+  if (ec || !ip.is_v4()) {
+    return error{status::invalid_argument, fmt::format("{} '{}' is not a numeric IPv4 address", what, host)};
+  }
+  if (!allowed && !ip.is_loopback()) {
+    return error{status::invalid_argument,
+                 fmt::format("{} {} is not a loopback address (pass --allow-non-loopback to "
+                             "relay elsewhere)", what, host)};
+  }
+  return {};
+}
+
+}  // namespace
+
+result<std::unique_ptr<relay>> relay::start(relay_config config) {
+  if (auto r = check_loopback("listen", config.listen.host, config.allow_non_loopback); !r) return r.error();
+  if (auto r = check_loopback("upstream", config.upstream.host, config.allow_non_loopback); !r) return r.error();
+  if (config.upstream.port == 0) return error{status::invalid_argument, "upstream needs a port"};
+  if (config.upstream_source) {
+    if (auto r = check_loopback("upstream_source", *config.upstream_source, config.allow_non_loopback); !r) {
+      return r.error();
+    }
+  }
+  if (config.buffer_bytes < 4096) return error{status::invalid_argument, "buffer_bytes below 4096"};
+  auto i = std::make_unique<impl>(config);
+  auto& s = *i->state;
+  for (auto& f : s.config.faults) {
+    auto installed = std::make_shared<detail::installed_fault>();
+    installed->id = s.next_fault_id++;
+    installed->order = s.next_order++;
+    installed->spec = f;
+    if (f.when.count) installed->remaining = *f.when.count;
+    s.faults.push_back(installed);
+  }
+  if (!s.config.tap_path.empty() && !s.recorder.open_file(s.config.tap_path)) {
+    return error{status::invalid_argument, fmt::format("cannot write tap file {}", s.config.tap_path)};
+  }
+  std::error_code ec;
+  tcp::endpoint ep(asio::ip::make_address(s.config.listen.host), s.config.listen.port);
+  i->acceptor = std::make_unique<tcp::acceptor>(s.context);
+  i->acceptor->open(ep.protocol(), ec);
+  if (!ec) i->acceptor->set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) i->acceptor->bind(ep, ec);
+  if (!ec) i->acceptor->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return error{status::connection_failed, fmt::format("listen on {}: {}", s.config.listen.str(), ec.message())};
+  }
+  i->bound = {s.config.listen.host, i->acceptor->local_endpoint().port()};
+  i->accept_next();
+  auto* raw = i.get();
+  i->thread = std::thread([raw] { raw->state->context.run(); });
+  return std::unique_ptr<relay>(new relay(std::move(i)));
+}
+
+relay::relay(std::unique_ptr<impl> i) : impl_(std::move(i)) {}
+
+relay::~relay() { stop(); }
+
+void relay::impl::accept_next() {
+  acceptor->async_accept(state->context, [this](std::error_code ec, tcp::socket socket) {
+    on_accept(ec, std::move(socket));
+  });
+}
+
+// A refuse fault that applies to this connection resets it at once.
+bool relay::impl::refused(tcp::socket& socket, std::uint64_t index) {
+  for (const auto& f : state->snapshot()) {
+    const auto& spec = f->spec;
+    const auto& w = spec.when;
+    if (spec.kind != fault_kind::refuse) continue;
+    if ((w.connection && *w.connection != index) || (w.rail && *w.rail != state->config.rail)) continue;
+    if (detail::draw(state->config.seed, f->order, index, 0) >= w.probability) continue;
+    auto left = f->remaining.load();
+    if (left == 0) continue;
+    if (left != UINT64_MAX) f->remaining.fetch_sub(1);
+    tap_record where;
+    where.time_us = state->now_us();
+    where.relay = state->config.name;
+    where.rail = state->config.rail;
+    where.connection = index;
+    state->fired(*f, where);
+    state->refused.fetch_add(1, std::memory_order_relaxed);
+    std::error_code ignored;
+    socket.set_option(asio::socket_base::linger(true, 0), ignored);
+    socket.close(ignored);
+    return true;
+  }
+  return false;
+}
+
+void relay::impl::on_accept(const std::error_code& ec, tcp::socket socket) {
+  if (ec == asio::error::operation_aborted || !acceptor->is_open()) return;
+  if (!ec) {
+    auto index = state->accepted.fetch_add(1, std::memory_order_relaxed);
+    if (!refused(socket, index)) {
+      auto c = std::make_shared<detail::connection>(state, std::move(socket), index);
+      connections.push_back(c);
+      c->start();
+    }
+    std::erase_if(connections, [](const auto& w) { return w.expired(); });
+  }
+  accept_next();
+}
+
+void relay::impl::broadcast_recheck() {
+  asio::post(state->context, [this] {
+    for (auto& weak : connections) {
+      if (auto c = weak.lock()) c->recheck();
+    }
+  });
+}
+
+address relay::listen_endpoint() const { return impl_->bound; }
+const relay_config& relay::config() const { return impl_->state->config; }
+tap& relay::taps() { return impl_->state->recorder; }
+std::size_t relay::live_connections() const { return impl_->state->live.load(); }
+
+fault_id relay::add_fault(fault_spec spec) {
+  auto& s = *impl_->state;
+  fault_id id;
+  {
+    std::lock_guard lock(s.faults_mutex);
+    auto installed = std::make_shared<detail::installed_fault>();
+    installed->id = id = s.next_fault_id++;
+    installed->order = s.next_order++;
+    if (spec.when.count) installed->remaining = *spec.when.count;
+    installed->spec = std::move(spec);
+    s.faults.push_back(installed);
+    s.faults_generation.fetch_add(1, std::memory_order_acq_rel);
+  }
+  impl_->broadcast_recheck();
+  return id;
+}
+
+bool relay::remove_fault(fault_id id) {
+  auto& s = *impl_->state;
+  {
+    std::lock_guard lock(s.faults_mutex);
+    auto it = std::find_if(s.faults.begin(), s.faults.end(), [&](const auto& f) { return f->id == id; });
+    if (it == s.faults.end()) return false;
+    impl_->retired_counts[(*it)->spec.name] += (*it)->fired.load();
+    s.faults.erase(it);
+    s.faults_generation.fetch_add(1, std::memory_order_acq_rel);
+  }
+  impl_->broadcast_recheck();
+  return true;
+}
+
+std::map<std::string, std::uint64_t> relay::counters() const {
+  auto& s = *impl_->state;
+  std::map<std::string, std::uint64_t> out;
+  {
+    std::lock_guard lock(s.faults_mutex);
+    out = impl_->retired_counts;
+    for (const auto& f : s.faults) out[f->spec.name] += f->fired.load(std::memory_order_relaxed);
+  }
+  out["faults.overflow"] = s.overflow.load();
+  out["connections.accepted"] = s.accepted.load();
+  out["connections.refused"] = s.refused.load();
+  out["frames.decode_errors"] = s.decode_errors.load();
+  return out;
+}
+
+std::uint64_t relay::counter(const std::string& name) const {
+  auto all = counters();
+  auto it = all.find(name);
+  return it == all.end() ? 0 : it->second;
+}
+
+void relay::stop() {
+  std::lock_guard guard(impl_->stop_mutex);
+  if (impl_->stopped) return;
+  impl_->stopped = true;
+  asio::post(impl_->state->context, [i = impl_.get()] {
+    std::error_code ignored;
+    i->acceptor->close(ignored);
+    for (auto& weak : i->connections) {
+      if (auto c = weak.lock()) c->abort(false);
+    }
+    i->connections.clear();
+  });
+  // Closing everything ends every handler chain; run() then returns.
+  impl_->thread.join();
+}
+
+}  // namespace faultlane::relays

@@ -1,0 +1,83 @@
+// Internals of the relay shared by relay.cpp (accept, configuration) and
+// pipe.cpp (one direction of one connection).
+#pragma once
+
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/steady_timer.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "faultlane/relays/relay.hpp"
+#include "frame_stream.hpp"
+
+namespace faultlane::relays::detail {
+
+using clock_type = std::chrono::steady_clock;
+
+struct installed_fault {
+  fault_id id = 0;
+  std::size_t order = 0;  // position in the chain (insertion order)
+  fault_spec spec;
+  std::atomic<std::uint64_t> fired{0};
+  std::atomic<std::uint64_t> remaining{UINT64_MAX};  // from trigger.count
+};
+using fault_ptr = std::shared_ptr<installed_fault>;
+
+class connection;
+
+// Shared by the relay and its connections; lives as long as any of them.
+struct relay_state {
+  relay_config config;
+  asio::io_context context{1};
+  clock_type::time_point started = clock_type::now();
+  tap recorder;
+
+  mutable std::mutex faults_mutex;
+  std::vector<fault_ptr> faults;  // the chain, in order
+  std::atomic<std::uint64_t> faults_generation{1};
+  fault_id next_fault_id = 1;
+  std::size_t next_order = 0;
+
+  std::atomic<std::uint64_t> overflow{0};
+  std::atomic<std::uint64_t> accepted{0};
+  std::atomic<std::uint64_t> refused{0};
+  std::atomic<std::uint64_t> decode_errors{0};
+  std::atomic<std::size_t> active_effects{0};
+  std::atomic<std::size_t> live{0};
+
+  std::vector<fault_ptr> snapshot() const {
+    std::lock_guard lock(faults_mutex);
+    return faults;
+  }
+  bool taps_on() const { return config.tap || !config.tap_path.empty(); }
+  std::uint64_t now_us() const {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - started).count());
+  }
+  // Takes a slot for a lasting effect; false (and counted) over the cap.
+  bool take_effect_slot() {
+    auto before = active_effects.fetch_add(1, std::memory_order_acq_rel);
+    if (before < config.active_faults_max) return true;
+    active_effects.fetch_sub(1, std::memory_order_acq_rel);
+    overflow.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  void release_effect_slot() { active_effects.fetch_sub(1, std::memory_order_acq_rel); }
+  void fired(installed_fault& f, const tap_record& where);
+};
+
+// The probability draw: a pure function of (seed, fault, connection, frame),
+// so one seed gives one schedule however the bytes were chunked.
+double draw(std::uint64_t seed, std::size_t fault_order, std::uint64_t connection,
+            std::uint64_t frame);
+
+}  // namespace faultlane::relays::detail

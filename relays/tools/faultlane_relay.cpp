@@ -1,0 +1,133 @@
+// faultlane-relay: a fault-injecting TCP relay from the command line.
+//
+//   faultlane-relay --listen 127.0.0.1:0 --upstream 127.0.0.1:9000
+//     --fault "latency dir=down ms=5 jitter_ms=1" --tap out.jsonl --seed 7
+//   faultlane-relay --config relays.yaml
+//
+// Prints each relay's bound address, runs until SIGINT or SIGTERM, then
+// prints every fault counter. Bad flags or YAML: a message and exit 2.
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "faultlane/relays/config.hpp"
+#include "faultlane/relays/relay.hpp"
+
+namespace relays = faultlane::relays;
+
+namespace {
+
+const char* usage = R"(usage: faultlane-relay --upstream HOST:PORT [options]
+       faultlane-relay --config relays.yaml
+  --listen HOST:PORT       where to listen (default 127.0.0.1:0)
+  --upstream HOST:PORT     where to forward
+  --upstream-source ADDR   bind the upstream side to ADDR (keeps rails apart)
+  --fault "TYPE dir=up|down key=value ..."   repeatable, applied in order
+  --protocol faultlane|raw decode faultlane frames (default) or relay any TCP
+  --tap PATH               record connections, frames and faults as JSONL
+  --seed N                 drives every probabilistic fault (default 0)
+  --rail N                 rail index reported in taps (default 0)
+  --name NAME              relay name in taps and output
+  --allow-non-loopback     permit non-loopback addresses
+Faults and their keys: docs/faults.md.
+)";
+
+int usage_error(const std::string& what) {
+  std::fprintf(stderr, "faultlane-relay: %s\n%s", what.c_str(), usage);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  relays::relay_config c;
+  std::string config_path;
+  bool have_upstream = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      std::fputs(usage, stdout);
+      return 0;
+    }
+    if (flag == "--allow-non-loopback") {
+      c.allow_non_loopback = true;
+      continue;
+    }
+    if (i + 1 >= argc) return usage_error(fmt::format("{} needs a value", flag));
+    std::string value = argv[++i];
+    if (flag == "--listen" || flag == "--upstream") {
+      auto a = relays::parse_address(value);
+      if (!a.ok()) return usage_error(fmt::format("{}: {}", flag, a.error().message));
+      (flag == "--listen" ? c.listen : c.upstream) = a.value();
+      have_upstream |= flag == "--upstream";
+    } else if (flag == "--upstream-source") {
+      c.upstream_source = value;
+    } else if (flag == "--fault") {
+      auto f = relays::parse_fault(value);
+      if (!f.ok()) return usage_error(f.error().message);
+      c.faults.push_back(f.value());
+    } else if (flag == "--protocol") {
+      if (value == "faultlane") c.proto = relays::protocol::faultlane;
+      else if (value == "raw") c.proto = relays::protocol::raw;
+      else return usage_error("--protocol must be faultlane or raw");
+    } else if (flag == "--tap") {
+      c.tap = true;
+      c.tap_path = value;
+    } else if (flag == "--seed" || flag == "--rail") {
+      char* end = nullptr;
+      auto n = std::strtoull(value.c_str(), &end, 10);
+      if (end == value.c_str() || *end != '\0') return usage_error(fmt::format("bad {} {}", flag, value));
+      if (flag == "--seed") c.seed = n;
+      else c.rail = n;
+    } else if (flag == "--name") {
+      c.name = value;
+    } else if (flag == "--config") {
+      config_path = value;
+    } else {
+      return usage_error(fmt::format("unknown flag {}", flag));
+    }
+  }
+  std::vector<relays::relay_config> configs;
+  if (!config_path.empty()) {
+    auto loaded = relays::load_relays_file(config_path);
+    if (!loaded.ok()) return usage_error(loaded.error().message);
+    configs = std::move(loaded).value();
+  } else {
+    if (!have_upstream) return usage_error("--upstream is required (or --config)");
+    configs.push_back(c);
+  }
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before any thread starts
+
+  std::vector<std::unique_ptr<relays::relay>> running;
+  for (auto& rc : configs) {
+    auto r = relays::relay::start(rc);
+    if (!r.ok()) {
+      std::fprintf(stderr, "faultlane-relay: %s: %s\n", rc.name.c_str(), r.error().message.c_str());
+      return r.code() == faultlane::status::invalid_argument ? 2 : 1;
+    }
+    std::printf("relay %s listening on %s -> %s (%zu fault%s)\n", rc.name.c_str(),
+                r.value()->listen_endpoint().str().c_str(), rc.upstream.str().c_str(),
+                rc.faults.size(), rc.faults.size() == 1 ? "" : "s");
+    for (const auto& f : rc.faults) std::printf("  %s: %s\n", f.name.c_str(), relays::describe(f).c_str());
+    running.push_back(std::move(r).value());
+  }
+  std::fflush(stdout);
+  int received = 0;
+  sigwait(&signals, &received);
+  for (auto& r : running) {
+    r->stop();
+    std::printf("relay %s counters:\n", r->config().name.c_str());
+    for (const auto& [name, count] : r->counters()) {
+      std::printf("  %-28s %llu\n", name.c_str(), static_cast<unsigned long long>(count));
+    }
+  }
+  return 0;
+}
