@@ -24,6 +24,7 @@ struct options {
   std::size_t lanes = 1;
   std::size_t rails = 1;  // 127.0.0.1 .. 127.0.0.<rails>
   std::uint32_t busy_poll_us = 0;
+  bool via_relay = false;  // faultlane through a pass-through relay, against direct
   double duration_s = 4.0;  // each side: faultlane, then the baseline
   double warmup_s = 0.2;  // per round, before measuring
   std::size_t rounds = 4;  // faultlane and baseline alternate this many times

@@ -76,22 +76,31 @@ int main(int argc, char** argv) {
   options round = o;
   round.duration_s = o.duration_s / static_cast<double>(o.rounds);
   measurement fl, raw;
+  // With --via-relay the reference is faultlane itself, direct.
+  options direct = round;
+  direct.via_relay = false;
   for (std::size_t r = 0; r < o.rounds; ++r) {
     merge(fl, run_faultlane(round));
-    if (baseline) merge(raw, run_baseline(round));
+    if (baseline) merge(raw, o.via_relay ? run_faultlane(direct) : run_baseline(round));
   }
   auto fs = summarize(fl);
   auto bs = summarize(raw);
 
   std::printf("  %-10s %12s %12s %10s %10s %10s %10s\n", "", "throughput", "ops/s", "mean us",
               "p50 us", "p99 us", "p999 us");
-  print_row("faultlane", fs);
-  if (baseline) print_row("raw tcp", bs);
+  const char* subject = o.via_relay ? "via relay" : "faultlane";
+  const char* reference = o.via_relay ? "direct" : "raw tcp";
+  print_row(subject, fs);
+  if (baseline) print_row(reference, bs);
   double ratio = bs.bytes_per_s > 0 ? fs.bytes_per_s / bs.bytes_per_s : 0;
   double latency_ratio = bs.mean_us > 0 ? fs.mean_us / bs.mean_us : 0;
   if (baseline) {
-    std::printf("  ratio      throughput %.3f x raw tcp, mean latency %.3f x raw tcp\n", ratio,
-                latency_ratio);
+    std::printf("  ratio      throughput %.3f x %s, mean latency %.3f x %s\n", ratio, reference,
+                latency_ratio, reference);
+    if (o.via_relay) {
+      std::printf("  added      p50 %+.1f us, p99 %+.1f us by the relay\n", fs.p50_us - bs.p50_us,
+                  fs.p99_us - bs.p99_us);
+    }
   }
   std::printf("  ops %llu, failed %llu", static_cast<unsigned long long>(fl.ops),
               static_cast<unsigned long long>(fl.failures));
@@ -101,9 +110,9 @@ int main(int argc, char** argv) {
   if (!o.json_path.empty()) {
     std::ofstream out(o.json_path);
     out << fmt::format(
-        R"({{"config": {{"op": "{}", "block_size": {}, "batch": {}, "threads": {}, "workers": {}, "lanes": {}, "rails": {}, "duration_s": {}, "rounds": {}, "verify": {}}}, "faultlane": {}, "baseline": {}, "ratio_bytes_per_s": {:.4f}, "ratio_mean_latency": {:.4f}, "failures": {}, "mismatches": {}}})",
+        R"({{"config": {{"op": "{}", "block_size": {}, "batch": {}, "threads": {}, "workers": {}, "lanes": {}, "rails": {}, "duration_s": {}, "rounds": {}, "verify": {}, "via_relay": {}}}, "faultlane": {}, "baseline": {}, "ratio_bytes_per_s": {:.4f}, "ratio_mean_latency": {:.4f}, "failures": {}, "mismatches": {}}})",
         to_string(o.op), o.block_bytes, o.batch, o.threads, o.workers, o.lanes, o.rails, o.duration_s, o.rounds,
-        o.verify ? "true" : "false", json_side(fs), baseline ? json_side(bs) : "null", ratio,
+        o.verify ? "true" : "false", o.via_relay ? "true" : "false", json_side(fs), baseline ? json_side(bs) : "null", ratio,
         latency_ratio, fl.failures, fl.mismatches);
     out << "\n";
     if (!out) {

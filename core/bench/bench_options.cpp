@@ -61,6 +61,8 @@ std::string usage() {
   --warmup S              seconds run before measuring, each round (default 0.2)
   --verify                check every byte moved
   --no-baseline           measure faultlane only
+  --via-relay             run faultlane through a pass-through faultlane-relay and
+                          compare with faultlane direct (instead of raw TCP)
   --json PATH             write the results as JSON
   --mode loopback|target|initiator
   --listen HOST:PORT      target mode address (default 127.0.0.1:0)
@@ -82,6 +84,7 @@ std::optional<options> parse_options(int argc, char** argv) {
     }
     if (flag == "--verify") { o.verify = true; continue; }
     if (flag == "--no-baseline") { o.skip_baseline = true; continue; }
+    if (flag == "--via-relay") { o.via_relay = true; continue; }
     if (i + 1 >= argc) return fail(fmt::format("{} needs a value", flag));
     std::string_view value = argv[++i];
     auto bad = [&] { return fail(fmt::format("bad value '{}' for {}", value, flag)); };

@@ -14,6 +14,7 @@
 
 #include "bench.hpp"
 #include "faultlane/core/transport.hpp"
+#include "faultlane/relays/relay.hpp"
 
 namespace faultlane::bench {
 namespace {
@@ -278,6 +279,21 @@ measurement run_faultlane(const options& o) {
     descriptor.endpoints.push_back(
         {o.peer.substr(0, colon), static_cast<std::uint16_t>(std::stoi(o.peer.substr(colon + 1)))});
     descriptor.max_transfer_bytes = std::max<std::uint64_t>(o.block_bytes, 1ull << 20);
+  }
+  // --via-relay: one pass-through relay per rail, each listening on and
+  // leaving from its rail's address, with no fault and no tap.
+  std::vector<std::unique_ptr<relays::relay>> in_between;
+  if (o.via_relay) {
+    for (auto& e : descriptor.endpoints) {
+      relays::relay_config rc;
+      rc.listen = {e.address, 0};
+      rc.upstream = {e.address, e.port};
+      rc.upstream_source = e.address;
+      auto r = relays::relay::start(rc);
+      if (!r.ok()) die("relay: " + r.error().message);
+      e.port = r.value()->listen_endpoint().port;
+      in_between.push_back(std::move(r).value());
+    }
   }
   auto started = transport::start(config_for(o, o.lanes));
   if (!started.ok()) die(started.error().message);
