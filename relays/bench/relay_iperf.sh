@@ -36,11 +36,12 @@ start_relay() {  # prints the relay's port
   exit 1
 }
 
-# Receiver-side throughput in Gbit/s of one iperf3 run.
+# Receiver-side throughput in Gbit/s of one iperf3 run (read in Kbit/s for
+# precision).
 rate() {  # port [iperf3 args...]
   local port=$1
   shift
-  iperf3 -c 127.0.0.1 -p "$port" -t "$secs" -f g "$@" | awk '/receiver/ { print $(NF-2) }'
+  iperf3 -c 127.0.0.1 -p "$port" -t "$secs" -f k "$@" | awk '/receiver/ { printf "%.4f", $(NF-2) / 1e6 }'
 }
 
 relay_port=$(start_relay)

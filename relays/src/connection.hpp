@@ -44,6 +44,8 @@ class pipe {
 
   void read_next();
   void on_read(const std::error_code& ec, std::size_t n);
+  bool can_splice();
+  void splice_step();
   void refresh_faults();
   bool needs_slow_path() const;
   void process(std::byte* data, std::size_t n);
@@ -82,6 +84,8 @@ class pipe {
   clock_type::time_point bandwidth_free_{};
   std::mt19937_64 jitter_;
   std::vector<std::byte> held_back_;  // bytes behind a stall
+  int splice_pipe_[2] = {-1, -1};     // zero-copy pass-through (Linux splice)
+  std::size_t in_splice_pipe_ = 0;
   std::optional<std::pair<std::uint64_t, std::vector<std::uint64_t>>> payload_corruptions_;
 };
 

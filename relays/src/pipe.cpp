@@ -7,6 +7,8 @@
 // latency, slicing and bandwidth only change those times, so reading goes
 // on while data waits, up to a bound.
 #include <asio/write.hpp>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "connection.hpp"
 
@@ -43,6 +45,9 @@ pipe::pipe(connection& owner, direction dir, tcp::socket& src, tcp::socket& dst)
 pipe::~pipe() {
   for (auto& s : faults_) {
     if (s.holds_slot) state_.release_effect_slot();
+  }
+  for (int fd : splice_pipe_) {
+    if (fd >= 0) ::close(fd);
   }
 }
 
@@ -114,8 +119,70 @@ void pipe::recheck() {
   if (!reading_ && !closed_src_) read_next();
 }
 
+// The pass-through fast path: with nothing to look at or change, bytes go
+// socket -> kernel pipe -> socket with splice(2) and never enter user
+// space. Not while decoding (frames must be seen) or while any fault or
+// tap applies to this direction.
+bool pipe::can_splice() {
+  if (owner_.decoding() || needs_slow_path() || writing_) return false;
+  if (splice_pipe_[0] < 0) {
+    if (::pipe2(splice_pipe_, O_NONBLOCK | O_CLOEXEC) != 0) return false;
+    ::fcntl(splice_pipe_[1], F_SETPIPE_SZ, static_cast<int>(state_.config.buffer_bytes));
+    std::error_code ignored;
+    src_.native_non_blocking(true, ignored);
+    dst_.native_non_blocking(true, ignored);
+  }
+  return true;
+}
+
+void pipe::splice_step() {
+  constexpr unsigned flags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
+  for (int round = 0; round < 16; ++round) {
+    while (in_splice_pipe_ > 0) {
+      auto n = ::splice(splice_pipe_[0], nullptr, dst_.native_handle(), nullptr, in_splice_pipe_, flags);
+      if (n > 0) {
+        in_splice_pipe_ -= static_cast<std::size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EAGAIN) {
+        writing_ = true;
+        dst_.async_wait(tcp::socket::wait_write, [self = owner_.self(), this](std::error_code ec) {
+          writing_ = false;
+          if (ec) return;
+          splice_step();
+        });
+        return;
+      }
+      return owner_.abort(true);
+    }
+    refresh_faults();
+    if (needs_slow_path()) return read_next();  // a fault arrived: the copying path takes over
+    auto n = ::splice(src_.native_handle(), nullptr, splice_pipe_[1], nullptr,
+                      state_.config.buffer_bytes, flags);
+    if (n > 0) {
+      in_splice_pipe_ = static_cast<std::size_t>(n);
+      received_ += static_cast<std::uint64_t>(n);
+      continue;
+    }
+    if (n == 0) return on_source_closed();
+    if (errno == EAGAIN) {
+      reading_ = true;
+      src_.async_wait(tcp::socket::wait_read, [self = owner_.self(), this](std::error_code ec) {
+        reading_ = false;
+        if (ec) return;
+        splice_step();
+      });
+      return;
+    }
+    return owner_.abort(true);
+  }
+  // Let other connections run, then go on.
+  asio::post(state_.context, [self = owner_.self(), this] { splice_step(); });
+}
+
 void pipe::read_next() {
   if (reading_ || stalled_ || closed_src_) return;
+  if (in_splice_pipe_ == 0 && can_splice()) return splice_step();
   if (out_bytes_ > queued_bytes_max) {
     read_paused_ = true;
     return;
