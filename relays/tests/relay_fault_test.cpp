@@ -153,6 +153,20 @@ TEST(relay, slow_close_holds_the_fin) {
   expect_counters(*r, {{"slow_close.down", 1}}, 1);
 }
 
+TEST(relay, lasting_faults_over_the_cap_are_skipped_and_counted) {
+  plain_peer echo(plain_peer::mode::echo);
+  auto c = config_to(echo.where(), {"latency dir=up ms=1"});
+  c.active_faults_max = 1;
+  auto r = start_relay(c);
+  client first(r->listen_endpoint());
+  first.send(bytes(10));
+  EXPECT_EQ(first.read(10, 10s).data, bytes(10));  // holds the one slot while open
+  client second(r->listen_endpoint());
+  second.send(bytes(10));
+  EXPECT_EQ(second.read(10, 10s).data, bytes(10));  // relayed, without the fault
+  expect_counters(*r, {{"latency.up", 1}, {"faults.overflow", 1}}, 2);
+}
+
 TEST(relay, only_loopback_unless_allowed) {
   relay_config c;
   c.upstream = {"10.1.2.3", 80};

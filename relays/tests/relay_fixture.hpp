@@ -11,6 +11,8 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -21,23 +23,27 @@ namespace faultlane::relays::testing {
 using namespace std::chrono_literals;
 using asio::ip::tcp;
 
-// A plain TCP server on 127.0.0.1:0 serving one connection at a time on its
-// own thread: echo (send back what arrives), sink (count and discard), or
-// source (send `source_bytes` then close).
+// A plain TCP server on 127.0.0.1:0, a thread per connection: echo (send
+// back what arrives), sink (count and discard), or source (send
+// `source_bytes`, then FIN).
 class plain_peer {
  public:
   enum class mode { echo, sink, source };
   explicit plain_peer(mode m, std::size_t source_bytes = 0)
       : mode_(m), source_bytes_(source_bytes), acceptor_(context_, {asio::ip::make_address("127.0.0.1"), 0}) {
-    thread_ = std::thread([this] { serve(); });
+    thread_ = std::thread([this] { accept_loop(); });
   }
   ~plain_peer() {
     stop_ = true;
     std::error_code ignored;
-    // Wake the blocking accept with a throwaway connection.
-    tcp::socket poke(context_);
+    tcp::socket poke(context_);  // wakes the blocking accept
     poke.connect(acceptor_.local_endpoint(), ignored);
     thread_.join();
+    {
+      std::lock_guard lock(mutex_);
+      for (auto& s : sockets_) s->shutdown(tcp::socket::shutdown_both, ignored);
+    }
+    for (auto& w : workers_) w.join();
   }
   address where() const { return {"127.0.0.1", acceptor_.local_endpoint().port()}; }
   std::uint64_t received() const { return received_.load(); }
@@ -45,29 +51,35 @@ class plain_peer {
   std::size_t connections() const { return connections_.load(); }
 
  private:
-  void serve() {
+  void accept_loop() {
     while (!stop_) {
-      tcp::socket s(context_);
+      auto s = std::make_shared<tcp::socket>(context_);
       std::error_code ec;
-      acceptor_.accept(s, ec);
+      acceptor_.accept(*s, ec);
       if (ec || stop_) return;
       ++connections_;
-      std::vector<char> buf(64 << 10);
-      if (mode_ == mode::source) {
-        std::vector<char> out(source_bytes_);
-        for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<char>(i * 131 + 7);
-        asio::write(s, asio::buffer(out), ec);
-        s.shutdown(tcp::socket::shutdown_send, ec);
+      std::lock_guard lock(mutex_);
+      sockets_.push_back(s);
+      workers_.emplace_back([this, s] { serve(*s); });
+    }
+  }
+  void serve(tcp::socket& s) {
+    std::error_code ec;
+    std::vector<char> buf(64 << 10);
+    if (mode_ == mode::source) {
+      std::vector<char> out(source_bytes_);
+      for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<char>(i * 131 + 7);
+      asio::write(s, asio::buffer(out), ec);
+      s.shutdown(tcp::socket::shutdown_send, ec);
+    }
+    while (true) {
+      auto n = s.read_some(asio::buffer(buf), ec);
+      if (ec) {
+        if (ec == asio::error::eof) eof_ = true;
+        return;
       }
-      while (true) {
-        auto n = s.read_some(asio::buffer(buf), ec);
-        if (ec) {
-          if (ec == asio::error::eof) eof_ = true;
-          break;
-        }
-        received_ += n;
-        if (mode_ == mode::echo) asio::write(s, asio::buffer(buf.data(), n), ec);
-      }
+      received_ += n;
+      if (mode_ == mode::echo) asio::write(s, asio::buffer(buf.data(), n), ec);
     }
   }
 
@@ -76,6 +88,9 @@ class plain_peer {
   asio::io_context context_;
   tcp::acceptor acceptor_;
   std::thread thread_;
+  std::mutex mutex_;
+  std::vector<std::shared_ptr<tcp::socket>> sockets_;
+  std::vector<std::thread> workers_;
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> received_{0};
   std::atomic<bool> eof_{false};

@@ -1,0 +1,115 @@
+// faultlane-relay from the command line, as a user runs it: against a plain
+// TCP peer, with a fault, stopped by SIGINT, and with bad input.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "relay_fixture.hpp"
+
+extern char** environ;
+
+namespace faultlane::relays {
+namespace {
+
+using namespace testing;
+
+struct running_program {
+  pid_t pid = -1;
+  FILE* out = nullptr;
+
+  explicit running_program(std::vector<std::string> args) {
+    int fds[2];
+    EXPECT_EQ(::pipe(fds), 0);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
+    posix_spawn_file_actions_addclose(&actions, fds[0]);
+    std::vector<char*> argv;
+    args.insert(args.begin(), FAULTLANE_RELAY_PROGRAM);
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    EXPECT_EQ(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(fds[1]);
+    out = fdopen(fds[0], "r");
+  }
+  ~running_program() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    if (out) fclose(out);
+  }
+  std::string line() {
+    char buf[1024];
+    return fgets(buf, sizeof(buf), out) ? std::string(buf) : std::string();
+  }
+  std::string rest() {
+    std::string all;
+    for (std::string l = line(); !l.empty(); l = line()) all += l;
+    return all;
+  }
+  int wait() {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    pid = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+};
+
+TEST(relay_cli, relays_a_plain_tcp_peer_with_a_fault_and_reports_counters) {
+  plain_peer source(plain_peer::mode::source, 5000);
+  running_program p({"--upstream", source.where().str(), "--fault", "truncate dir=down bytes=1200",
+                     "--protocol", "raw"});
+  auto banner = p.line();
+  auto at = banner.find("listening on 127.0.0.1:");
+  ASSERT_NE(at, std::string::npos) << banner;
+  auto port = static_cast<std::uint16_t>(std::stoi(banner.substr(at + 23)));
+  EXPECT_NE(p.line().find("truncate.down: truncate dir=down bytes=1200"), std::string::npos);
+  {
+    client c({"127.0.0.1", port});
+    auto got = c.read(5000, 10s);
+    EXPECT_EQ(got.data.size(), 1200u);
+    EXPECT_EQ(got.end, asio::error::eof);
+  }
+  ::kill(p.pid, SIGINT);
+  auto report = p.rest();
+  EXPECT_EQ(p.wait(), 0);
+  EXPECT_NE(report.find("truncate.down"), std::string::npos) << report;
+  EXPECT_NE(report.find("connections.accepted"), std::string::npos) << report;
+}
+
+TEST(relay_cli, bad_input_names_the_problem_and_exits_2) {
+  struct bad_case {
+    std::vector<std::string> args;
+    const char* names;
+  };
+  auto yaml = ::testing::TempDir() + "faultlane_relay_bad.yaml";
+  {
+    std::ofstream f(yaml);
+    f << "relays:\n  - upstream: 127.0.0.1:9\n    faults:\n      - {type: stall, dir: sideways}\n";
+  }
+  for (const auto& b : {bad_case{{"--upstream", "127.0.0.1"}, "HOST:PORT"},
+                        bad_case{{"--listen", "127.0.0.1:0"}, "--upstream is required"},
+                        bad_case{{"--upstream", "127.0.0.1:9", "--fault", "latency dir=up"}, "needs ms"},
+                        bad_case{{"--upstream", "127.0.0.1:9", "--bogus", "1"}, "unknown flag"},
+                        bad_case{{"--upstream", "192.0.2.1:9"}, "not a loopback"},
+                        bad_case{{"--config", yaml}, "line 4"},
+                        bad_case{{"--config", "/nonexistent.yaml"}, "cannot open"}}) {
+    running_program p(b.args);
+    auto output = p.rest();
+    EXPECT_EQ(p.wait(), 2) << output;
+    EXPECT_NE(output.find(b.names), std::string::npos) << output;
+  }
+  std::remove(yaml.c_str());
+}
+
+}  // namespace
+}  // namespace faultlane::relays
