@@ -153,6 +153,7 @@ void lane::on_connected(const std::error_code& ec) {
   }
   std::error_code ignored;
   socket_.set_option(tcp::no_delay(true), ignored);
+  socket_.non_blocking(true, ignored);  // reads after a readiness wait never block
   bump(rt_.stats.connects);
   bump(rt_.stats.lanes_connected);
   if (connections_++ > 0) bump(rt_.stats.reconnects);
@@ -234,14 +235,18 @@ void lane::on_request_sent(const std::error_code& ec, std::size_t sent) {
 // read takes both. An error response has no payload, so the read never
 // waits for payload bytes that will not come: it returns what is there.
 void lane::read_response_and_payload() {
-  auto& op = *current_;
-  std::array<asio::mutable_buffer, 2> in{asio::buffer(response_), asio::buffer(op.local, op.length)};
   io_pending_ = true;
-  socket_.async_read_some(in, guarded([this](std::error_code ec, std::size_t n) {
+  socket_.async_wait(tcp::socket::wait_read, guarded([this](std::error_code ec) {
     io_pending_ = false;
     if (ec) return finish(io_failure(), 0, false);
+    auto& op = *current_;
+    std::array<asio::mutable_buffer, 2> in{asio::buffer(response_), asio::buffer(op.local, op.length)};
+    std::error_code read_ec;
+    auto n = socket_.read_some(in, read_ec);
+    if (read_ec == asio::error::would_block) return read_response_and_payload();
+    if (read_ec) return finish(io_failure(), 0, false);
     deadline_.push(milliseconds(rt_.config.progress_timeout_ms));
-    if (n >= response_.size()) return on_response(ec, n - response_.size());
+    if (n >= response_.size()) return on_response({}, n - response_.size());
     io_pending_ = true;
     asio::async_read(socket_, asio::buffer(response_.data() + n, response_.size() - n),
                      progress_condition(),

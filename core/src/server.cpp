@@ -53,6 +53,7 @@ class server_session : public std::enable_shared_from_this<server_session> {
     owner_.session_started(shard_, shared_from_this());
     std::error_code ignored;
     socket_.set_option(tcp::no_delay(true), ignored);
+    socket_.non_blocking(true, ignored);  // reads after a readiness wait never block
     if (rt_.observer) {
       auto local = socket_.local_endpoint(ignored);
       auto remote = socket_.remote_endpoint(ignored);
@@ -104,15 +105,20 @@ class server_session : public std::enable_shared_from_this<server_session> {
   }
 
   // Between requests there is no deadline: the next header's first byte
-  // restarts it.
+  // restarts it. Waiting for readability first (rather than starting a
+  // read) saves the read that would find nothing on an idle connection.
   void read_header_start() {
     io_pending_ = true;
-    socket_.async_read_some(asio::buffer(header_), guarded([this](std::error_code ec, std::size_t n) {
-                              io_pending_ = false;
-                              if (ec) return end();
-                              if (!deadline_.active()) deadline_.set(progress(), shared_from_this());
-                              read_header_rest(n);
-                            }));
+    socket_.async_wait(tcp::socket::wait_read, guarded([this](std::error_code ec) {
+                         io_pending_ = false;
+                         if (ec) return end();
+                         std::error_code read_ec;
+                         auto n = socket_.read_some(asio::buffer(header_), read_ec);
+                         if (read_ec == asio::error::would_block) return read_header_start();
+                         if (read_ec) return end();
+                         if (!deadline_.active()) deadline_.set(progress(), shared_from_this());
+                         read_header_rest(n);
+                       }));
   }
 
   void read_header_rest(std::size_t have) {
