@@ -318,13 +318,18 @@ void lane::finish(status code, std::uint64_t bytes, bool keep_connection) {
     code = status::ambiguous_write;
   }
   if (code == status::timeout) bump(rt_.stats.timeouts);
-  if (code != status::ok) cancel_siblings(*op);
+  const bool retry = code == status::stale_registration && !op->refreshed && group_.can_refresh();
+  if (code != status::ok && !retry) cancel_siblings(*op);
   if (keep_connection && state_ == state::busy && !abort_status_) {
     state_ = state::idle;
   } else {
     close_socket(code);
   }
-  retire(std::move(op), code, bytes);
+  if (retry) {
+    group_.refresh_and_retry(std::move(op), shared_from_this());
+  } else {
+    retire(std::move(op), code, bytes);
+  }
   if (state_ == state::idle) {
     if (!queue_.empty()) return start_next();
     deadline_kind_ = deadline_kind::idle;
@@ -436,8 +441,12 @@ void lane::drop_connection() {
 
 // --- peer_group ------------------------------------------------------------------
 
-peer_group::peer_group(runtime& rt, segment_id id, segment_descriptor descriptor)
-    : rt_(rt), id_(id), descriptor_(std::move(descriptor)) {
+peer_group::peer_group(runtime& rt, segment_id id, segment_descriptor descriptor,
+                       std::shared_ptr<descriptor_source> source)
+    : rt_(rt), id_(id), descriptor_(std::move(descriptor)), source_(std::move(source)) {
+  for (const auto& r : descriptor_.registrations) {
+    if (!r.name.empty()) names_[r.id] = r.name;
+  }
   FL_ASSERT(!descriptor_.endpoints.empty());
   FL_ASSERT(rt_.config.connections_per_peer >= descriptor_.endpoints.size());
   for (std::size_t i = 0; i < rt_.config.connections_per_peer; ++i) {
@@ -466,6 +475,37 @@ std::shared_ptr<lane> peer_group::lane_for_rail(std::size_t rail) {
   const std::size_t per_rail = (lanes_.size() - rail + rails - 1) / rails;
   auto turn = rail_sequences_[rail]->fetch_add(1, std::memory_order_relaxed) % per_rail;
   return lanes_[rail + turn * rails];
+}
+
+void peer_group::refresh_and_retry(std::unique_ptr<transfer_op> op,
+                                   const std::shared_ptr<lane>& from) {
+  FL_ASSERT(source_ && !op->refreshed);
+  op->refreshed = true;
+  bump(rt_.stats.stale_refreshes);
+  auto fresh = source_->fetch();
+  // Only a refresh that names the same buffer at the same endpoints can be
+  // retried here; anything else stays stale_registration.
+  if (!fresh.ok() || fresh.value().endpoints != descriptor_.endpoints) {
+    return retire(std::move(op), status::stale_registration, 0);
+  }
+  std::optional<registration_id> renamed;
+  {
+    std::lock_guard lock(names_mutex_);
+    auto name = names_.find(op->remote_registration);
+    for (const auto& r : fresh.value().registrations) {
+      if (!r.name.empty()) names_[r.id] = r.name;
+      if (name != names_.end() && r.name == name->second && r.id != op->remote_registration) {
+        renamed = r.id;
+      }
+    }
+  }
+  if (!renamed) return retire(std::move(op), status::stale_registration, 0);
+  op->remote_registration = *renamed;
+  op->request_id = rt_.next_request_id.fetch_add(1, std::memory_order_relaxed);
+  if (op->rail == transfer_op::any_rail) return submit(std::move(op));
+  // A slice retries on its own lane: same rail, and still where a failing
+  // sibling will look for it to cancel it.
+  dispatch(rt_, from, std::move(op));
 }
 
 void peer_group::shutdown() {

@@ -15,6 +15,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "deadline.hpp"
@@ -87,7 +89,8 @@ class lane : public std::enable_shared_from_this<lane> {
 
 class peer_group {
  public:
-  peer_group(runtime& rt, segment_id id, segment_descriptor descriptor);
+  peer_group(runtime& rt, segment_id id, segment_descriptor descriptor,
+             std::shared_ptr<descriptor_source> source = nullptr);
 
   // Any thread: picks a lane by the per-peer sequence and hands it the op.
   void submit(std::unique_ptr<transfer_op> op);
@@ -102,6 +105,11 @@ class peer_group {
   const segment_descriptor& descriptor() const noexcept { return descriptor_; }
   std::size_t rail_count() const noexcept { return descriptor_.endpoints.size(); }
 
+  // Stale registration: one refresh of the descriptor, then one retry of
+  // the op under the registration's new id, on a lane of the same rail.
+  bool can_refresh() const noexcept { return source_ != nullptr; }
+  void refresh_and_retry(std::unique_ptr<transfer_op> op, const std::shared_ptr<lane>& from);
+
   // The connect gate (any shard).
   enum class connect_decision { go, wait, refuse };
   connect_decision request_connect(const std::shared_ptr<lane>& l);
@@ -114,6 +122,9 @@ class peer_group {
   std::vector<std::shared_ptr<lane>> lanes_;
   std::atomic<std::uint64_t> sequence_{0};
   std::vector<std::unique_ptr<std::atomic<std::uint64_t>>> rail_sequences_;
+  const std::shared_ptr<descriptor_source> source_;
+  std::mutex names_mutex_;
+  std::unordered_map<registration_id, std::string> names_;  // every id ever seen
 
   std::mutex gate_mutex_;
   std::uint32_t failure_streak_ = 0;

@@ -34,6 +34,7 @@ struct counters {
   std::atomic<std::uint64_t> sessions_rejected_limit{0};
   std::atomic<std::uint64_t> sessions_timed_out{0};
   std::atomic<std::uint64_t> stale_handlers_dropped{0};
+  std::atomic<std::uint64_t> stale_refreshes{0};
   std::atomic<std::uint64_t> timeouts{0};
   std::atomic<std::uint64_t> server_reads{0};
   std::atomic<std::uint64_t> server_writes{0};
@@ -121,6 +122,9 @@ struct transfer_op {
   std::uint64_t remote_offset = 0;
   std::uint64_t slice_offset = 0;  // within the task
   std::uint64_t request_id = 0;
+  static constexpr std::size_t any_rail = SIZE_MAX;
+  std::size_t rail = any_rail;  // a slice stays on its rail, even when retried
+  bool refreshed = false;       // one descriptor refresh and retry at most
   bool retired = false;
 
   transfer_op() = default;

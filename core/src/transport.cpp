@@ -84,7 +84,8 @@ class transport::impl {
     srv.reset();
   }
 
-  result<segment_id> open(const segment_descriptor& d);
+  result<segment_id> open(const segment_descriptor& d,
+                          std::shared_ptr<descriptor_source> source = nullptr);
   result<std::shared_ptr<transfer_batch>> submit(std::span<const transfer_request> requests,
                                                  task_callback callback);
   result<void> shutdown();
@@ -136,7 +137,8 @@ result<void> check_descriptor(const segment_descriptor& d, const transport_confi
 
 }  // namespace
 
-result<segment_id> transport::impl::open(const segment_descriptor& d) {
+result<segment_id> transport::impl::open(const segment_descriptor& d,
+                                         std::shared_ptr<descriptor_source> source) {
   if (!rt.accepting_work()) {
     return error{rt.failed ? status::runtime_failed : status::shutting_down,
                  "transport is not accepting work"};
@@ -148,7 +150,7 @@ result<segment_id> transport::impl::open(const segment_descriptor& d) {
     if (group->descriptor().incarnation == d.incarnation) return id;
   }
   auto id = next_segment++;
-  groups.emplace(id, std::make_shared<detail::peer_group>(rt, id, d));
+  groups.emplace(id, std::make_shared<detail::peer_group>(rt, id, d, std::move(source)));
   return id;
 }
 
@@ -251,7 +253,9 @@ void transport::impl::dispatch(const transfer_request& r, detail::task_state& ta
   // finds the full list of siblings to cancel.
   for (const auto& s : plan) task.slice_lanes.push_back(group.lane_for_rail(s.rail));
   for (std::size_t k = 0; k < plan.size(); ++k) {
-    detail::peer_group::dispatch(rt, task.slice_lanes[k], make_op(plan[k].offset, plan[k].length));
+    auto op = make_op(plan[k].offset, plan[k].length);
+    op->rail = plan[k].rail;
+    detail::peer_group::dispatch(rt, task.slice_lanes[k], std::move(op));
   }
 }
 
@@ -385,6 +389,13 @@ result<segment_id> transport::open_segment(const segment_descriptor& descriptor)
   return impl_->open(descriptor);
 }
 
+result<segment_id> transport::open_segment(std::shared_ptr<descriptor_source> source) {
+  if (!source) return error{status::invalid_argument, "open_segment: no descriptor source"};
+  auto d = source->fetch();
+  if (!d.ok()) return d.error();
+  return impl_->open(d.value(), std::move(source));
+}
+
 result<std::shared_ptr<transfer_batch>> transport::submit(std::span<const transfer_request> requests,
                                                           task_callback on_task_done) {
   return impl_->submit(requests, std::move(on_task_done));
@@ -413,6 +424,7 @@ transport_stats transport::stats() const {
   s.sessions_timed_out = load(c.sessions_timed_out);
   s.leases_live = impl_->rt.buffers.active_leases();
   s.stale_handlers_dropped = load(c.stale_handlers_dropped);
+  s.stale_refreshes = load(c.stale_refreshes);
   s.timeouts = load(c.timeouts);
   s.server_reads = load(c.server_reads);
   s.server_writes = load(c.server_writes);

@@ -309,3 +309,64 @@ TEST(rail_transport, failed_slice_cancels_its_siblings_and_settles_once) {
 
 }  // namespace
 }  // namespace faultlane
+
+namespace faultlane {
+namespace {
+
+using namespace testing;
+
+// A source that returns the target's current descriptor, as the control
+// plane will.
+class live_source : public descriptor_source {
+ public:
+  explicit live_source(transport& t) : target_(t) {}
+  result<segment_descriptor> fetch() override {
+    ++fetches;
+    return target_.descriptor();
+  }
+  std::atomic<int> fetches{0};
+
+ private:
+  transport& target_;
+};
+
+// A buffer re-registered under the same name gets a new id: a stale answer
+// triggers one refresh and one retry, each slice on its own rail; a name
+// that is gone stays stale_registration.
+TEST(rail_transport, stale_registration_refreshes_once_and_retries_on_the_same_rail) {
+  rail_observer seen;
+  auto target = start(rail_config(2, 2));
+  auto config = rail_config(2, 2);
+  config.observer = &seen;
+  auto initiator = start(config);
+  auto memory = pattern(4u << 20, 71);
+  auto old_id = target->register_buffer(memory.data(), memory.size(), permission::remote_read, "blob").value();
+  auto source = std::make_shared<live_source>(*target);
+  auto seg = initiator->open_segment(source).value();
+  EXPECT_EQ(source->fetches.load(), 1);
+
+  ASSERT_TRUE(target->unregister_buffer(old_id).ok());
+  auto new_id = target->register_buffer(memory.data(), memory.size(), permission::remote_read, "blob").value();
+  ASSERT_NE(new_id, old_id);
+  std::vector<std::byte> dest(memory.size());
+  auto r = run_one(*initiator, read_req(seg, old_id, 0, dest.data(), dest.size()));
+  EXPECT_EQ(r.code, status::ok);
+  EXPECT_EQ(dest, memory);
+  EXPECT_EQ(initiator->stats().stale_refreshes, 2u);  // one per slice, each at most once
+  auto slices = seen.slices_of_last_task();
+  ASSERT_EQ(slices.size(), 4u);  // two slices, each sent twice
+  std::map<std::uint64_t, std::set<std::size_t>> rails_by_offset;
+  for (const auto& s : slices) rails_by_offset[s.offset].insert(s.rail);
+  for (const auto& [offset, used] : rails_by_offset) EXPECT_EQ(used.size(), 1u) << offset;  // never moved
+
+  // A name that is gone: the refresh finds nothing and the task stays stale.
+  ASSERT_TRUE(target->unregister_buffer(new_id).ok());
+  auto gone = run_one(*initiator, read_req(seg, new_id, 0, dest.data(), 4096));
+  EXPECT_EQ(gone.code, status::stale_registration);
+  EXPECT_EQ(initiator->stats().stale_refreshes, 3u);
+  EXPECT_TRUE(initiator->shutdown().ok());
+  EXPECT_TRUE(target->shutdown().ok());
+}
+
+}  // namespace
+}  // namespace faultlane

@@ -52,6 +52,18 @@ struct segment_descriptor {
   std::vector<advertised_registration> registrations;
 };
 
+// Where a segment's descriptor comes from. open_segment(source) keeps it:
+// when the peer answers stale_registration (the buffer was re-registered
+// under a new id), the transport fetches the descriptor once, finds the
+// registration with the same name, and retries once on the same transport
+// (a slice on the same rail). fetch() runs on an io thread: it must answer
+// quickly (from memory, or from the control plane's cache).
+class descriptor_source {
+ public:
+  virtual ~descriptor_source() = default;
+  virtual result<segment_descriptor> fetch() = 0;
+};
+
 using segment_id = std::uint64_t;
 
 struct transfer_request {
@@ -95,6 +107,7 @@ struct transport_stats {
   std::uint64_t sessions_timed_out = 0;
   std::uint64_t leases_live = 0;
   std::uint64_t stale_handlers_dropped = 0;
+  std::uint64_t stale_refreshes = 0;  // descriptor refreshes after stale_registration
   std::uint64_t timeouts = 0;
   std::uint64_t server_reads = 0;
   std::uint64_t server_writes = 0;
@@ -122,6 +135,8 @@ class transport {
   // segment; a restarted peer (new incarnation) gets a new one. The
   // descriptor's rail count must equal this transport's.
   result<segment_id> open_segment(const segment_descriptor& descriptor);
+  // The same, from a source that is asked again on a stale registration.
+  result<segment_id> open_segment(std::shared_ptr<descriptor_source> source);
 
   // Validates every request, reserves admission for the whole batch (busy
   // if it does not fit) and starts all of them. Fails as a whole, before
