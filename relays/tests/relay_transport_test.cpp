@@ -55,8 +55,9 @@ transport_config one_lane(std::uint32_t progress_ms = 5000) {
 }
 
 TEST(relay_transport, dropped_write_ack_is_ambiguous_executed_once_and_not_replayed) {
-  relayed_pair p({"drop_frame dir=down opcode=write count=1"}, one_lane(400));
+  // Registered memory outlives the transports (declared before them).
   std::vector<std::byte> memory(4096);
+  relayed_pair p({"drop_frame dir=down opcode=write count=1"}, one_lane(400));
   auto id = p.target->register_buffer(memory.data(), memory.size(), permission::remote_read_write).value();
   auto source = core_testing::pattern(4096, 77);
   auto w = core_testing::run_one(*p.initiator, core_testing::write_req(p.segment, id, 0, source.data(), 4096));
@@ -73,9 +74,10 @@ TEST(relay_transport, dropped_write_ack_is_ambiguous_executed_once_and_not_repla
 TEST(relay_transport, stall_inside_a_request_header_times_out_and_frees_the_session) {
   auto target_config = core_testing::loopback_config();
   target_config.progress_timeout_ms = 300;
+  // Registered memory outlives the transports (declared before them).
+  std::vector<std::byte> memory(4096);
   relayed_pair p({"stall dir=up frame=0 header_byte=7"}, one_lane(300), target_config);
   auto healthy_target = core_testing::start(core_testing::loopback_config());
-  std::vector<std::byte> memory(4096);
   auto id = p.target->register_buffer(memory.data(), 4096, permission::remote_read).value();
   auto healthy_id = healthy_target->register_buffer(memory.data(), 4096, permission::remote_read).value();
   auto healthy = p.initiator->open_segment(healthy_target->descriptor()).value();
@@ -94,9 +96,10 @@ TEST(relay_transport, stall_inside_a_request_header_times_out_and_frees_the_sess
 
 TEST(relay_transport, truncated_read_payload_fails_and_leaves_the_rest_untouched) {
   constexpr std::size_t kept = 1000;
+  // Registered memory outlives the transports (declared before them).
+  auto memory = core_testing::pattern(64u << 10, 5);
   relayed_pair p({"truncate dir=down bytes=" + std::to_string(wire::response_frame_bytes + kept)},
                  one_lane());
-  auto memory = core_testing::pattern(64u << 10, 5);
   auto id = p.target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
   std::vector<std::byte> dest(memory.size(), std::byte{0xAB});
   auto r = core_testing::run_one(*p.initiator, core_testing::read_req(p.segment, id, 0, dest.data(), dest.size()));
@@ -108,14 +111,20 @@ TEST(relay_transport, truncated_read_payload_fails_and_leaves_the_rest_untouched
 }
 
 TEST(relay_transport, reset_in_a_write_body_fails_terminally_and_leaves_no_lease) {
+  // Registered memory outlives the transports (declared before them).
+  std::vector<std::byte> memory(64u << 10);
   relayed_pair p({"reset dir=up after_bytes=" + std::to_string(wire::request_frame_bytes + 1000)},
                  one_lane());
-  std::vector<std::byte> memory(64u << 10);
   auto id = p.target->register_buffer(memory.data(), memory.size(), permission::remote_read_write).value();
   auto source = core_testing::pattern(memory.size(), 6);
   auto w = core_testing::run_one(*p.initiator, core_testing::write_req(p.segment, id, 0, source.data(), source.size()));
   EXPECT_EQ(w.code, status::ambiguous_write);
-  ASSERT_TRUE(core_testing::eventually([&] { return p.target->stats().sessions_live == 0; }));
+  // The relay connected upstream before forwarding: wait for the target to
+  // have accepted that connection, then for it to end.
+  ASSERT_TRUE(core_testing::eventually([&] {
+    auto s = p.target->stats();
+    return s.sessions_accepted == 1 && s.sessions_live == 0;
+  }));
   EXPECT_EQ(p.target->stats().leases_live, 0u);
   EXPECT_EQ(p.target_view.served_count(wire::opcode::write, status::ok), 0u);
   expect_counters(*p.relays[0], {{"reset.up", 1}}, 1);
@@ -126,8 +135,9 @@ class relay_corrupt : public ::testing::TestWithParam<const char*> {};
 TEST_P(relay_corrupt, corrupted_header_is_rejected_and_only_that_connection_closes) {
   auto c = core_testing::loopback_config();
   c.connections_per_peer = 2;
-  relayed_pair p({std::string("corrupt dir=up frame=0 count=1 field=") + GetParam()}, c);
+  // Registered memory outlives the transports (declared before them).
   auto memory = core_testing::pattern(4096, 8);
+  relayed_pair p({std::string("corrupt dir=up frame=0 count=1 field=") + GetParam()}, c);
   auto id = p.target->register_buffer(memory.data(), 4096, permission::remote_read).value();
   std::vector<std::byte> a(4096), b(4096);
   // Two READs, one per lane: the first frame on the first connection is
@@ -163,8 +173,9 @@ TEST(relay_transport, taps_on_two_rails_record_exactly_the_planned_slices) {
   c.bind_address = "";
   c.rail_addresses = {"127.0.0.1", "127.0.0.2"};
   c.connections_per_peer = 2;
-  relayed_pair p({}, c, c, /*tap=*/true);
+  // Registered memory outlives the transports (declared before them).
   auto memory = core_testing::pattern(8u << 20, 9);
+  relayed_pair p({}, c, c, /*tap=*/true);
   auto id = p.target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
   constexpr std::uint64_t offset = 12345;
   constexpr std::uint64_t length = (4u << 20) + 3;
