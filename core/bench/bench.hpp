@@ -5,6 +5,7 @@
 // and the same run, and reports both and their ratio.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -59,6 +60,10 @@ struct summary {
   double mean_us = 0, p50_us = 0, p99_us = 0, p999_us = 0;
 };
 summary summarize(measurement& m);
+
+// Runs the warm-up, then the measured window: `phase` goes 0 (warm-up) ->
+// 1 (measuring) -> 2 (stop). Returns the window's length in seconds.
+double run_phases(const options& o, std::atomic<int>& phase);
 void merge(measurement& into, measurement m);
 
 measurement run_baseline(const options& o);

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <cstdio>
 #include <fstream>
 
@@ -30,6 +32,15 @@ summary summarize(measurement& m) {
   s.p99_us = at(0.99);
   s.p999_us = at(0.999);
   return s;
+}
+
+double run_phases(const options& o, std::atomic<int>& phase) {
+  std::this_thread::sleep_for(std::chrono::duration<double>(o.warmup_s));
+  auto begin = std::chrono::steady_clock::now();
+  phase.store(1);
+  std::this_thread::sleep_for(std::chrono::duration<double>(o.duration_s));
+  phase.store(2);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
 }
 
 void merge(measurement& into, measurement m) {

@@ -235,16 +235,11 @@ measurement drive(transport& initiator, segment_id seg, registration_id id, cons
       loops.back()->launch();
     }
   }
-  std::this_thread::sleep_for(std::chrono::duration<double>(o.warmup_s));
-  auto begin = clock_type::now();
-  phase.store(1);
-  std::this_thread::sleep_for(std::chrono::duration<double>(o.duration_s));
-  phase.store(2);
-  auto end = clock_type::now();
+  const double seconds = run_phases(o, phase);
   for (auto& t : threads) t.join();
   for (auto& l : loops) l->wait();
   measurement total;
-  total.seconds = std::chrono::duration<double>(end - begin).count();
+  total.seconds = seconds;
   for (auto& s : states) {
     total.bytes += s.m.bytes;
     total.ops += s.m.ops;

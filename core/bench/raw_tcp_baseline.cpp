@@ -200,18 +200,13 @@ measurement run_baseline(const options& o) {
     });
   }
   }
-  std::this_thread::sleep_for(std::chrono::duration<double>(o.warmup_s));
-  auto begin = clock_type::now();
-  phase.store(1);
-  std::this_thread::sleep_for(std::chrono::duration<double>(o.duration_s));
-  phase.store(2);
-  auto end = clock_type::now();
+  const double seconds = run_phases(o, phase);
   for (auto& d : drivers) d.join();
   for (int fd : clients) ::shutdown(fd, SHUT_RDWR), ::close(fd);
   for (auto& s : servers) s.join();
 
   measurement total;
-  total.seconds = std::chrono::duration<double>(end - begin).count();
+  total.seconds = seconds;
   for (auto& m : per) {
     total.bytes += m.bytes;
     total.ops += m.ops;

@@ -107,7 +107,7 @@ class connection : public std::enable_shared_from_this<connection> {
 
  private:
   void on_upstream_connected(const std::error_code& ec);
-  void record_close();
+  void record(record_kind kind);  // open/close, to the tap
 
   std::shared_ptr<relay_state> state_;
   asio::ip::tcp::socket client_;

@@ -23,6 +23,22 @@ bool positional(fault_kind k) {
   return k == fault_kind::stall || k == fault_kind::reset || k == fault_kind::truncate ||
          k == fault_kind::half_close || k == fault_kind::blackhole;
 }
+std::uint64_t request_id_of(const frame_info& frame) {
+  return frame.dir == direction::up ? frame.request.request_id : frame.response.request_id;
+}
+
+// Whether a decoded frame meets a trigger's frame conditions.
+bool frame_matches(const trigger& w, const frame_info& frame) {
+  if (w.frame && *w.frame != frame.index) return false;
+  if (w.opcode && *w.opcode != frame.op) return false;
+  if (w.request_id && *w.request_id != request_id_of(frame)) return false;
+  if (w.status && (frame.dir == direction::up ||
+                   *w.status != static_cast<std::uint16_t>(frame.response.status))) {
+    return false;
+  }
+  return true;
+}
+
 bool lasting(fault_kind k) {
   return k == fault_kind::stall || k == fault_kind::blackhole || k == fault_kind::latency ||
          k == fault_kind::bandwidth || k == fault_kind::slicer;
@@ -279,18 +295,11 @@ void pipe::apply_frame_faults(piece& p) {
     if (!s.applies || (spec.kind != fault_kind::drop_frame && spec.kind != fault_kind::corrupt)) {
       continue;
     }
-    const auto& w = spec.when;
-    std::uint64_t request_id = dir_ == direction::up ? frame.request.request_id : frame.response.request_id;
-    if ((w.frame && *w.frame != frame.index) || (w.opcode && *w.opcode != frame.op) ||
-        (w.request_id && *w.request_id != request_id) ||
-        (w.status && (dir_ == direction::up || *w.status != static_cast<std::uint16_t>(frame.response.status)))) {
-      continue;
-    }
-    if (!try_fire(s, frame.index)) continue;
+    if (!frame_matches(spec.when, frame) || !try_fire(s, frame.index)) continue;
     tap_record where = base_record();
     where.frame_index = frame.index;
     where.stream_offset = frame.stream_offset;
-    where.request_id = request_id;
+    where.request_id = request_id_of(frame);
     state_.fired(*s.fault, where);
     if (spec.kind == fault_kind::drop_frame) {
       frame.dropped = true;
@@ -316,14 +325,7 @@ std::optional<std::uint64_t> pipe::position_of(const fault_state& s, const piece
   const auto& w = spec.when;
   if (spec.kind == fault_kind::truncate) return spec.bytes;
   if (w.needs_frame()) {
-    if (p.what != piece::part::header) return std::nullopt;
-    const auto& frame = *p.frame;
-    std::uint64_t request_id = dir_ == direction::up ? frame.request.request_id : frame.response.request_id;
-    if ((w.frame && *w.frame != frame.index) || (w.opcode && *w.opcode != frame.op) ||
-        (w.request_id && *w.request_id != request_id) ||
-        (w.status && (dir_ == direction::up || *w.status != static_cast<std::uint16_t>(frame.response.status)))) {
-      return std::nullopt;
-    }
+    if (p.what != piece::part::header || !frame_matches(w, *p.frame)) return std::nullopt;
     return p.stream_offset + w.header_byte.value_or(0);
   }
   return w.after_bytes.value_or(0);

@@ -74,18 +74,7 @@ void connection::on_upstream_connected(const std::error_code& ec) {
   auto remote = upstream_.remote_endpoint(ignored);
   upstream_local_ = fmt::format("{}:{}", local.address().to_string(), local.port());
   upstream_remote_ = fmt::format("{}:{}", remote.address().to_string(), remote.port());
-  if (state_->taps_on()) {
-    tap_record r;
-    r.kind = record_kind::open;
-    r.time_us = state_->now_us();
-    r.relay = state_->config.name;
-    r.rail = state_->config.rail;
-    r.connection = index_;
-    r.client_address = client_address_;
-    r.upstream_local = upstream_local_;
-    r.upstream_remote = upstream_remote_;
-    state_->recorder.record(std::move(r));
-  }
+  record(record_kind::open);
   up_ = std::make_unique<pipe>(*this, direction::up, client_, upstream_);
   down_ = std::make_unique<pipe>(*this, direction::down, upstream_, client_);
   up_->start();
@@ -112,13 +101,13 @@ void connection::abort(bool with_reset) {
   }
   if (up_) up_->cancel();
   if (down_) down_->cancel();
-  record_close();
+  record(record_kind::close);
 }
 
-void connection::record_close() {
+void connection::record(record_kind kind) {
   if (!state_->taps_on()) return;
   tap_record r;
-  r.kind = record_kind::close;
+  r.kind = kind;
   r.time_us = state_->now_us();
   r.relay = state_->config.name;
   r.rail = state_->config.rail;
