@@ -10,6 +10,7 @@
 
 #include "faultlane/core/failpoint.hpp"
 #include "server.hpp"
+#include "send_now.hpp"
 #include "tsan_order.hpp"
 
 namespace faultlane::detail {
@@ -79,7 +80,13 @@ auto lane::progress_condition() {
 void lane::enqueue(std::unique_ptr<transfer_op> op) {
   if (state_ == state::closed) return retire(std::move(op), status::shutting_down, 0);
   queue_.push_back(std::move(op));
-  pump();
+  // Starting the next exchange may send and settle synchronously; a handler
+  // exception there is handled as in any other handler.
+  try {
+    pump();
+  } catch (const std::exception&) {
+    on_handler_exception();
+  }
 }
 
 void lane::pump() {
@@ -153,7 +160,7 @@ void lane::on_connected(const std::error_code& ec) {
   }
   std::error_code ignored;
   socket_.set_option(tcp::no_delay(true), ignored);
-  socket_.non_blocking(true, ignored);  // reads after a readiness wait never block
+  socket_.non_blocking(true, ignored);  // send_now never blocks
   bump(rt_.stats.connects);
   bump(rt_.stats.lanes_connected);
   if (connections_++ > 0) bump(rt_.stats.reconnects);
@@ -204,16 +211,20 @@ void lane::start_next() {
   }
   deadline_kind_ = deadline_kind::progress;
   deadline_.set(milliseconds(rt_.config.progress_timeout_ms), shared_from_this());
+  // Header and body (a WRITE's) leave in one gather write, straight from the
+  // caller's buffer; usually all at once, without a trip through the loop.
+  send_buffers out{asio::buffer(request_), op.op == wire::opcode::write
+                                               ? asio::const_buffer(op.local, op.length)
+                                               : asio::const_buffer()};
+  if (op.op == wire::opcode::write) note_send_reads(op.local, op.length);
+  std::error_code ec;
+  const std::size_t sent = send_now(socket_, out, ec);
+  if (ec || sent == asio::buffer_size(out)) return on_request_sent(ec, sent);
   io_pending_ = true;
-  auto done = guarded([this](std::error_code ec, std::size_t n) { on_request_sent(ec, n); });
-  if (op.op == wire::opcode::write) {
-    // Header and body leave in one gather write, straight from the caller.
-    std::array<asio::const_buffer, 2> out{asio::buffer(request_), asio::buffer(op.local, op.length)};
-    note_send_reads(op.local, op.length);
-    asio::async_write(socket_, out, progress_condition(), std::move(done));
-  } else {
-    asio::async_write(socket_, asio::buffer(request_), progress_condition(), std::move(done));
-  }
+  asio::async_write(socket_, rest_of(out, sent), progress_condition(),
+                    guarded([this, sent](std::error_code e, std::size_t n) {
+                      on_request_sent(e, sent + n);
+                    }));
 }
 
 void lane::on_request_sent(const std::error_code& ec, std::size_t sent) {
@@ -234,19 +245,18 @@ void lane::on_request_sent(const std::error_code& ec, std::size_t sent) {
 // A READ's response header and payload usually arrive together: one scatter
 // read takes both. An error response has no payload, so the read never
 // waits for payload bytes that will not come: it returns what is there.
+// (A started read, not a readiness wait: Asio re-registers a descriptor with
+// epoll_ctl for every wait, and skips the speculative read of a started one
+// when the last read drained the socket.)
 void lane::read_response_and_payload() {
+  auto& op = *current_;
+  std::array<asio::mutable_buffer, 2> in{asio::buffer(response_), asio::buffer(op.local, op.length)};
   io_pending_ = true;
-  socket_.async_wait(tcp::socket::wait_read, guarded([this](std::error_code ec) {
+  socket_.async_read_some(in, guarded([this](std::error_code ec, std::size_t n) {
     io_pending_ = false;
     if (ec) return finish(io_failure(), 0, false);
-    auto& op = *current_;
-    std::array<asio::mutable_buffer, 2> in{asio::buffer(response_), asio::buffer(op.local, op.length)};
-    std::error_code read_ec;
-    auto n = socket_.read_some(in, read_ec);
-    if (read_ec == asio::error::would_block) return read_response_and_payload();
-    if (read_ec) return finish(io_failure(), 0, false);
     deadline_.push(milliseconds(rt_.config.progress_timeout_ms));
-    if (n >= response_.size()) return on_response({}, n - response_.size());
+    if (n >= response_.size()) return on_response(ec, n - response_.size());
     io_pending_ = true;
     asio::async_read(socket_, asio::buffer(response_.data() + n, response_.size() - n),
                      progress_condition(),

@@ -12,6 +12,7 @@
 
 #include "deadline.hpp"
 #include "receive_watermark.hpp"
+#include "send_now.hpp"
 #include "tsan_order.hpp"
 #include "faultlane/core/failpoint.hpp"
 
@@ -53,7 +54,7 @@ class server_session : public std::enable_shared_from_this<server_session> {
     owner_.session_started(shard_, shared_from_this());
     std::error_code ignored;
     socket_.set_option(tcp::no_delay(true), ignored);
-    socket_.non_blocking(true, ignored);  // reads after a readiness wait never block
+    socket_.non_blocking(true, ignored);  // send_now never blocks
     if (rt_.observer) {
       auto local = socket_.local_endpoint(ignored);
       auto remote = socket_.remote_endpoint(ignored);
@@ -105,20 +106,15 @@ class server_session : public std::enable_shared_from_this<server_session> {
   }
 
   // Between requests there is no deadline: the next header's first byte
-  // restarts it. Waiting for readability first (rather than starting a
-  // read) saves the read that would find nothing on an idle connection.
+  // restarts it.
   void read_header_start() {
     io_pending_ = true;
-    socket_.async_wait(tcp::socket::wait_read, guarded([this](std::error_code ec) {
-                         io_pending_ = false;
-                         if (ec) return end();
-                         std::error_code read_ec;
-                         auto n = socket_.read_some(asio::buffer(header_), read_ec);
-                         if (read_ec == asio::error::would_block) return read_header_start();
-                         if (read_ec) return end();
-                         if (!deadline_.active()) deadline_.set(progress(), shared_from_this());
-                         read_header_rest(n);
-                       }));
+    socket_.async_read_some(asio::buffer(header_), guarded([this](std::error_code ec, std::size_t n) {
+                              io_pending_ = false;
+                              if (ec) return end();
+                              if (!deadline_.active()) deadline_.set(progress(), shared_from_this());
+                              read_header_rest(n);
+                            }));
   }
 
   void read_header_rest(std::size_t have) {
@@ -198,19 +194,26 @@ class server_session : public std::enable_shared_from_this<server_session> {
   void send_read_payload() {
     wire::encode(wire::response_frame{wire::wire_status::ok, request_.request_id, request_.length},
                  reply_);
-    std::array<asio::const_buffer, 2> out{asio::buffer(reply_),
-                                          asio::buffer(lease_.data(), lease_.size())};
-    io_pending_ = true;
+    send_buffers out{asio::buffer(reply_), asio::const_buffer(lease_.data(), lease_.size())};
     note_send_reads(lease_.data(), lease_.size());
-    asio::async_write(socket_, out, progress_condition(),
-                      guarded([this](std::error_code ec, std::size_t) {
+    // Usually the whole answer fits in the socket at once.
+    std::error_code ec;
+    const std::size_t sent = send_now(socket_, out, ec);
+    if (ec || sent == asio::buffer_size(out)) return read_payload_sent(ec);
+    io_pending_ = true;
+    asio::async_write(socket_, rest_of(out, sent), progress_condition(),
+                      guarded([this](std::error_code e, std::size_t) {
                         io_pending_ = false;
-                        release_lease();
-                        if (ec) return end();
-                        bump(rt_.stats.server_reads);
-                        report(status::ok);
-                        next_request();
+                        read_payload_sent(e);
                       }));
+  }
+
+  void read_payload_sent(const std::error_code& ec) {
+    release_lease();
+    if (ec) return end();
+    bump(rt_.stats.server_reads);
+    report(status::ok);
+    next_request();
   }
 
   void receive_write_body() {
