@@ -127,7 +127,8 @@ result<registration_id> registry::register_buffer(void* base, std::size_t length
   entry->base = static_cast<std::byte*>(base);
   entry->length = length;
   entry->perm = perm;
-  FL_ASSERT(live_.emplace(id, std::move(entry)).second);
+  const bool inserted = live_.emplace(id, std::move(entry)).second;
+  FL_ASSERT(inserted);
   return id;
 }
 

@@ -385,12 +385,14 @@ void server::on_accept(listener& l, std::size_t shard, const std::error_code& ec
 }
 
 void server::session_started(std::size_t shard, const std::shared_ptr<server_session>& s) {
-  FL_ASSERT(sessions_[shard].emplace(s.get(), s).second);
+  const bool inserted = sessions_[shard].emplace(s.get(), s).second;
+  FL_ASSERT(inserted);
 }
 
 void server::session_ended(std::size_t shard, server_session* s) {
   // Erasing may drop the last owner; `s` must not be used afterwards.
-  FL_ASSERT(sessions_[shard].erase(s) == 1);
+  const auto erased = sessions_[shard].erase(s);
+  FL_ASSERT(erased == 1);
   rt_.stats.sessions_live.fetch_sub(1, std::memory_order_acq_rel);
 }
 
