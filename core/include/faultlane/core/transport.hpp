@@ -172,10 +172,10 @@ class transfer_batch {
   // Waits until every task is done; false on timeout.
   bool wait(std::chrono::milliseconds timeout) const;
 
+  // Built by transport::submit; the state is private to the core.
   struct state;
   explicit transfer_batch(std::unique_ptr<state> s, std::size_t size);
   ~transfer_batch();
-  state& internals() noexcept { return *state_; }
 
  private:
   std::unique_ptr<state> state_;
