@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "bench.hpp"
+#include "faultlane/core/pattern.hpp"
 #include "faultlane/core/transport.hpp"
 #include "faultlane/relays/relay.hpp"
 
@@ -20,17 +21,6 @@ namespace faultlane::bench {
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-
-void fill_slot(std::byte* p, std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    auto v = rng();
-    std::memcpy(p + i, &v, 8);
-  }
-  auto v = rng();
-  std::memcpy(p + i, &v, n - i);
-}
 
 transport_config config_for(const options& o, std::size_t lanes) {
   lanes = std::max<std::size_t>(lanes, 1);
@@ -98,7 +88,7 @@ void submit_loop(transport& t, segment_id seg, registration_id id, const options
     for (std::size_t k = 0; k < o.batch; ++k) {
       wrote[k] = is_write(o, n + k);
       auto* local = s.local.data() + k * o.block_bytes;
-      if (o.verify && wrote[k]) fill_slot(local, o.block_bytes, (n + k) * 1315423911u + thread);
+      if (o.verify && wrote[k]) fill_pattern(local, o.block_bytes, (n + k) * 1315423911u + thread);
       requests[k] = {wrote[k] ? wire::opcode::write : wire::opcode::read, local, o.block_bytes,
                      seg, id, slot_offset(o, thread, k)};
     }
@@ -115,7 +105,7 @@ void submit_loop(transport& t, segment_id seg, registration_id id, const options
         continue;
       }
       if (o.verify && !wrote[k]) {
-        fill_slot(s.scratch.data(), o.block_bytes, slot_offset(o, thread, k) / o.block_bytes);
+        fill_pattern(s.scratch.data(), o.block_bytes, slot_offset(o, thread, k) / o.block_bytes);
         s.m.mismatches += std::memcmp(s.scratch.data(), s.local.data() + k * o.block_bytes,
                                       o.block_bytes) != 0;
       }
@@ -131,7 +121,7 @@ void submit_loop(transport& t, segment_id seg, registration_id id, const options
       // Restore the read pattern in slots that were written.
       for (std::size_t k = 0; k < o.batch; ++k) {
         if (!wrote[k]) continue;
-        fill_slot(s.local.data() + k * o.block_bytes, o.block_bytes,
+        fill_pattern(s.local.data() + k * o.block_bytes, o.block_bytes,
                   slot_offset(o, thread, k) / o.block_bytes);
         requests[k] = {wire::opcode::write, s.local.data() + k * o.block_bytes, o.block_bytes, seg,
                        id, slot_offset(o, thread, k)};
@@ -213,7 +203,7 @@ class closed_loop {
 // Fills every slot of the target region with its own pattern.
 void fill_region(std::byte* region, const options& o) {
   for (std::uint64_t slot = 0; slot < region_bytes(o) / o.block_bytes; ++slot) {
-    fill_slot(region + slot * o.block_bytes, o.block_bytes, slot);
+    fill_pattern(region + slot * o.block_bytes, o.block_bytes, slot);
   }
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "faultlane/core/observer.hpp"
+#include "faultlane/core/pattern.hpp"
 #include "faultlane/core/transport.hpp"
 
 namespace faultlane::testing {
@@ -43,18 +44,7 @@ inline std::unique_ptr<transport> start(const transport_config& c) {
   return t.ok() ? std::move(t).value() : nullptr;
 }
 
-// Bytes that depend on seed and position, so a shifted, reordered or stale
-// byte never matches by accident.
-inline void fill_pattern(std::byte* p, std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    auto v = rng();
-    std::memcpy(p + i, &v, 8);
-  }
-  auto v = rng();
-  std::memcpy(p + i, &v, n - i);
-}
+using faultlane::fill_pattern;
 
 inline std::vector<std::byte> pattern(std::size_t n, std::uint64_t seed) {
   std::vector<std::byte> v(n);
