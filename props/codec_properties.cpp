@@ -64,6 +64,16 @@ rc::Gen<std::vector<std::uint8_t>> frame_like_bytes() {
       auto at = field.offset + *uniform_in_range<std::size_t>(0, field.size);
       bytes[at] ^= static_cast<std::uint8_t>(*uniform_in_range(1, 256));
     }
+    // Mostly resealed, so the rules behind the checksum are reached too;
+    // sometimes not, so the checksum rule is.
+    if (edits > 0 && *rc::gen::weightedElement<bool>({{3, true}, {1, false}})) {
+      auto* raw = reinterpret_cast<std::byte*>(bytes.data());
+      if (request) {
+        wire::seal(std::span<std::byte, wire::request_frame_bytes>(raw, wire::request_frame_bytes));
+      } else {
+        wire::seal(std::span<std::byte, wire::response_frame_bytes>(raw, wire::response_frame_bytes));
+      }
+    }
     auto cut = *rc::gen::inRange<std::size_t>(0, bytes.size() + 1);
     if (*rc::gen::weightedElement<bool>({{1, true}, {4, false}})) bytes.resize(cut);
     return bytes;
@@ -141,7 +151,8 @@ const codec lax_reserved_codec{
       if (in.size() < wire::request_frame_bytes) return wire::decode_error::truncated;
       wire::request_bytes copy;
       std::memcpy(copy.data(), in.data(), copy.size());
-      std::memset(copy.data() + 40, 0, 8);
+      std::memset(copy.data() + 44, 0, 4);
+      wire::seal(copy);
       return wire::decode_request(copy, max);
     }};
 

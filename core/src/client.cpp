@@ -5,8 +5,9 @@
 #include <asio/read.hpp>
 #include <asio/write.hpp>
 
+#include <poll.h>
+
 #include <array>
-#include <future>
 
 #include "faultlane/core/failpoint.hpp"
 #include "server.hpp"
@@ -32,7 +33,8 @@ lane::lane(runtime& rt, peer_group& group, std::size_t index, std::size_t shard)
       shard_(shard),
       socket_(rt.pool->context(shard)),
       deadline_(
-          rt.pool->context(shard), [this] { on_deadline(); },
+          rt.pool->context(shard),
+          [this] { run_guarded(rt_, [this] { on_deadline(); }, [this] { on_handler_exception(); }); },
           [this] {
             bump(rt_.stats.stale_handlers_dropped);
             if (rt_.observer) rt_.observer->stale_handler_dropped(event());
@@ -45,16 +47,14 @@ lane_event lane::event() const { return {group_.id(), index_, rail_, epoch_}; }
 template <typename Fn>
 auto lane::guarded(Fn fn) {
   return [self = shared_from_this(), fn = std::move(fn)](auto&&... args) mutable {
-    try {
-      fn(std::forward<decltype(args)>(args)...);
-    } catch (const std::exception&) {
-      self->on_handler_exception();
-    }
+    run_guarded(
+        self->rt_, [&] { fn(std::forward<decltype(args)>(args)...); },
+        [&] { self->on_handler_exception(); });
   };
 }
 
-void lane::on_handler_exception() {
-  rt_.mark_failed();
+// Runs inside the guard's recovery: must not throw.
+void lane::on_handler_exception() noexcept {
   abort_status_ = status::runtime_failed;
   if (io_pending_) {
     // The handler had already started its next socket operation: closing
@@ -78,19 +78,38 @@ auto lane::progress_condition() {
 }
 
 void lane::enqueue(std::unique_ptr<transfer_op> op) {
+  FL_ASSERT(op && !op->retired);
   if (state_ == state::closed) return retire(std::move(op), status::shutting_down, 0);
   queue_.push_back(std::move(op));
   // Starting the next exchange may send and settle synchronously; a handler
   // exception there is handled as in any other handler.
-  try {
-    pump();
-  } catch (const std::exception&) {
-    on_handler_exception();
-  }
+  run_guarded(
+      rt_,
+      [this] {
+        (void)FAULTLANE_FAILPOINT("lane.enqueue");
+        pump();
+      },
+      [this] { on_handler_exception(); });
+}
+
+// An idle connection should have nothing to read: readability or a hang-up
+// means the peer closed or reset it (it restarted, or timed us out), so a
+// request sent on it would be lost in flight. Checked without blocking.
+bool lane::peer_went_away() {
+  FL_ASSERT(state_ == state::idle);
+  pollfd p{socket_.native_handle(), POLLIN | POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) > 0;
 }
 
 void lane::pump() {
   if (queue_.empty()) return;
+  if (state_ == state::idle && peer_went_away()) {
+    // Reconnect first: a WRITE then never leaves on a dead connection, so
+    // its outcome stays definite.
+    bump(rt_.stats.lanes_found_closed);
+    close_socket(status::connection_failed);
+    FL_ASSERT(state_ == state::disconnected);
+  }
   switch (state_) {
     case state::disconnected: {
       // Work that reaches a lane after shutdown began never starts a connect.
@@ -109,6 +128,7 @@ void lane::pump() {
 }
 
 void lane::probe_finished() {
+  (void)FAULTLANE_FAILPOINT("lane.probe_finished");
   if (state_ != state::waiting_for_probe) {
     bump(rt_.stats.stale_handlers_dropped);
     return;
@@ -125,6 +145,7 @@ void lane::start_connect() {
   FL_ASSERT(!ec);  // descriptors are validated at open_segment
   state_ = state::connecting;
   timed_out_ = false;
+  connect_dropped_ = false;
   abort_status_.reset();
   ++epoch_;
   bump(rt_.stats.lanes_connecting);
@@ -149,18 +170,16 @@ void lane::on_connected(const std::error_code& ec) {
   FL_ASSERT(state_ == state::connecting);
   rt_.stats.lanes_connecting.fetch_sub(1, std::memory_order_relaxed);
   deadline_.clear();
-  if (ec || abort_status_) {
-    auto why = io_failure();
-    bump(rt_.stats.connect_failures);
-    std::error_code ignored;
-    socket_.close(ignored);
-    state_ = abort_status_ == status::shutting_down ? state::closed : state::disconnected;
-    group_.connect_finished(false);
-    return fail_queue(why);
+  std::error_code blocking;
+  // send_now must never block the io thread: a connection that cannot be
+  // made non-blocking is a failed connect.
+  if (!ec && !abort_status_ && !connect_dropped_) socket_.non_blocking(true, blocking);
+  if (auto injected = FAULTLANE_FAILPOINT("lane.set_non_blocking"); injected && !ec) {
+    blocking = std::make_error_code(std::errc::invalid_argument);
   }
+  if (ec || abort_status_ || connect_dropped_ || blocking) return on_connect_failed();
   std::error_code ignored;
   socket_.set_option(tcp::no_delay(true), ignored);
-  socket_.non_blocking(true, ignored);  // send_now never blocks
   bump(rt_.stats.connects);
   bump(rt_.stats.lanes_connected);
   if (connections_++ > 0) bump(rt_.stats.reconnects);
@@ -173,13 +192,36 @@ void lane::on_connected(const std::error_code& ec) {
     rt_.observer->lane_connected(e);
   }
   state_ = state::idle;
-  group_.connect_finished(true);
+  group_.connect_finished(peer_group::connect_outcome::connected);
   if (queue_.empty()) {
     deadline_kind_ = deadline_kind::idle;
     deadline_.set(milliseconds(rt_.config.idle_connection_timeout_ms), shared_from_this());
     return;
   }
   start_next();
+}
+
+// A connect that failed, or that we cancelled ourselves. Only the first is
+// the peer's failure: it counts, and it starts the group's reconnect
+// cooldown. Work queued behind a cancelled connect (drop_connections) just
+// connects again; behind a shutdown it fails as shutting_down.
+void lane::on_connect_failed() {
+  FL_ASSERT(state_ == state::connecting);
+  std::error_code ignored;
+  socket_.close(ignored);
+  const bool closing = abort_status_ == status::shutting_down;
+  state_ = closing ? state::closed : state::disconnected;
+  if (closing || connect_dropped_) {
+    bump(rt_.stats.connects_cancelled);
+    group_.connect_finished(peer_group::connect_outcome::cancelled);
+    connect_dropped_ = false;
+    return closing ? fail_queue(status::shutting_down) : pump();
+  }
+  auto why = io_failure();
+  if (timed_out_) bump(rt_.stats.timeouts);
+  bump(rt_.stats.connect_failures);
+  group_.connect_finished(peer_group::connect_outcome::failed);
+  fail_queue(why);
 }
 
 void lane::start_next() {
@@ -271,16 +313,22 @@ void lane::on_response(const std::error_code& ec, std::size_t payload_have) {
   (void)FAULTLANE_FAILPOINT("client.on_response");
   auto& op = *current_;
   auto decoded = wire::decode_response(response_);
-  if (!decoded.ok() || decoded.value().request_id != op.request_id) {
-    return finish(status::protocol_error, 0, false);
-  }
+  if (!decoded.ok()) return finish(status::protocol_error, 0, false);
   const auto& reply = decoded.value();
+  if (reply.request_id == 0 && wire::is_header_rejection(reply.status) && payload_have == 0) {
+    // The target could not decode our header (it was damaged on the way):
+    // it answers without an id, executes nothing, and closes. With one
+    // exchange in flight the answer is ours, and definite.
+    return finish(status::protocol_error, 0, false, fate::not_executed);
+  }
+  if (reply.request_id != op.request_id) return finish(status::protocol_error, 0, false);
   if (reply.status != wire::wire_status::ok) {
     // Bytes that arrived after an error header can only be garbage.
     if (payload_have > 0) return finish(status::protocol_error, 0, false);
     // A definite answer: the target did not execute. A READ rejection keeps
     // the connection; the target closes after a WRITE rejection.
-    return finish(wire::status_for(reply.status), 0, op.op == wire::opcode::read);
+    return finish(wire::status_for(reply.status), 0, op.op == wire::opcode::read,
+                  fate::not_executed);
   }
   if (reply.committed_bytes != op.length) return finish(status::protocol_error, 0, false);
   if (op.op == wire::opcode::write) return finish(status::ok, op.length, true);
@@ -316,18 +364,19 @@ status lane::io_failure() const {
 
 // The one place an in-flight op ends. A dirty connection is closed before
 // the status becomes visible, so no later request can reuse it.
-void lane::finish(status code, std::uint64_t bytes, bool keep_connection) {
+void lane::finish(status code, std::uint64_t bytes, bool keep_connection, fate outcome) {
   FL_ASSERT(current_);
+  FL_ASSERT(state_ == state::busy || state_ == state::closed);
+  FL_ASSERT(code != status::ok || outcome == fate::unknown);
   auto op = std::move(current_);
-  // A WRITE that may have reached the target without a valid answer has an
-  // unknown outcome: terminal, never replayed.
-  if (op->op == wire::opcode::write && request_bytes_sent_ && code != status::ok &&
-      (code == status::timeout || code == status::connection_failed ||
-       code == status::protocol_error || code == status::shutting_down ||
-       code == status::runtime_failed || code == status::cancelled)) {
+  if (code == status::timeout) bump(rt_.stats.timeouts);
+  // A WRITE that failed after any byte of its request left, with no answer
+  // from the target saying it did not execute, has an unknown outcome:
+  // terminal, never replayed (docs/architecture.md lists the cases).
+  if (op->op == wire::opcode::write && code != status::ok && request_bytes_sent_ &&
+      outcome == fate::unknown) {
     code = status::ambiguous_write;
   }
-  if (code == status::timeout) bump(rt_.stats.timeouts);
   const bool retry = code == status::stale_registration && !op->refreshed && group_.can_refresh();
   if (code != status::ok && !retry) cancel_siblings(*op);
   if (keep_connection && state_ == state::busy && !abort_status_) {
@@ -358,8 +407,8 @@ void lane::cancel_siblings(const transfer_op& failed) {
     if (sibling.get() == this) continue;
     // `keep` pins the batch, so `task` cannot be freed and reused by a new
     // task before the sibling lane has looked at it.
-    asio::post(rt_.pool->context(sibling->shard()),
-               [sibling, task, keep = failed.batch] { sibling->cancel_task(task); });
+    post_guarded(rt_, sibling->shard(),
+                 [sibling, task, keep = failed.batch] { sibling->cancel_task(task); });
   }
 }
 
@@ -367,6 +416,8 @@ void lane::cancel_siblings(const transfer_op& failed) {
 // one in flight by closing the connection (its handler ends it cancelled;
 // the lane reconnects for its next work).
 void lane::cancel_task(const task_state* task) {
+  FL_ASSERT(task != nullptr);
+  (void)FAULTLANE_FAILPOINT("lane.cancel_task");
   for (auto it = queue_.begin(); it != queue_.end();) {
     if ((*it)->task == task) {
       auto op = std::move(*it);
@@ -402,14 +453,24 @@ void lane::close_socket(status why) {
 }
 
 void lane::on_deadline() {
+  (void)FAULTLANE_FAILPOINT("lane.on_deadline");
   switch (deadline_kind_) {
     case deadline_kind::idle:
       if (state_ != state::idle) return;
       bump(rt_.stats.lanes_idle_closed);
       close_socket(status::ok);
       return;
-    case deadline_kind::connect:
     case deadline_kind::progress:
+      FL_ASSERT(state_ == state::busy);
+      // A payload streaming in below the receive watermark wakes nobody;
+      // bytes waiting in the socket are progress all the same.
+      if (watermark_.queued_bytes_grew(socket_)) {
+        bump(rt_.stats.deadline_checks_with_queued_bytes);
+        deadline_.set(milliseconds(rt_.config.progress_timeout_ms), shared_from_this());
+        return;
+      }
+      [[fallthrough]];
+    case deadline_kind::connect:
       // Cancel the pending operation; its handler ends the op with timeout.
       timed_out_ = true;
       std::error_code ignored;
@@ -439,8 +500,14 @@ void lane::shutdown() {
 void lane::drop_connection() {
   switch (state_) {
     case state::idle: close_socket(status::connection_failed); return;
-    case state::busy:
     case state::connecting: {
+      // Cancelled by us, not refused by the peer: the handler reconnects.
+      connect_dropped_ = true;
+      std::error_code ignored;
+      socket_.close(ignored);
+      return;
+    }
+    case state::busy: {
       std::error_code ignored;
       socket_.close(ignored);  // the pending handler fails the op
       return;
@@ -467,8 +534,10 @@ peer_group::peer_group(runtime& rt, segment_id id, segment_descriptor descriptor
   }
 }
 
+// The hop to the lane's shard; enqueue() guards what it runs.
 void peer_group::dispatch(runtime& rt, const std::shared_ptr<lane>& l,
                           std::unique_ptr<transfer_op> op) {
+  FL_ASSERT(op);
   asio::post(rt.pool->context(l->shard()),
              [l, op = std::move(op)]() mutable { l->enqueue(std::move(op)); });
 }
@@ -487,12 +556,29 @@ std::shared_ptr<lane> peer_group::lane_for_rail(std::size_t rail) {
   return lanes_[rail + turn * rails];
 }
 
+bool peer_group::can_refresh() const {
+  std::lock_guard lock(names_mutex_);
+  return source_ != nullptr;
+}
+
+void peer_group::adopt_source(std::shared_ptr<descriptor_source> source) {
+  FL_ASSERT(source);
+  std::lock_guard lock(names_mutex_);
+  if (!source_) source_ = std::move(source);
+}
+
 void peer_group::refresh_and_retry(std::unique_ptr<transfer_op> op,
                                    const std::shared_ptr<lane>& from) {
-  FL_ASSERT(source_ && !op->refreshed);
+  FL_ASSERT(!op->refreshed);
   op->refreshed = true;
-  bump(rt_.stats.stale_refreshes);
-  auto fresh = source_->fetch();
+  bump(rt_.stats.stale_refresh_attempts);
+  std::shared_ptr<descriptor_source> source;
+  {
+    std::lock_guard lock(names_mutex_);
+    source = source_;
+  }
+  FL_ASSERT(source);
+  auto fresh = source->fetch();
   // Only a refresh that names the same buffer at the same endpoints can be
   // retried here; anything else stays stale_registration.
   if (!fresh.ok() || fresh.value().endpoints != descriptor_.endpoints) {
@@ -510,6 +596,7 @@ void peer_group::refresh_and_retry(std::unique_ptr<transfer_op> op,
     }
   }
   if (!renamed) return retire(std::move(op), status::stale_registration, 0);
+  bump(rt_.stats.stale_refreshes);
   op->remote_registration = *renamed;
   op->request_id = rt_.next_request_id.fetch_add(1, std::memory_order_relaxed);
   if (op->rail == transfer_op::any_rail) return submit(std::move(op));
@@ -518,20 +605,16 @@ void peer_group::refresh_and_retry(std::unique_ptr<transfer_op> op,
   dispatch(rt_, from, std::move(op));
 }
 
-void peer_group::shutdown() {
-  run_on_every_shard(*rt_.pool, [this](std::size_t shard) {
-    for (auto& l : lanes_) {
-      if (l->shard() == shard) l->shutdown();
-    }
-  });
+void peer_group::shutdown_on(std::size_t shard) {
+  for (auto& l : lanes_) {
+    if (l->shard() == shard) l->shutdown();
+  }
 }
 
-void peer_group::drop_connections() {
-  run_on_every_shard(*rt_.pool, [this](std::size_t shard) {
-    for (auto& l : lanes_) {
-      if (l->shard() == shard) l->drop_connection();
-    }
-  });
+void peer_group::drop_connections_on(std::size_t shard) {
+  for (auto& l : lanes_) {
+    if (l->shard() == shard) l->drop_connection();
+  }
 }
 
 peer_group::connect_decision peer_group::request_connect(const std::shared_ptr<lane>& l) {
@@ -547,13 +630,13 @@ peer_group::connect_decision peer_group::request_connect(const std::shared_ptr<l
   return connect_decision::go;
 }
 
-void peer_group::connect_finished(bool ok) {
+void peer_group::connect_finished(connect_outcome outcome) {
   std::vector<std::weak_ptr<lane>> wake;
   {
     std::lock_guard lock(gate_mutex_);
-    if (ok) {
+    if (outcome == connect_outcome::connected) {
       failure_streak_ = 0;
-    } else {
+    } else if (outcome == connect_outcome::failed) {
       ++failure_streak_;
       last_failure_ = steady_clock::now();
     }
@@ -562,7 +645,7 @@ void peer_group::connect_finished(bool ok) {
   }
   for (auto& weak : wake) {
     if (auto l = weak.lock()) {
-      asio::post(rt_.pool->context(l->shard()), [l] { l->probe_finished(); });
+      post_guarded(rt_, l->shard(), [l] { l->probe_finished(); });
     }
   }
 }

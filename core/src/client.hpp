@@ -45,18 +45,25 @@ class lane : public std::enable_shared_from_this<lane> {
   enum class state { disconnected, waiting_for_probe, connecting, idle, busy, closed };
   enum class deadline_kind { connect, progress, idle };
 
+  // Whether the target may have executed a failed WRITE: unknown unless
+  // the target answered for it.
+  enum class fate { unknown, not_executed };
+
   template <typename Fn>
   auto guarded(Fn fn);
-  void on_handler_exception();
+  void on_handler_exception() noexcept;
+  bool peer_went_away();
   void pump();
   void start_connect();
   void on_connected(const std::error_code& ec);
+  void on_connect_failed();
   void start_next();
   void on_request_sent(const std::error_code& ec, std::size_t sent);
   void read_response_and_payload();
   void on_response(const std::error_code& ec, std::size_t payload_have);
   void on_payload(const std::error_code& ec);
-  void finish(status code, std::uint64_t bytes, bool keep_connection);
+  void finish(status code, std::uint64_t bytes, bool keep_connection,
+              fate outcome = fate::unknown);
   void fail_queue(status code);
   void cancel_siblings(const transfer_op& failed);
   void close_socket(status why);
@@ -83,6 +90,7 @@ class lane : public std::enable_shared_from_this<lane> {
   std::uint64_t connections_ = 0;     // successful connects (for reconnect stats)
   bool io_pending_ = false;
   bool timed_out_ = false;
+  bool connect_dropped_ = false;      // drop_connections() cancelled the connect
   bool request_bytes_sent_ = false;   // any byte of the current request left
   std::optional<status> abort_status_;
 };
@@ -97,9 +105,10 @@ class peer_group {
   // Any thread: the next lane of `rail` (per-rail rotation).
   std::shared_ptr<lane> lane_for_rail(std::size_t rail);
   static void dispatch(runtime& rt, const std::shared_ptr<lane>& l, std::unique_ptr<transfer_op> op);
-  // Shutdown: every lane fails its queued work and closes (waits for it).
-  void shutdown();
-  void drop_connections();
+  // On `shard`, for the lanes it owns (the transport runs these on every
+  // shard). Shutdown: fail queued work and close, no reconnect after.
+  void shutdown_on(std::size_t shard);
+  void drop_connections_on(std::size_t shard);
 
   segment_id id() const noexcept { return id_; }
   const segment_descriptor& descriptor() const noexcept { return descriptor_; }
@@ -107,13 +116,19 @@ class peer_group {
 
   // Stale registration: one refresh of the descriptor, then one retry of
   // the op under the registration's new id, on a lane of the same rail.
-  bool can_refresh() const noexcept { return source_ != nullptr; }
+  bool can_refresh() const;
+  // A segment opened from a plain descriptor gains a source when it is
+  // opened again from one (open_segment(source)); a source, once set, stays.
+  void adopt_source(std::shared_ptr<descriptor_source> source);
   void refresh_and_retry(std::unique_ptr<transfer_op> op, const std::shared_ptr<lane>& from);
 
   // The connect gate (any shard).
   enum class connect_decision { go, wait, refuse };
   connect_decision request_connect(const std::shared_ptr<lane>& l);
-  void connect_finished(bool ok);
+  // A cancelled connect (drop_connections, shutdown) says nothing about the
+  // peer: it neither starts nor ends a failure streak.
+  enum class connect_outcome { connected, failed, cancelled };
+  void connect_finished(connect_outcome outcome);
 
  private:
   runtime& rt_;
@@ -122,8 +137,8 @@ class peer_group {
   std::vector<std::shared_ptr<lane>> lanes_;
   std::atomic<std::uint64_t> sequence_{0};
   std::vector<std::unique_ptr<std::atomic<std::uint64_t>>> rail_sequences_;
-  const std::shared_ptr<descriptor_source> source_;
-  std::mutex names_mutex_;
+  mutable std::mutex names_mutex_;  // guards source_ and names_
+  std::shared_ptr<descriptor_source> source_;
   std::unordered_map<registration_id, std::string> names_;  // every id ever seen
 
   std::mutex gate_mutex_;

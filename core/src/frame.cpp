@@ -5,10 +5,12 @@
 #include <array>
 #include <limits>
 
+#include "faultlane/core/crc32c.hpp"
+
 namespace faultlane::wire {
 namespace {
 
-constexpr std::array<field_layout, 9> request_layout{{
+constexpr std::array<field_layout, 10> request_layout{{
     {"magic", 0, 4},
     {"version", 4, 2},
     {"opcode", 6, 1},
@@ -17,17 +19,23 @@ constexpr std::array<field_layout, 9> request_layout{{
     {"registration_id", 16, 8},
     {"remote_offset", 24, 8},
     {"length", 32, 8},
-    {"reserved", 40, 8},
+    {"checksum", 40, 4},
+    {"reserved", 44, 4},
 }};
 
-constexpr std::array<field_layout, 6> response_layout{{
+constexpr std::array<field_layout, 7> response_layout{{
     {"magic", 0, 4},
     {"version", 4, 2},
     {"status", 6, 2},
     {"request_id", 8, 8},
     {"committed_bytes", 16, 8},
-    {"reserved", 24, 8},
+    {"checksum", 24, 4},
+    {"reserved", 28, 4},
 }};
+
+constexpr std::size_t request_checksum_offset = 40;
+constexpr std::size_t response_checksum_offset = 24;
+constexpr std::size_t checksum_bytes = 4;
 
 static_assert(request_layout.back().offset + request_layout.back().size == request_frame_bytes);
 static_assert(response_layout.back().offset + response_layout.back().size ==
@@ -49,10 +57,26 @@ std::uint64_t get(const std::byte* in) noexcept {
   return value;
 }
 
-// The header checks both frame kinds share: magic, then version.
-std::optional<decode_error> check_preamble(const std::byte* in, std::uint32_t magic) noexcept {
+// CRC32C of a whole header with its checksum field counted as zero bytes.
+template <std::size_t Size>
+std::uint32_t header_checksum(const std::byte* frame, std::size_t checksum_offset) noexcept {
+  constexpr std::array<std::byte, checksum_bytes> zero{};
+  auto crc = crc32c({frame, checksum_offset});
+  crc = crc32c(zero, crc);
+  const std::size_t after = checksum_offset + checksum_bytes;
+  return crc32c({frame + after, Size - after}, crc);
+}
+
+// The header checks both frame kinds share: magic, then version, then the
+// checksum, so no field of a damaged header is ever interpreted.
+template <std::size_t Size>
+std::optional<decode_error> check_preamble(const std::byte* in, std::uint32_t magic,
+                                           std::size_t checksum_offset) noexcept {
   if (get<4>(in) != magic) return decode_error::bad_magic;
   if (get<2>(in + 4) != protocol_version) return decode_error::bad_version;
+  if (get<4>(in + checksum_offset) != header_checksum<Size>(in, checksum_offset)) {
+    return decode_error::bad_checksum;
+  }
   return std::nullopt;
 }
 
@@ -76,7 +100,9 @@ void encode(const request_frame& frame, std::span<std::byte, request_frame_bytes
   put<8>(p + 16, frame.registration_id);
   put<8>(p + 24, frame.remote_offset);
   put<8>(p + 32, frame.length);
-  put<8>(p + 40, 0);
+  put<4>(p + 44, 0);
+  put<4>(p + request_checksum_offset,
+         header_checksum<request_frame_bytes>(p, request_checksum_offset));
 }
 
 void encode(const response_frame& frame, std::span<std::byte, response_frame_bytes> out) noexcept {
@@ -86,7 +112,19 @@ void encode(const response_frame& frame, std::span<std::byte, response_frame_byt
   put<2>(p + 6, static_cast<std::uint16_t>(frame.status));
   put<8>(p + 8, frame.request_id);
   put<8>(p + 16, frame.committed_bytes);
-  put<8>(p + 24, 0);
+  put<4>(p + 28, 0);
+  put<4>(p + response_checksum_offset,
+         header_checksum<response_frame_bytes>(p, response_checksum_offset));
+}
+
+void seal(std::span<std::byte, request_frame_bytes> header) noexcept {
+  put<4>(header.data() + request_checksum_offset,
+         header_checksum<request_frame_bytes>(header.data(), request_checksum_offset));
+}
+
+void seal(std::span<std::byte, response_frame_bytes> header) noexcept {
+  put<4>(header.data() + response_checksum_offset,
+         header_checksum<response_frame_bytes>(header.data(), response_checksum_offset));
 }
 
 request_bytes encode(const request_frame& frame) noexcept {
@@ -105,7 +143,9 @@ decoded<request_frame> decode_request(std::span<const std::byte> in,
                                       std::uint64_t transfer_bytes_max) noexcept {
   if (in.size() < request_frame_bytes) return decode_error::truncated;
   const std::byte* p = in.data();
-  if (auto e = check_preamble(p, request_magic)) return *e;
+  if (auto e = check_preamble<request_frame_bytes>(p, request_magic, request_checksum_offset)) {
+    return *e;
+  }
   auto op = get<1>(p + 6);
   if (op != static_cast<std::uint8_t>(opcode::read) &&
       op != static_cast<std::uint8_t>(opcode::write)) {
@@ -113,7 +153,7 @@ decoded<request_frame> decode_request(std::span<const std::byte> in,
   }
   auto flags = static_cast<std::uint8_t>(get<1>(p + 7));
   if ((flags & ~request_flags_known) != 0) return decode_error::bad_flags;
-  if (get<8>(p + 40) != 0) return decode_error::bad_reserved;
+  if (get<4>(p + 44) != 0) return decode_error::bad_reserved;
 
   request_frame frame;
   frame.op = static_cast<opcode>(op);
@@ -133,10 +173,12 @@ decoded<request_frame> decode_request(std::span<const std::byte> in,
 decoded<response_frame> decode_response(std::span<const std::byte> in) noexcept {
   if (in.size() < response_frame_bytes) return decode_error::truncated;
   const std::byte* p = in.data();
-  if (auto e = check_preamble(p, response_magic)) return *e;
+  if (auto e = check_preamble<response_frame_bytes>(p, response_magic, response_checksum_offset)) {
+    return *e;
+  }
   auto status = get<2>(p + 6);
   if (status > wire_status_max) return decode_error::bad_status;
-  if (get<8>(p + 24) != 0) return decode_error::bad_reserved;
+  if (get<4>(p + 28) != 0) return decode_error::bad_reserved;
 
   response_frame frame;
   frame.status = static_cast<wire_status>(status);
@@ -176,6 +218,7 @@ std::string_view to_string(wire_status s) noexcept {
     case wire_status::shutting_down: return "shutting_down";
     case wire_status::internal_error: return "internal_error";
     case wire_status::bad_frame: return "bad_frame";
+    case wire_status::bad_checksum: return "bad_checksum";
   }
   return "unknown";
 }
@@ -192,6 +235,7 @@ std::string_view to_string(decode_error e) noexcept {
     case decode_error::length_too_large: return "length_too_large";
     case decode_error::offset_overflow: return "offset_overflow";
     case decode_error::bad_status: return "bad_status";
+    case decode_error::bad_checksum: return "bad_checksum";
   }
   return "unknown";
 }
@@ -203,7 +247,30 @@ wire_status wire_status_for(decode_error e) noexcept {
     case decode_error::zero_length:
     case decode_error::length_too_large:
     case decode_error::offset_overflow: return wire_status::bad_length;
+    case decode_error::bad_checksum: return wire_status::bad_checksum;
     default: return wire_status::bad_frame;
+  }
+}
+
+wire_status wire_status_for(faultlane::status s) noexcept {
+  switch (s) {
+    case faultlane::status::ok: return wire_status::ok;
+    case faultlane::status::stale_registration: return wire_status::stale_registration;
+    case faultlane::status::range_rejected: return wire_status::range_rejected;
+    case faultlane::status::permission_denied: return wire_status::permission_denied;
+    case faultlane::status::shutting_down: return wire_status::shutting_down;
+    default: return wire_status::internal_error;
+  }
+}
+
+bool is_header_rejection(wire_status s) noexcept {
+  switch (s) {
+    case wire_status::bad_version:
+    case wire_status::bad_opcode:
+    case wire_status::bad_length:
+    case wire_status::bad_frame:
+    case wire_status::bad_checksum: return true;
+    default: return false;
   }
 }
 
@@ -218,7 +285,8 @@ faultlane::status status_for(wire_status s) noexcept {
     case wire_status::bad_version:
     case wire_status::bad_opcode:
     case wire_status::bad_length:
-    case wire_status::bad_frame: return faultlane::status::protocol_error;
+    case wire_status::bad_frame:
+    case wire_status::bad_checksum: return faultlane::status::protocol_error;
   }
   return faultlane::status::protocol_error;
 }

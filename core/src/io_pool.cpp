@@ -3,6 +3,8 @@
 
 #include <pthread.h>
 
+#include <asio/steady_timer.hpp>
+
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -57,6 +59,11 @@ io_pool::io_pool(std::size_t worker_count, std::uint32_t busy_poll_us)
   shards_.reserve(worker_count);
   for (std::size_t i = 0; i < worker_count; ++i) {
     shards_.push_back(std::make_unique<shard>());
+    // Asio builds a context's reactor (an epoll, an eventfd and a timerfd)
+    // on its first I/O object. Building it now means a socket created
+    // later, when the process is out of descriptors, fails as a socket
+    // (an error code) instead of throwing from inside a handler.
+    asio::steady_timer reactor_now(shards_.back()->context);
   }
   // Threads start only once every shard exists, so a handler that posts to
   // another shard never sees a half-built pool.

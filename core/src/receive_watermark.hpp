@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "faultlane/core/assert.hpp"
+
 namespace faultlane::detail {
 
 class receive_watermark {
@@ -20,28 +22,51 @@ class receive_watermark {
   static constexpr std::size_t watermark_bytes = 256u << 10;
 
   void begin(asio::ip::tcp::socket& socket, std::size_t total) {
+    FL_ASSERT(current_ == 1);
     total_ = total;
-    current_ = 1;
+    queued_at_check_ = 0;
     if (total >= bulk_bytes_min) set(socket, watermark_bytes);
   }
   // From a completion condition: `transferred` of `total` have arrived.
   void progress(asio::ip::tcp::socket& socket, std::size_t transferred) {
+    queued_at_check_ = 0;  // the reader took what was waiting
     std::size_t left = total_ - std::min(transferred, total_);
     if (left < current_) set(socket, std::max<std::size_t>(left, 1));
   }
   void end(asio::ip::tcp::socket& socket) {
     if (current_ != 1) set(socket, 1);
+    current_ = 1;  // even if the kernel refused: the next begin() starts over
   }
 
+  // For a progress deadline that passed: true when more bytes wait in the
+  // socket, below the watermark, than at the last check. A slow but steady
+  // link is then still making progress; a stalled one is not, however many
+  // bytes arrived before it stalled.
+  bool queued_bytes_grew(asio::ip::tcp::socket& socket) {
+    if (current_ <= 1) return false;  // every byte wakes the reader already
+    asio::socket_base::bytes_readable queued;
+    std::error_code ec;
+    socket.io_control(queued, ec);
+    if (ec) return false;
+    const bool grew = queued.get() > queued_at_check_;
+    queued_at_check_ = queued.get();
+    return grew;
+  }
+
+  std::size_t current() const noexcept { return current_; }
+
  private:
+  // Records only what the kernel took: a refused watermark leaves the old
+  // one, so progress() and end() never act on a value that is not in force.
   void set(asio::ip::tcp::socket& socket, std::size_t bytes) {
-    std::error_code ignored;
-    socket.set_option(asio::socket_base::receive_low_watermark(static_cast<int>(bytes)), ignored);
-    current_ = bytes;
+    std::error_code ec;
+    socket.set_option(asio::socket_base::receive_low_watermark(static_cast<int>(bytes)), ec);
+    if (!ec) current_ = bytes;
   }
 
   std::size_t total_ = 0;
   std::size_t current_ = 1;
+  std::size_t queued_at_check_ = 0;
 };
 
 }  // namespace faultlane::detail

@@ -4,10 +4,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <chrono>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
+
+#include <asio/post.hpp>
 
 #include "faultlane/core/admission.hpp"
 #include "faultlane/core/completion.hpp"
@@ -15,30 +19,17 @@
 #include "faultlane/core/io_pool.hpp"
 #include "faultlane/core/observer.hpp"
 #include "faultlane/core/registry.hpp"
+#include "faultlane/core/stats.hpp"
 #include "faultlane/core/transport.hpp"
 
 namespace faultlane::detail {
 
+// The atomics behind transport_stats, one per entry of the declared-once
+// list in faultlane/core/stats.hpp.
 struct counters {
-  std::atomic<std::uint64_t> tasks_submitted{0};
-  std::atomic<std::uint64_t> tasks_completed{0};
-  std::atomic<std::uint64_t> bytes_completed{0};
-  std::atomic<std::uint64_t> lanes_connected{0};
-  std::atomic<std::uint64_t> lanes_connecting{0};
-  std::atomic<std::uint64_t> lanes_idle_closed{0};
-  std::atomic<std::uint64_t> connects{0};
-  std::atomic<std::uint64_t> connect_failures{0};
-  std::atomic<std::uint64_t> reconnects{0};
-  std::atomic<std::uint64_t> sessions_live{0};
-  std::atomic<std::uint64_t> sessions_accepted{0};
-  std::atomic<std::uint64_t> sessions_rejected_limit{0};
-  std::atomic<std::uint64_t> sessions_timed_out{0};
-  std::atomic<std::uint64_t> stale_handlers_dropped{0};
-  std::atomic<std::uint64_t> stale_refreshes{0};
-  std::atomic<std::uint64_t> timeouts{0};
-  std::atomic<std::uint64_t> server_reads{0};
-  std::atomic<std::uint64_t> server_writes{0};
-  std::atomic<std::uint64_t> server_rejects{0};
+#define FAULTLANE_COUNTER_ATOMIC(name, meaning) std::atomic<std::uint64_t> name{0};
+  FAULTLANE_TRANSPORT_COUNTERS(FAULTLANE_COUNTER_ATOMIC)
+#undef FAULTLANE_COUNTER_ATOMIC
   std::atomic<std::uint64_t> failures_by_status[status_count] = {};
 };
 
@@ -61,18 +52,54 @@ struct runtime {
   transport_observer* const observer;
   const std::uint64_t incarnation;
 
-  std::atomic<bool> closing{false};
+  std::atomic<bool> closing{false};  // shutdown began: no new work, no new connects
   std::atomic<bool> failed{false};
   std::atomic<std::uint64_t> next_request_id{1};
   std::atomic<std::uint64_t> next_task_id{1};
 
   // An exception escaped a handler: refuse new work from now on. The loops
   // keep running to retire what was committed; shutdown reports the failure.
-  void mark_failed() noexcept { failed.store(true, std::memory_order_release); }
+  void mark_failed() noexcept {
+    bump(stats.handler_exceptions);
+    failed.store(true, std::memory_order_release);
+  }
   bool accepting_work() const noexcept {
     return !closing.load(std::memory_order_acquire) && !failed.load(std::memory_order_acquire);
   }
 };
+
+// The one handler guard. Every handler the core runs (socket and timer
+// completions, hops between shards, the user's completion callback) runs
+// through it: an exception escaping `fn` marks the runtime failed, then
+// `recover` (which must not throw) leaves the handler's owner consistent.
+template <typename Fn, typename Recover>
+void run_guarded(runtime& rt, Fn&& fn, Recover&& recover) noexcept {
+  try {
+    fn();
+  } catch (...) {
+    rt.mark_failed();
+    recover();
+  }
+}
+
+template <typename Fn>
+void run_guarded(runtime& rt, Fn&& fn) noexcept {
+  run_guarded(rt, std::forward<Fn>(fn), [] {});
+}
+
+// Posts `fn` to `shard` behind the guard.
+template <typename Fn>
+void post_guarded(runtime& rt, std::size_t shard, Fn fn) {
+  asio::post(rt.pool->context(shard),
+             [&rt, fn = std::move(fn)]() mutable { run_guarded(rt, fn); });
+}
+
+// Runs `fn` on every shard and waits, until `deadline`, for all of them to
+// have run it. False when the deadline passed first (a shard was blocked, or
+// its loop already stopped): `fn` may still run later, so it owns what it
+// uses. Never called on a pool thread, which would wait on itself.
+bool run_on_every_shard(runtime& rt, std::function<void(std::size_t)> fn,
+                        std::chrono::steady_clock::time_point deadline);
 
 // --- tasks and their frame exchanges -------------------------------------------
 

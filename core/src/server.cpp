@@ -7,14 +7,15 @@
 #include <asio/write.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
-#include <future>
 
 #include "deadline.hpp"
 #include "receive_watermark.hpp"
 #include "send_now.hpp"
 #include "tsan_order.hpp"
 #include "faultlane/core/failpoint.hpp"
+#include "faultlane/core/limits.hpp"
 
 namespace faultlane::detail {
 
@@ -26,15 +27,16 @@ constexpr std::size_t io_chunk_bytes_max = 4u << 20;  // per read_some/write_som
 constexpr std::size_t drain_buffer_bytes = 64u << 10;
 }  // namespace
 
-void run_on_every_shard(io_pool& pool, const std::function<void(std::size_t)>& fn) {
-  std::vector<std::future<void>> done;
-  for (std::size_t i = 0; i < pool.size(); ++i) {
-    auto task = std::make_shared<std::packaged_task<void()>>([&fn, i] { fn(i); });
-    done.push_back(task->get_future());
-    asio::post(pool.context(i), [task] { (*task)(); });
-  }
-  for (auto& f : done) f.get();
-}
+// What a session is doing; each handler asserts the state it expects.
+enum class session_state {
+  accepted,        // built, start() not yet run
+  reading_header,  // waiting for or reading a request header
+  sending_read,    // a READ's answer and payload are leaving
+  receiving_body,  // a WRITE's body is landing in the registered buffer
+  draining_body,   // a rejected WRITE's body is read and dropped
+  replying,        // a response header is leaving
+  ended,           // closed and removed from its shard's set
+};
 
 // One accepted connection. Exactly one socket operation is outstanding while
 // it lives; the handler of that operation is the only place that ends it, so
@@ -47,14 +49,21 @@ class server_session : public std::enable_shared_from_this<server_session> {
         shard_(shard),
         socket_(std::move(socket)),
         deadline_(
-            rt.pool->context(shard), [this] { expire(); },
+            rt.pool->context(shard),
+            [this] { run_guarded(rt_, [this] { expire(); }, [this] { on_handler_exception(); }); },
             [this] { bump(rt_.stats.stale_handlers_dropped); }) {}
 
   void start() {
+    FL_ASSERT(state_ == session_state::accepted);
     owner_.session_started(shard_, shared_from_this());
+    state_ = session_state::reading_header;
     std::error_code ignored;
     socket_.set_option(tcp::no_delay(true), ignored);
-    socket_.non_blocking(true, ignored);  // send_now never blocks
+    // send_now must never block the io thread: a socket that cannot be made
+    // non-blocking is not served at all.
+    std::error_code ec;
+    socket_.non_blocking(true, ec);
+    if (ec) return end();
     if (rt_.observer) {
       auto local = socket_.local_endpoint(ignored);
       auto remote = socket_.remote_endpoint(ignored);
@@ -83,23 +92,33 @@ class server_session : public std::enable_shared_from_this<server_session> {
     };
   }
 
+  // Wraps a socket handler in the runtime's guard; the session stays alive
+  // until the handler ran.
   template <typename Fn>
   auto guarded(Fn fn) {
     return [self = shared_from_this(), fn = std::move(fn)](auto&&... args) mutable {
-      try {
-        fn(std::forward<decltype(args)>(args)...);
-      } catch (const std::exception&) {
-        // A handler failed: mark the runtime failed and drop this
-        // connection. Its socket operation, if one was started, still ends
-        // the session through its own handler.
-        self->rt_.mark_failed();
-        self->close_socket();
-        if (!self->io_pending_) self->end();
-      }
+      run_guarded(
+          self->rt_, [&] { fn(std::forward<decltype(args)>(args)...); },
+          [&] { self->on_handler_exception(); });
     };
   }
 
+  // A handler failed: drop this connection. Its socket operation, if one
+  // was started, still ends the session through its own handler.
+  void on_handler_exception() noexcept {
+    close_socket();
+    if (!io_pending_) end();
+  }
+
   void expire() {
+    FL_ASSERT(state_ != session_state::accepted && state_ != session_state::ended);
+    (void)FAULTLANE_FAILPOINT("session.on_deadline");
+    // A body streaming in below the receive watermark wakes nobody; bytes
+    // waiting in the socket are progress all the same.
+    if (state_ == session_state::receiving_body && watermark_.queued_bytes_grew(socket_)) {
+      bump(rt_.stats.deadline_checks_with_queued_bytes);
+      return deadline_.set(progress(), shared_from_this());
+    }
     bump(rt_.stats.sessions_timed_out);
     bump(rt_.stats.timeouts);
     close_socket();
@@ -108,10 +127,14 @@ class server_session : public std::enable_shared_from_this<server_session> {
   // Between requests there is no deadline: the next header's first byte
   // restarts it.
   void read_header_start() {
+    FL_ASSERT(!lease_);
+    state_ = session_state::reading_header;
     io_pending_ = true;
     socket_.async_read_some(asio::buffer(header_), guarded([this](std::error_code ec, std::size_t n) {
                               io_pending_ = false;
+                              FL_ASSERT(state_ == session_state::reading_header);
                               if (ec) return end();
+                              (void)FAULTLANE_FAILPOINT("server.on_header");
                               if (!deadline_.active()) deadline_.set(progress(), shared_from_this());
                               read_header_rest(n);
                             }));
@@ -123,12 +146,14 @@ class server_session : public std::enable_shared_from_this<server_session> {
     asio::async_read(socket_, asio::buffer(header_.data() + have, header_.size() - have),
                      progress_condition(), guarded([this](std::error_code ec, std::size_t) {
                        io_pending_ = false;
+                       FL_ASSERT(state_ == session_state::reading_header);
                        if (ec) return end();
                        dispatch_request();
                      }));
   }
 
   void dispatch_request() {
+    FL_ASSERT(state_ == session_state::reading_header);
     auto decoded = wire::decode_request(header_, rt_.config.max_transfer_bytes);
     if (!decoded.ok()) {
       // The header cannot be trusted, so neither can any body length: answer
@@ -153,38 +178,31 @@ class server_session : public std::enable_shared_from_this<server_session> {
     receive_write_body();
   }
 
-  static wire::wire_status wire_status_of(status s) {
-    switch (s) {
-      case status::stale_registration: return wire::wire_status::stale_registration;
-      case status::range_rejected: return wire::wire_status::range_rejected;
-      case status::permission_denied: return wire::wire_status::permission_denied;
-      case status::shutting_down: return wire::wire_status::shutting_down;
-      default: return wire::wire_status::internal_error;
-    }
-  }
-
   // A rejected READ keeps the connection; a rejected WRITE first drains
   // exactly its announced body, answers, and closes.
   void reject(status why) {
     bump(rt_.stats.server_rejects);
     report(why);
     if (request_.op == wire::opcode::read) {
-      return reply_then(wire_status_of(why), request_.request_id, 0, after_reply::next_request);
+      return reply_then(wire::wire_status_for(why), request_.request_id, 0, after_reply::next_request);
     }
+    state_ = session_state::draining_body;
     drain_left_ = request_.length;
     drain_buffer_ = std::make_unique<std::array<std::byte, drain_buffer_bytes>>();
     drain_body(why);
   }
 
   void drain_body(status why) {
+    FL_ASSERT(state_ == session_state::draining_body);
     if (drain_left_ == 0) {
-      return reply_then(wire_status_of(why), request_.request_id, 0, after_reply::close);
+      return reply_then(wire::wire_status_for(why), request_.request_id, 0, after_reply::close);
     }
     auto step = std::min<std::uint64_t>(drain_left_, drain_buffer_->size());
     io_pending_ = true;
     asio::async_read(socket_, asio::buffer(drain_buffer_->data(), step), progress_condition(),
                      guarded([this, why](std::error_code ec, std::size_t n) {
                        io_pending_ = false;
+                       FL_ASSERT(state_ == session_state::draining_body);
                        if (ec) return end();
                        drain_left_ -= n;
                        drain_body(why);
@@ -192,6 +210,8 @@ class server_session : public std::enable_shared_from_this<server_session> {
   }
 
   void send_read_payload() {
+    FL_ASSERT(lease_ && request_.op == wire::opcode::read);
+    state_ = session_state::sending_read;
     wire::encode(wire::response_frame{wire::wire_status::ok, request_.request_id, request_.length},
                  reply_);
     send_buffers out{asio::buffer(reply_), asio::const_buffer(lease_.data(), lease_.size())};
@@ -209,6 +229,7 @@ class server_session : public std::enable_shared_from_this<server_session> {
   }
 
   void read_payload_sent(const std::error_code& ec) {
+    FL_ASSERT(state_ == session_state::sending_read);
     release_lease();
     if (ec) return end();
     bump(rt_.stats.server_reads);
@@ -217,6 +238,8 @@ class server_session : public std::enable_shared_from_this<server_session> {
   }
 
   void receive_write_body() {
+    FL_ASSERT(lease_ && request_.op == wire::opcode::write);
+    state_ = session_state::receiving_body;
     io_pending_ = true;
     watermark_.begin(socket_, lease_.size());
     auto condition = [this](const std::error_code& ec, std::size_t n) -> std::size_t {
@@ -228,12 +251,13 @@ class server_session : public std::enable_shared_from_this<server_session> {
     asio::async_read(socket_, asio::buffer(lease_.data(), lease_.size()), condition,
                      guarded([this](std::error_code ec, std::size_t) {
                        io_pending_ = false;
+                       FL_ASSERT(state_ == session_state::receiving_body);
                        watermark_.end(socket_);
                        release_lease();
                        if (ec) return end();
                        if (auto injected = FAULTLANE_FAILPOINT_KEY("server.before_write_ack", request_.registration_id)) {
                          report(*injected);
-                         return reply_then(wire_status_of(*injected), request_.request_id, 0,
+                         return reply_then(wire::wire_status_for(*injected), request_.request_id, 0,
                                            after_reply::close);
                        }
                        bump(rt_.stats.server_writes);
@@ -247,11 +271,14 @@ class server_session : public std::enable_shared_from_this<server_session> {
 
   void reply_then(wire::wire_status s, std::uint64_t request_id, std::uint64_t committed,
                   after_reply then) {
+    FL_ASSERT(!lease_);
+    state_ = session_state::replying;
     wire::encode(wire::response_frame{s, request_id, committed}, reply_);
     io_pending_ = true;
     asio::async_write(socket_, asio::buffer(reply_), progress_condition(),
                       guarded([this, then](std::error_code ec, std::size_t) {
                         io_pending_ = false;
+                        FL_ASSERT(state_ == session_state::replying);
                         if (ec || then == after_reply::close) return end();
                         next_request();
                       }));
@@ -275,8 +302,8 @@ class server_session : public std::enable_shared_from_this<server_session> {
   }
 
   void end() {
-    if (ended_) return;
-    ended_ = true;
+    if (state_ == session_state::ended) return;
+    state_ = session_state::ended;
     release_lease();
     deadline_.cancel();
     close_socket();
@@ -295,16 +322,18 @@ class server_session : public std::enable_shared_from_this<server_session> {
   receive_watermark watermark_;
   std::uint64_t drain_left_ = 0;
   std::unique_ptr<std::array<std::byte, drain_buffer_bytes>> drain_buffer_;
+  session_state state_ = session_state::accepted;
+  // Whether the current state's socket operation is outstanding (its
+  // handler, not a failing one, then ends the session).
   bool io_pending_ = false;
-  bool ended_ = false;
 };
 
 server::server(runtime& rt) : rt_(rt), sessions_(rt.pool->size()) {}
 
-server::~server() {
-  // Shutdown closed every session before the pool stopped.
-  for (auto& set : sessions_) FL_ASSERT(set.empty());
-}
+// Runs after the pool's threads were joined. Sessions a timed-out shutdown
+// left open are released here; any that a queued handler still holds goes
+// when the pool destroys that handler.
+server::~server() = default;
 
 // Opens one listener on `address`:`port` on shard 0.
 result<std::uint16_t> server::open_listener(const std::string& address, std::uint16_t port) {
@@ -319,6 +348,7 @@ result<std::uint16_t> server::open_listener(const std::string& address, std::uin
   if (!ec) l.acceptor->set_option(tcp::acceptor::reuse_address(true), ec);
   if (!ec) l.acceptor->bind(ep, ec);
   if (!ec) l.acceptor->listen(asio::socket_base::max_listen_connections, ec);
+  if (!ec) l.acceptor->non_blocking(true, ec);  // accept_after_backoff never waits
   if (ec) {
     return error{status::connection_failed,
                  fmt::format("listen on {}:{}: {}", address, port, ec.message())};
@@ -347,41 +377,74 @@ result<void> server::listen() {
     }
   }
   for (auto& each : listeners_) {
-    asio::post(rt_.pool->context(each.shard), [this, &each] { accept_next(each); });
+    post_guarded(rt_, each.shard, [this, &each] { accept_next(each); });
   }
   return {};
 }
 
 void server::accept_next(listener& l) {
+  FL_ASSERT(l.acceptor);
   auto shard = rt_.pool->next_shard();
-  l.acceptor->async_accept(rt_.pool->context(shard),
-                           [this, &l, shard](std::error_code ec, tcp::socket socket) {
-                             on_accept(l, shard, ec, std::move(socket));
-                           });
+  l.acceptor->async_accept(
+      rt_.pool->context(shard), [this, &l, shard](std::error_code ec, tcp::socket socket) {
+        run_guarded(
+            rt_, [&] { on_accept(l, shard, ec, std::move(socket)); },
+            [&] {
+              if (l.acceptor->is_open()) accept_next(l);
+            });
+      });
 }
 
 void server::on_accept(listener& l, std::size_t shard, const std::error_code& ec,
                        tcp::socket socket) {
   if (ec == asio::error::operation_aborted || !l.acceptor->is_open()) return;
-  if (!ec) {
-    auto live = rt_.stats.sessions_live.fetch_add(1, std::memory_order_acq_rel);
-    if (live >= rt_.config.max_connections || !rt_.accepting_work()) {
-      // Over the connection limit: refuse this one at once; the peer sees
-      // the connection close before any byte.
-      rt_.stats.sessions_live.fetch_sub(1, std::memory_order_acq_rel);
-      bump(rt_.stats.sessions_rejected_limit);
-      std::error_code ignored;
-      socket.close(ignored);
-    } else {
-      bump(rt_.stats.sessions_accepted);
-      // The socket already belongs to its shard's io_context; start it there.
-      auto s = std::make_shared<server_session>(rt_, *this, shard, std::move(socket));
-      asio::post(rt_.pool->context(shard), [s] { s->start(); });
-    }
+  (void)FAULTLANE_FAILPOINT("server.on_accept");
+  if (ec) {
+    // A transient error (out of descriptors or buffers): retrying at once
+    // would spin, so wait, longer each time, and go on when it clears.
+    bump(rt_.stats.accept_errors);
+    return back_off(l);
   }
-  // A transient accept error (EMFILE, ECONNABORTED) must not stop the
-  // listener; the next accept tries again.
+  l.backoff_ms = 0;
+  auto live = rt_.stats.sessions_live.fetch_add(1, std::memory_order_acq_rel);
+  if (live >= rt_.config.max_connections || !rt_.accepting_work()) {
+    // Over the connection limit: refuse this one at once; the peer sees
+    // the connection close before any byte.
+    rt_.stats.sessions_live.fetch_sub(1, std::memory_order_acq_rel);
+    bump(rt_.stats.sessions_rejected_limit);
+    std::error_code ignored;
+    socket.close(ignored);
+  } else {
+    bump(rt_.stats.sessions_accepted);
+    // The socket already belongs to its shard's io_context; start it there.
+    auto s = std::make_shared<server_session>(rt_, *this, shard, std::move(socket));
+    post_guarded(rt_, shard, [s] { s->start(); });
+  }
   accept_next(l);
+}
+
+void server::back_off(listener& l) {
+  l.backoff_ms = std::clamp(l.backoff_ms * 2, limits::accept_backoff_ms_min,
+                            limits::accept_backoff_ms_max);
+  if (!l.backoff) l.backoff = std::make_unique<asio::steady_timer>(rt_.pool->context(l.shard));
+  l.backoff->expires_after(milliseconds(l.backoff_ms));
+  l.backoff->async_wait([this, &l](std::error_code ec) {
+    if (ec || !l.acceptor->is_open()) return;
+    run_guarded(rt_, [&] { accept_after_backoff(l); });
+  });
+}
+
+// The connection that failed to be accepted is still queued, and an
+// edge-triggered reactor will not report the listener readable again
+// until another one arrives: try once without waiting first.
+void server::accept_after_backoff(listener& l) {
+  FL_ASSERT(l.acceptor->non_blocking());
+  auto shard = rt_.pool->next_shard();
+  tcp::socket socket(rt_.pool->context(shard));
+  std::error_code ec;
+  l.acceptor->accept(socket, ec);
+  if (ec == asio::error::would_block || ec == asio::error::try_again) return accept_next(l);
+  on_accept(l, shard, ec, std::move(socket));
 }
 
 void server::session_started(std::size_t shard, const std::shared_ptr<server_session>& s) {
@@ -396,22 +459,18 @@ void server::session_ended(std::size_t shard, server_session* s) {
   rt_.stats.sessions_live.fetch_sub(1, std::memory_order_acq_rel);
 }
 
-void server::stop_accepting() {
+void server::stop_accepting(std::size_t shard) {
   for (auto& l : listeners_) {
-    std::promise<void> closed;
-    asio::post(rt_.pool->context(l.shard), [&] {
-      std::error_code ignored;
-      l.acceptor->close(ignored);
-      closed.set_value();
-    });
-    closed.get_future().get();
+    if (l.shard != shard) continue;
+    std::error_code ignored;
+    l.acceptor->close(ignored);
+    if (l.backoff) l.backoff->cancel();
   }
 }
 
-void server::close_sessions() {
-  run_on_every_shard(*rt_.pool, [this](std::size_t shard) {
-    for (const auto& [raw, s] : sessions_[shard]) s->close_socket();
-  });
+void server::close_sessions(std::size_t shard) {
+  FL_ASSERT(shard < sessions_.size());
+  for (const auto& [raw, s] : sessions_[shard]) s->close_socket();
 }
 
 }  // namespace faultlane::detail

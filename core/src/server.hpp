@@ -9,6 +9,7 @@
 #pragma once
 
 #include <asio/ip/tcp.hpp>
+#include <asio/steady_timer.hpp>
 
 #include <memory>
 #include <unordered_map>
@@ -29,9 +30,10 @@ class server {
   result<void> listen();
   std::vector<endpoint> endpoints() const { return endpoints_; }
 
-  // Shutdown steps, each run on the owning shards and waited for.
-  void stop_accepting();
-  void close_sessions();
+  // Shutdown steps, each run on `shard` (the transport runs them on every
+  // shard).
+  void stop_accepting(std::size_t shard);
+  void close_sessions(std::size_t shard);
 
   // Called by sessions, on their shard.
   void session_started(std::size_t shard, const std::shared_ptr<server_session>& s);
@@ -40,12 +42,18 @@ class server {
  private:
   struct listener {
     std::unique_ptr<asio::ip::tcp::acceptor> acceptor;
+    // Waits out a transient accept error (EMFILE, ENFILE, ENOBUFS) before
+    // the next accept, doubling up to accept_backoff_ms_max.
+    std::unique_ptr<asio::steady_timer> backoff;
+    std::uint32_t backoff_ms = 0;
     std::size_t shard = 0;
   };
   result<std::uint16_t> open_listener(const std::string& address, std::uint16_t port);
   void accept_next(listener& l);
   void on_accept(listener& l, std::size_t shard, const std::error_code& ec,
                  asio::ip::tcp::socket socket);
+  void back_off(listener& l);
+  void accept_after_backoff(listener& l);
 
   runtime& rt_;
   std::vector<listener> listeners_;
@@ -53,8 +61,5 @@ class server {
   // One set per shard; each touched only on its shard.
   std::vector<std::unordered_map<server_session*, std::shared_ptr<server_session>>> sessions_;
 };
-
-// Runs `fn` on every shard and waits until all have run it.
-void run_on_every_shard(io_pool& pool, const std::function<void(std::size_t)>& fn);
 
 }  // namespace faultlane::detail

@@ -19,24 +19,6 @@ namespace faultlane {
 
 using namespace std::chrono;
 
-namespace detail {
-
-void retire(std::unique_ptr<transfer_op> op, status code, std::uint64_t bytes) noexcept {
-  FL_ASSERT(!op->retired);
-  op->retired = true;
-  auto batch = op->batch;  // keeps the task alive through its finalize
-  op->task->settle->retire(code, bytes);
-}
-
-transfer_op::~transfer_op() {
-  if (task != nullptr && !retired) {
-    retired = true;
-    task->settle->retire(status::shutting_down, 0);
-  }
-}
-
-}  // namespace detail
-
 // --- transfer_batch ------------------------------------------------------------
 
 transfer_batch::transfer_batch(std::unique_ptr<state> s, std::size_t size)
@@ -77,11 +59,17 @@ bool transfer_batch::wait(milliseconds timeout) const {
 class transport::impl {
  public:
   explicit impl(const transport_config& config) : rt(config) {}
+  // Runs after shutdown() joined the io threads, whatever it returned.
+  // Handlers still queued never ran; destroying them settles the work they
+  // hold (shutting_down), so it happens while everything they settle into
+  // (admission, stats, registry, batches) is still alive: groups and the
+  // server let go of their sockets' owners first, then the pool goes, then
+  // the rest of the runtime.
   ~impl() {
-    // Groups and the server hold sockets on the pool's contexts: they go
-    // first, then the pool (inside rt).
+    FL_ASSERT(rt.pool->stopped());
     groups.clear();
     srv.reset();
+    rt.pool.reset();
   }
 
   result<segment_id> open(const segment_descriptor& d,
@@ -147,7 +135,10 @@ result<segment_id> transport::impl::open(const segment_descriptor& d,
   std::unique_lock lock(groups_mutex);
   // One group per remote incarnation: opening it again returns the same.
   for (const auto& [id, group] : groups) {
-    if (group->descriptor().incarnation == d.incarnation) return id;
+    if (group->descriptor().incarnation != d.incarnation) continue;
+    // Opened before from a plain descriptor: the source turns refresh on.
+    if (source) group->adopt_source(std::move(source));
+    return id;
   }
   auto id = next_segment++;
   groups.emplace(id, std::make_shared<detail::peer_group>(rt, id, d, std::move(source)));
@@ -276,7 +267,8 @@ void transport::impl::finalize_task(transfer_batch::state& batch, std::size_t in
     auto snap = rt.admission_control.snapshot();
     rt.observer->admission_changed(snap.tasks, snap.bytes);
   }
-  if (batch.callback) batch.callback(index, code, bytes);
+  // A throwing callback marks the runtime failed; the task is still done.
+  if (batch.callback) detail::run_guarded(rt, [&] { batch.callback(index, code, bytes); });
   task.done.store(true, std::memory_order_release);
   if (batch.completed.fetch_add(1, std::memory_order_acq_rel) + 1 != batch.size) return;
   std::lock_guard lock(batch.mutex);
@@ -285,8 +277,16 @@ void transport::impl::finalize_task(transfer_batch::state& batch, std::size_t in
 
 // Shutdown order: close admission and listeners -> drain queued dispatches
 // -> cancel every lane and session on its owner shard -> wait for
-// operations and leases -> stop and join the io threads.
+// operations and leases -> stop and join the io threads. Every wait is
+// bounded by one deadline; whatever did not drain by then is settled as
+// shutting_down when the transport is destroyed.
 result<void> transport::impl::shutdown() {
+  if (rt.pool->on_pool_thread()) {
+    // Waiting here would wait on this very thread's loop.
+    return error{status::invalid_argument,
+                 "shutdown() called on an io thread (from a completion callback or observer); "
+                 "call it from another thread, or destroy the transport there"};
+  }
   std::lock_guard guard(shutdown_mutex);
   if (shut_down) return shutdown_result;
   shut_down = true;
@@ -294,34 +294,43 @@ result<void> transport::impl::shutdown() {
   auto left = [&] {
     return std::max(milliseconds(0), duration_cast<milliseconds>(deadline - steady_clock::now()));
   };
+  auto on_every_shard = [&](std::function<void(std::size_t)> fn) {
+    return detail::run_on_every_shard(rt, std::move(fn), deadline);
+  };
 
   rt.closing.store(true, std::memory_order_release);
   rt.admission_control.close();
-  srv->stop_accepting();
-  detail::run_on_every_shard(*rt.pool, [](std::size_t) {});  // queued dispatches run first
+  bool rounds_done = on_every_shard([this](std::size_t shard) { srv->stop_accepting(shard); });
+  rounds_done = rounds_done && on_every_shard([](std::size_t) {});  // queued dispatches run first
 
   std::vector<std::shared_ptr<detail::peer_group>> all;
   {
     std::shared_lock lock(groups_mutex);
     for (auto& [id, g] : groups) all.push_back(g);
   }
-  for (auto& g : all) g->shutdown();
-  srv->close_sessions();
+  rounds_done = rounds_done && on_every_shard([all](std::size_t shard) {
+                  for (const auto& g : all) g->shutdown_on(shard);
+                });
+  rounds_done = rounds_done && on_every_shard([this](std::size_t shard) {
+                  srv->close_sessions(shard);
+                });
 
   auto drained = rt.admission_control.wait_drained(left());
   // Sessions end in their own handlers once their sockets are closed; each
   // round on every shard lets those handlers run.
-  while (rt.stats.sessions_live.load(std::memory_order_acquire) > 0 && left().count() > 0) {
-    detail::run_on_every_shard(*rt.pool, [](std::size_t) {});
-    std::this_thread::yield();
+  while (rounds_done && rt.stats.sessions_live.load(std::memory_order_acquire) > 0 &&
+         left().count() > 0) {
+    rounds_done = on_every_shard([](std::size_t) {});
   }
   auto leases = rt.buffers.close(left());
-  detail::run_on_every_shard(*rt.pool, [](std::size_t) {});  // cancelled timers retire
+  if (rounds_done) on_every_shard([](std::size_t) {});  // cancelled timers retire
   rt.pool->stop();
 
   if (rt.failed.load(std::memory_order_acquire)) {
     shutdown_result = error{status::runtime_failed,
                             "an exception escaped an io handler; the runtime was marked failed"};
+  } else if (!rounds_done) {
+    shutdown_result = error{status::timeout, "an io thread did not answer within shutdown_timeout_ms"};
   } else if (!drained.ok()) {
     shutdown_result = drained;
   } else if (auto live = rt.stats.sessions_live.load(); live > 0) {
@@ -337,7 +346,18 @@ result<void> transport::impl::shutdown() {
 transport::transport(std::unique_ptr<impl> i) : impl_(std::move(i)) {}
 
 transport::~transport() {
-  if (impl_) (void)impl_->shutdown();
+  if (!impl_) return;
+  if (impl_->rt.pool->on_pool_thread()) {
+    // Destroyed from a completion callback: this thread cannot wait for its
+    // own loop, so another thread shuts down and destroys. The callback
+    // returns at once; every task still gets its one terminal status.
+    std::thread([i = std::move(impl_)]() mutable {
+      (void)i->shutdown();
+      i.reset();
+    }).detach();
+    return;
+  }
+  (void)impl_->shutdown();
 }
 
 result<std::unique_ptr<transport>> transport::start(const transport_config& config) {
@@ -403,33 +423,18 @@ result<std::shared_ptr<transfer_batch>> transport::submit(std::span<const transf
 
 transport_stats transport::stats() const {
   const auto& c = impl_->rt.stats;
-  auto load = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_acquire); };
   transport_stats s;
-  s.tasks_submitted = load(c.tasks_submitted);
-  s.tasks_completed = load(c.tasks_completed);
-  s.bytes_completed = load(c.bytes_completed);
+#define FAULTLANE_STATS_LOAD(name, meaning) s.name = c.name.load(std::memory_order_acquire);
+  FAULTLANE_TRANSPORT_COUNTERS(FAULTLANE_STATS_LOAD)
+#undef FAULTLANE_STATS_LOAD
   auto snap = impl_->rt.admission_control.snapshot();
   s.tasks_admitted_now = snap.tasks;
   s.bytes_admitted_now = snap.bytes;
   s.rejected_busy = snap.rejected_busy;
-  s.lanes_connected = load(c.lanes_connected);
-  s.lanes_connecting = load(c.lanes_connecting);
-  s.lanes_idle_closed = load(c.lanes_idle_closed);
-  s.connects = load(c.connects);
-  s.connect_failures = load(c.connect_failures);
-  s.reconnects = load(c.reconnects);
-  s.sessions_live = load(c.sessions_live);
-  s.sessions_accepted = load(c.sessions_accepted);
-  s.sessions_rejected_limit = load(c.sessions_rejected_limit);
-  s.sessions_timed_out = load(c.sessions_timed_out);
   s.leases_live = impl_->rt.buffers.active_leases();
-  s.stale_handlers_dropped = load(c.stale_handlers_dropped);
-  s.stale_refreshes = load(c.stale_refreshes);
-  s.timeouts = load(c.timeouts);
-  s.server_reads = load(c.server_reads);
-  s.server_writes = load(c.server_writes);
-  s.server_rejects = load(c.server_rejects);
-  for (int i = 0; i < status_count; ++i) s.failures_by_status[i] = load(c.failures_by_status[i]);
+  for (int i = 0; i < status_count; ++i) {
+    s.failures_by_status[i] = c.failures_by_status[i].load(std::memory_order_acquire);
+  }
   s.runtime_failed = impl_->rt.failed.load(std::memory_order_acquire);
   return s;
 }
@@ -444,7 +449,18 @@ void transport::drop_connections(segment_id segment) {
     if (it == impl_->groups.end()) return;
     group = it->second;
   }
-  if (!impl_->rt.pool->stopped()) group->drop_connections();
+  if (impl_->rt.pool->on_pool_thread()) {
+    // From a callback: hop to every shard without waiting on this one.
+    for (std::size_t shard = 0; shard < impl_->rt.pool->size(); ++shard) {
+      detail::post_guarded(impl_->rt, shard, [group, shard] { group->drop_connections_on(shard); });
+    }
+    return;
+  }
+  std::lock_guard guard(impl_->shutdown_mutex);  // never races the pool's stop
+  if (impl_->shut_down) return;
+  const auto deadline = steady_clock::now() + milliseconds(impl_->rt.config.shutdown_timeout_ms);
+  (void)detail::run_on_every_shard(
+      impl_->rt, [group](std::size_t shard) { group->drop_connections_on(shard); }, deadline);
 }
 
 }  // namespace faultlane

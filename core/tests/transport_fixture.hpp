@@ -11,6 +11,8 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <map>
+#include <string>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -62,6 +64,29 @@ inline bool eventually(const std::function<bool()>& condition,
     std::this_thread::sleep_for(1ms);
   }
   return true;
+}
+
+// Every counter of `s` equals `expected` (by name), and every counter not
+// named there is zero.
+inline ::testing::AssertionResult counters_equal(
+    const transport_stats& s, const std::map<std::string, std::uint64_t>& expected) {
+  std::string wrong;
+  for (const auto& [name, value] : expected) {
+    bool known = false;
+    for (const auto& c : transport_counters) known = known || c.name == name;
+    if (!known) wrong += " no counter named " + name + ";";
+  }
+  for (const auto& c : transport_counters) {
+    auto it = expected.find(std::string(c.name));
+    const std::uint64_t want = it == expected.end() ? 0 : it->second;
+    const std::uint64_t have = s.*c.field;
+    if (have != want) {
+      wrong += " " + std::string(c.name) + " is " + std::to_string(have) + ", expected " +
+               std::to_string(want) + ";";
+    }
+  }
+  if (wrong.empty()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "counters:" << wrong;
 }
 
 struct outcome {

@@ -22,7 +22,9 @@ namespace faultlane::wire {
 
 inline constexpr std::uint32_t request_magic = 0x464C5251;   // "FLRQ"
 inline constexpr std::uint32_t response_magic = 0x464C5253;  // "FLRS"
-inline constexpr std::uint16_t protocol_version = 1;
+// Version 2 added the header checksum (CRC32C) in the first half of what
+// was the reserved field.
+inline constexpr std::uint16_t protocol_version = 2;
 inline constexpr std::size_t request_frame_bytes = 48;
 inline constexpr std::size_t response_frame_bytes = 32;
 
@@ -44,8 +46,9 @@ enum class wire_status : std::uint16_t {
   shutting_down = 7,
   internal_error = 8,
   bad_frame = 9,
+  bad_checksum = 10,
 };
-inline constexpr std::uint16_t wire_status_max = 9;
+inline constexpr std::uint16_t wire_status_max = 10;
 
 struct request_frame {
   opcode op = opcode::read;
@@ -79,6 +82,7 @@ enum class decode_error : std::uint8_t {
   length_too_large,
   offset_overflow,
   bad_status,
+  bad_checksum,  // the header's CRC32C does not match: it was damaged
 };
 
 std::string_view to_string(opcode op) noexcept;
@@ -87,8 +91,14 @@ std::string_view to_string(decode_error e) noexcept;
 
 // What a target answers for a request it rejects while decoding.
 wire_status wire_status_for(decode_error e) noexcept;
+// True for the statuses a target sends only for a header it could not
+// decode (always with request id 0: it had no id it could trust).
+bool is_header_rejection(wire_status s) noexcept;
 // What the initiator makes of a response status.
 faultlane::status status_for(wire_status s) noexcept;
+// What a target answers for a request it rejects after decoding it (the
+// inverse of status_for for the statuses a target sends).
+wire_status wire_status_for(faultlane::status s) noexcept;
 
 template <typename Frame>
 class [[nodiscard]] decoded {
@@ -117,6 +127,12 @@ void encode(const request_frame& frame, std::span<std::byte, request_frame_bytes
 void encode(const response_frame& frame, std::span<std::byte, response_frame_bytes> out) noexcept;
 request_bytes encode(const request_frame& frame) noexcept;
 response_bytes encode(const response_frame& frame) noexcept;
+
+// Rewrites the checksum field to match the header's other bytes as they are
+// now. encode() seals what it writes; this is for tests, corpora and tools
+// that build a header by hand and want it checked field by field.
+void seal(std::span<std::byte, request_frame_bytes> header) noexcept;
+void seal(std::span<std::byte, response_frame_bytes> header) noexcept;
 
 // `transfer_bytes_max` is the receiver's limit: a longer request is rejected
 // before any buffer is looked up. Input shorter than a frame is `truncated`;

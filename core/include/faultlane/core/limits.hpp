@@ -46,4 +46,11 @@ inline constexpr std::uint32_t progress_timeout_ms_default = 30000;
 inline constexpr std::uint32_t idle_connection_timeout_ms_default = 60000;
 inline constexpr std::uint32_t timeout_ms_max = 3'600'000;
 
+// A listener whose accept fails for want of descriptors or buffers waits
+// before it tries again, doubling from the minimum to the maximum.
+inline constexpr std::uint32_t accept_backoff_ms_min = 1;
+inline constexpr std::uint32_t accept_backoff_ms_max = 100;
+static_assert(accept_backoff_ms_min > 0, "doubling from zero never backs off");
+static_assert(accept_backoff_ms_min <= accept_backoff_ms_max);
+
 }  // namespace faultlane::limits

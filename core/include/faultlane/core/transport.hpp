@@ -27,6 +27,7 @@
 #include "faultlane/core/config.hpp"
 #include "faultlane/core/frame.hpp"
 #include "faultlane/core/registry.hpp"
+#include "faultlane/core/stats.hpp"
 #include "faultlane/core/status.hpp"
 
 namespace faultlane {
@@ -87,34 +88,6 @@ struct task_status {
 using task_callback = std::function<void(std::size_t index, status, std::uint64_t bytes)>;
 
 class transfer_batch;
-
-struct transport_stats {
-  std::uint64_t tasks_submitted = 0;
-  std::uint64_t tasks_completed = 0;
-  std::uint64_t bytes_completed = 0;
-  std::uint64_t tasks_admitted_now = 0;   // outstanding in admission
-  std::uint64_t bytes_admitted_now = 0;
-  std::uint64_t rejected_busy = 0;
-  std::uint64_t lanes_connected = 0;
-  std::uint64_t lanes_connecting = 0;
-  std::uint64_t lanes_idle_closed = 0;
-  std::uint64_t connects = 0;
-  std::uint64_t connect_failures = 0;
-  std::uint64_t reconnects = 0;
-  std::uint64_t sessions_live = 0;
-  std::uint64_t sessions_accepted = 0;
-  std::uint64_t sessions_rejected_limit = 0;
-  std::uint64_t sessions_timed_out = 0;
-  std::uint64_t leases_live = 0;
-  std::uint64_t stale_handlers_dropped = 0;
-  std::uint64_t stale_refreshes = 0;  // descriptor refreshes after stale_registration
-  std::uint64_t timeouts = 0;
-  std::uint64_t server_reads = 0;
-  std::uint64_t server_writes = 0;
-  std::uint64_t server_rejects = 0;
-  std::uint64_t failures_by_status[status_count] = {};
-  bool runtime_failed = false;
-};
 
 class transport {
  public:

@@ -1,0 +1,49 @@
+// The pieces of runtime.hpp that are not templates: bounded rounds over the
+// shards, and how a frame exchange gives back its reference on a task.
+#include "runtime.hpp"
+
+#include <condition_variable>
+#include <mutex>
+
+namespace faultlane::detail {
+
+void retire(std::unique_ptr<transfer_op> op, status code, std::uint64_t bytes) noexcept {
+  FL_ASSERT(op);
+  FL_ASSERT(!op->retired);
+  op->retired = true;
+  auto batch = op->batch;  // keeps the task alive through its finalize
+  op->task->settle->retire(code, bytes);
+}
+
+transfer_op::~transfer_op() {
+  if (task != nullptr && !retired) {
+    retired = true;
+    task->settle->retire(status::shutting_down, 0);
+  }
+}
+
+bool run_on_every_shard(runtime& rt, std::function<void(std::size_t)> fn,
+                        std::chrono::steady_clock::time_point deadline) {
+  FL_ASSERT(!rt.pool->on_pool_thread());
+  // Shared with the posted handlers, which may outlive this call.
+  struct round {
+    std::function<void(std::size_t)> fn;
+    std::mutex mutex;
+    std::condition_variable done;
+    std::size_t left = 0;
+  };
+  auto r = std::make_shared<round>();
+  r->fn = std::move(fn);
+  r->left = rt.pool->size();
+  for (std::size_t shard = 0; shard < rt.pool->size(); ++shard) {
+    asio::post(rt.pool->context(shard), [&rt, r, shard] {
+      run_guarded(rt, [&] { r->fn(shard); });
+      std::lock_guard lock(r->mutex);
+      if (--r->left == 0) r->done.notify_all();
+    });
+  }
+  std::unique_lock lock(r->mutex);
+  return r->done.wait_until(lock, deadline, [&] { return r->left == 0; });
+}
+
+}  // namespace faultlane::detail

@@ -1,0 +1,342 @@
+// Defects found in review, each pinned by a test that failed before its
+// fix: definite WRITE failures that were reported ambiguous, idle lanes to
+// a restarted peer, WRITE timeouts missing from `timeouts`, a descriptor
+// source ignored for an open segment, cancelled connects counted as
+// failures, accept errors that spun, refused socket options, and the
+// counter list that docs/architecture.md shows.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "faultlane/core/failpoint.hpp"
+#include "receive_watermark.hpp"
+#include "transport_fixture.hpp"
+
+namespace faultlane {
+namespace {
+
+using namespace testing;
+
+// A target that answers the first request on each connection with
+// `answer` (after reading its whole body), then closes.
+class scripted_target {
+ public:
+  // `echo_id`: answer with the request's id, or with id 0 as a target does
+  // for a header it could not decode.
+  scripted_target(wire::wire_status answer, bool echo_id)
+      : acceptor_(context_, {asio::ip::make_address("127.0.0.1"), 0}),
+        thread_([this, answer, echo_id] { serve(answer, echo_id); }) {}
+  ~scripted_target() {
+    std::error_code ignored;
+    acceptor_.close(ignored);
+    thread_.join();
+  }
+  segment_descriptor descriptor() const {
+    return {0x5c1, {{"127.0.0.1", acceptor_.local_endpoint().port()}}, 1u << 30, {}};
+  }
+
+ private:
+  void serve(wire::wire_status answer, bool echo_id) {
+    std::error_code ec;
+    asio::ip::tcp::socket s(context_);
+    acceptor_.accept(s, ec);
+    if (ec) return;
+    wire::request_bytes header;
+    asio::read(s, asio::buffer(header), ec);
+    if (ec) return;
+    auto request = wire::decode_request(header, 1u << 30);
+    std::vector<std::byte> body(request.ok() ? request.value().length : 0);
+    if (request.ok() && request.value().op == wire::opcode::write) asio::read(s, asio::buffer(body), ec);
+    auto id = echo_id && request.ok() ? request.value().request_id : 0;
+    auto reply = wire::encode(wire::response_frame{answer, id, 0});
+    asio::write(s, asio::buffer(reply), ec);
+  }
+
+  asio::io_context context_;
+  asio::ip::tcp::acceptor acceptor_;
+  std::thread thread_;
+};
+
+// Defect 4: a WRITE the target answered for is definite, whatever the
+// answer: a header it could not decode (id 0), or a refusal.
+TEST(transport_hardening, target_answers_make_a_failed_write_definite) {
+  struct expectation {
+    wire::wire_status answer;
+    bool echo_id;
+    status code;
+  };
+  for (auto e : {expectation{wire::wire_status::bad_checksum, false, status::protocol_error},
+                 expectation{wire::wire_status::bad_frame, false, status::protocol_error},
+                 expectation{wire::wire_status::shutting_down, true, status::shutting_down},
+                 expectation{wire::wire_status::stale_registration, true, status::stale_registration},
+                 // An unknown id on an answer that is not a header rejection
+                 // cannot be matched: the WRITE's fate is unknown.
+                 expectation{wire::wire_status::stale_registration, false, status::ambiguous_write},
+                 expectation{wire::wire_status::ok, false, status::ambiguous_write}}) {
+    scripted_target target(e.answer, e.echo_id);
+    auto config = loopback_config();
+    config.connections_per_peer = 1;
+    auto initiator = start(config);
+    auto seg = initiator->open_segment(target.descriptor()).value();
+    auto source = pattern(4096, 1);
+    auto w = run_one(*initiator, write_req(seg, 7, 0, source.data(), source.size()));
+    EXPECT_EQ(w.code, e.code) << to_string(e.answer) << " echo=" << e.echo_id;
+    EXPECT_TRUE(initiator->shutdown().ok());
+  }
+}
+
+// Defect 12: a WRITE that times out is counted in `timeouts` (and ends
+// ambiguous: its bytes left).
+TEST(transport_hardening, write_timeouts_are_counted) {
+  silent_peer stalled;
+  auto config = loopback_config();
+  config.progress_timeout_ms = 200;
+  config.connections_per_peer = 1;
+  auto initiator = start(config);
+  auto seg = initiator->open_segment(stalled.descriptor()).value();
+  auto source = pattern(4096, 2);
+  EXPECT_EQ(run_one(*initiator, write_req(seg, 1, 0, source.data(), 4096)).code,
+            status::ambiguous_write);
+  std::vector<std::byte> back(4096);
+  EXPECT_EQ(run_one(*initiator, read_req(seg, 1, 0, back.data(), 4096)).code, status::timeout);
+  auto stats = initiator->stats();
+  EXPECT_EQ(stats.timeouts, 2u);
+  EXPECT_EQ(stats.failures_by_status[static_cast<int>(status::ambiguous_write)], 1u);
+  EXPECT_EQ(stats.failures_by_status[static_cast<int>(status::timeout)], 1u);
+  EXPECT_TRUE(initiator->shutdown().ok());
+}
+
+// Defect 10: idle lanes to a peer that restarted (same port, new
+// incarnation). Each lane finds its connection closed before reuse and
+// reconnects, so the WRITE gets a definite answer (stale_registration: the
+// id is from the old incarnation), never ambiguous_write.
+TEST(transport_hardening, idle_lanes_to_a_restarted_peer_reconnect_before_writing) {
+  auto target_config = loopback_config();
+  std::vector<std::byte> memory(4096);
+  auto target = start(target_config);
+  auto id = target->register_buffer(memory.data(), 4096, permission::remote_read_write).value();
+  auto initiator = start(loopback_config());  // two lanes
+  auto seg = initiator->open_segment(target->descriptor()).value();
+  auto source = pattern(4096, 3);
+  for (int i = 0; i < 2; ++i) {  // one WRITE per lane: both lanes idle and connected
+    ASSERT_EQ(run_one(*initiator, write_req(seg, id, 0, source.data(), 4096)).code, status::ok);
+  }
+  target_config.port = target->descriptor().endpoints[0].port;
+  ASSERT_TRUE(target->shutdown().ok());
+  target.reset();
+  target = start(target_config);  // the same port, a new incarnation
+  ASSERT_NE(target, nullptr);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(run_one(*initiator, write_req(seg, id, 0, source.data(), 4096)).code,
+              status::stale_registration);
+  }
+  auto stats = initiator->stats();
+  EXPECT_EQ(stats.lanes_found_closed, 2u);
+  EXPECT_EQ(stats.failures_by_status[static_cast<int>(status::ambiguous_write)], 0u);
+  EXPECT_EQ(stats.reconnects, 2u);
+  EXPECT_TRUE(initiator->shutdown().ok());
+  EXPECT_TRUE(target->shutdown().ok());
+}
+
+// A source that returns the target's current descriptor.
+class current_descriptor : public descriptor_source {
+ public:
+  explicit current_descriptor(transport& t) : target_(t) {}
+  result<segment_descriptor> fetch() override { return target_.descriptor(); }
+
+ private:
+  transport& target_;
+};
+
+// Defect 13: opening from a source an incarnation already opened from a
+// plain descriptor gives the segment that source: refresh works.
+TEST(transport_hardening, a_source_upgrades_a_segment_opened_from_a_descriptor) {
+  auto target = start(loopback_config());
+  auto initiator = start(loopback_config());
+  auto memory = pattern(4096, 4);
+  auto old_id = target->register_buffer(memory.data(), 4096, permission::remote_read, "kv").value();
+  auto plain = initiator->open_segment(target->descriptor()).value();
+  auto sourced = initiator->open_segment(std::make_shared<current_descriptor>(*target));
+  ASSERT_TRUE(sourced.ok());
+  EXPECT_EQ(sourced.value(), plain);
+  ASSERT_TRUE(target->unregister_buffer(old_id).ok());
+  ASSERT_TRUE(target->register_buffer(memory.data(), 4096, permission::remote_read, "kv").ok());
+  std::vector<std::byte> back(4096);
+  EXPECT_EQ(run_one(*initiator, read_req(plain, old_id, 0, back.data(), 4096)).code, status::ok);
+  EXPECT_EQ(back, memory);
+  EXPECT_EQ(initiator->stats().stale_refreshes, 1u);
+  EXPECT_EQ(initiator->stats().stale_refresh_attempts, 1u);
+  EXPECT_TRUE(initiator->shutdown().ok());
+  EXPECT_TRUE(target->shutdown().ok());
+}
+
+// A listener whose accept queue is full: Linux drops new SYNs, so a
+// connect to it stays in progress until the queue has room.
+class full_backlog_listener {
+ public:
+  full_backlog_listener() : acceptor_(context_), filler_(context_) {
+    asio::ip::tcp::endpoint any(asio::ip::make_address("127.0.0.1"), 0);
+    acceptor_.open(any.protocol());
+    acceptor_.bind(any);
+    acceptor_.listen(0);  // one queued connection fills it
+    filler_.connect(acceptor_.local_endpoint());
+  }
+  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+  // Makes room: the next retransmitted SYN is answered.
+  void make_room() { taken_.push_back(acceptor_.accept()); }
+
+ private:
+  asio::io_context context_;
+  asio::ip::tcp::acceptor acceptor_;
+  asio::ip::tcp::socket filler_;
+  std::vector<asio::ip::tcp::socket> taken_;
+};
+
+// Defect 9: drop_connections() while a lane is connecting cancels that
+// connect: not a connect failure, no cooldown, and the queued work
+// connects again instead of failing with connection_failed.
+TEST(transport_hardening, drop_connections_while_connecting_reconnects_queued_work) {
+  full_backlog_listener slow;
+  auto config = loopback_config();
+  config.connections_per_peer = 1;
+  config.connect_timeout_ms = 20000;
+  config.progress_timeout_ms = 300;
+  auto initiator = start(config);
+  segment_descriptor d{0xc0ffee, {{"127.0.0.1", slow.port()}}, 1u << 30, {}};
+  auto seg = initiator->open_segment(d).value();
+  std::vector<std::byte> back(64);
+  auto r = read_req(seg, 1, 0, back.data(), back.size());
+  auto batch = initiator->submit(std::span(&r, 1)).value();
+  ASSERT_TRUE(eventually([&] { return initiator->stats().lanes_connecting == 1; }));
+  initiator->drop_connections(seg);
+  ASSERT_TRUE(eventually([&] { return initiator->stats().connects_cancelled == 1; }));
+  auto stats = initiator->stats();
+  EXPECT_EQ(stats.connect_failures, 0u);
+  EXPECT_EQ(stats.lanes_connecting, 1u);  // connecting again, not failed
+  EXPECT_FALSE(batch->status(0).done);
+  slow.make_room();
+  // The retransmitted SYN gets through; the peer never answers the READ.
+  ASSERT_TRUE(batch->wait(20s));
+  EXPECT_EQ(batch->status(0).code, status::timeout);
+  stats = initiator->stats();
+  EXPECT_EQ(stats.connects, 1u);
+  EXPECT_EQ(stats.connect_failures, 0u);
+  EXPECT_TRUE(initiator->shutdown().ok());
+}
+
+#if defined(FAULTLANE_FAILPOINTS_ENABLED)
+// Defect 6: a connection that cannot be made non-blocking is a failed
+// connect (send_now would block an io thread), and no request goes out.
+TEST(transport_hardening, a_socket_that_stays_blocking_is_a_failed_connect) {
+  recording_observer served;
+  auto target_config = loopback_config();
+  target_config.observer = &served;
+  auto target = start(target_config);
+  auto config = loopback_config();
+  config.connections_per_peer = 1;
+  auto initiator = start(config);
+  std::vector<std::byte> memory(4096);
+  auto id = target->register_buffer(memory.data(), 4096, permission::remote_read).value();
+  auto seg = initiator->open_segment(target->descriptor()).value();
+  failpoint::scoped refuse("lane.set_non_blocking",
+                           {.act = failpoint::action::return_error, .count = 1});
+  std::vector<std::byte> back(4096);
+  EXPECT_EQ(run_one(*initiator, read_req(seg, id, 0, back.data(), 4096)).code,
+            status::connection_failed);
+  EXPECT_EQ(initiator->stats().connect_failures, 1u);
+  EXPECT_EQ(initiator->stats().connects, 0u);
+  EXPECT_TRUE(served.served().empty());
+  EXPECT_TRUE(initiator->shutdown().ok());
+  EXPECT_TRUE(target->shutdown().ok());
+}
+#endif
+
+// Defect 6: a receive watermark the kernel refused is not recorded, so
+// progress() and end() never act on a value that is not in force.
+TEST(transport_hardening, a_refused_receive_watermark_is_not_recorded) {
+  asio::io_context context;
+  asio::ip::tcp::socket never_opened(context);  // every setsockopt fails
+  detail::receive_watermark w;
+  w.begin(never_opened, 8u << 20);
+  EXPECT_EQ(w.current(), 1u);
+  EXPECT_FALSE(w.queued_bytes_grew(never_opened));
+  w.end(never_opened);
+  EXPECT_EQ(w.current(), 1u);
+
+  asio::ip::tcp::socket open(context);
+  open.open(asio::ip::tcp::v4());
+  w.begin(open, 8u << 20);
+  EXPECT_EQ(w.current(), detail::receive_watermark::watermark_bytes);
+  w.end(open);
+  EXPECT_EQ(w.current(), 1u);
+}
+
+// The child's side of the accept-backoff test: an exit code, 0 for pass.
+int accept_errors_back_off_in_a_child() {
+  auto target = start(loopback_config());
+  auto endpoint = target->descriptor().endpoints[0];
+  asio::io_context context;
+  // Client sockets first: connecting them needs no new descriptor.
+  std::vector<asio::ip::tcp::socket> clients;
+  for (int i = 0; i < 2; ++i) clients.emplace_back(context).open(asio::ip::tcp::v4());
+  // Use up every descriptor under a low limit.
+  rlimit low{64, 64};
+  if (setrlimit(RLIMIT_NOFILE, &low) != 0) return 10;
+  std::vector<int> fillers;
+  for (int fd; (fd = ::open("/dev/null", O_RDONLY)) >= 0;) fillers.push_back(fd);
+  asio::ip::tcp::endpoint to(asio::ip::make_address(endpoint.address), endpoint.port);
+  clients[0].connect(to);  // completes in the kernel's backlog
+  if (!eventually([&] { return target->stats().accept_errors >= 3; })) return 11;
+  // Backing off (1, 2, 4, ... 100 ms) allows about a dozen errors in
+  // 300 ms; retrying at once, thousands.
+  auto before = target->stats().accept_errors;
+  std::this_thread::sleep_for(300ms);  // sleep-ok: measures a rate over a fixed window
+  if (target->stats().accept_errors - before > 20) return 12;
+  for (int fd : fillers) close(fd);
+  if (!eventually([&] { return target->stats().sessions_accepted == 1; })) return 13;
+  clients[1].connect(to);
+  if (!eventually([&] { return target->stats().sessions_accepted == 2; })) return 14;
+  if (target->stats().handler_exceptions != 0) return 15;  // no I/O object failed to build
+  return target->shutdown().ok() ? 0 : 16;
+}
+
+// Defect 5: accept errors (here EMFILE) back off instead of spinning, are
+// counted, and accepting resumes when descriptors are free again. Runs in
+// a child process: it lowers its own descriptor limit.
+TEST(transport_hardening, accept_errors_back_off_and_accepting_resumes) {
+  EXPECT_EXIT(std::_Exit(accept_errors_back_off_in_a_child()), ::testing::ExitedWithCode(0), "");
+}
+
+// The counter table in docs/architecture.md is the declared-once list.
+TEST(transport_hardening, docs_counter_table_matches_the_counter_list) {
+  std::ifstream doc(FAULTLANE_SOURCE_DIR "/docs/architecture.md");
+  ASSERT_TRUE(doc) << "docs/architecture.md not found";
+  std::stringstream text;
+  text << doc.rdbuf();
+  std::string expected = "| counter | counts |\n|---|---|\n";
+  for (const auto& c : transport_counters) {
+    expected += "| `" + std::string(c.name) + "` | " + std::string(c.meaning) + " |\n";
+  }
+  EXPECT_NE(text.str().find(expected), std::string::npos)
+      << "docs/architecture.md must hold exactly this table:\n"
+      << expected;
+}
+
+// The test helper checks every counter, zeros included.
+TEST(transport_hardening, expect_counters_checks_every_counter) {
+  transport_stats s;
+  s.timeouts = 2;
+  EXPECT_TRUE(counters_equal(s, {{"timeouts", 2}}));
+  EXPECT_FALSE(counters_equal(s, {}));                  // a non-zero left out
+  s.timeouts = 0;
+  EXPECT_FALSE(counters_equal(s, {{"timeouts", 2}}));  // an expected value missing
+  EXPECT_TRUE(counters_equal(s, {}));
+}
+
+}  // namespace
+}  // namespace faultlane
