@@ -10,6 +10,7 @@
 #pragma once
 
 #include <asio/ip/tcp.hpp>
+#include <asio/steady_timer.hpp>
 
 #include <deque>
 #include <memory>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "deadline.hpp"
+#include "faultlane/core/limits.hpp"
 #include "receive_watermark.hpp"
 #include "runtime.hpp"
 
@@ -33,7 +35,9 @@ class lane : public std::enable_shared_from_this<lane> {
 
   // All of these run on the lane's shard.
   void enqueue(std::unique_ptr<transfer_op> op);
-  void shutdown();          // fail queued work, close; no reconnect after
+  // Fail queued work with `why` (in-flight work is cut off and ends
+  // through its handler), close; no reconnect after.
+  void shutdown(status why = status::shutting_down);
   void drop_connection();   // close as a network blip would; work reconnects
   void probe_finished();    // the group's connect gate changed
   void cancel_task(const task_state* task);  // a sibling slice failed
@@ -49,9 +53,28 @@ class lane : public std::enable_shared_from_this<lane> {
   // the target answered for it.
   enum class fate { unknown, not_executed };
 
+  // Wraps a socket handler in the runtime's guard; an exception escaping it
+  // drops this lane's connection and fails its work (on_handler_exception).
+  // The lane stays alive until the handler ran.
   template <typename Fn>
-  auto guarded(Fn fn);
+  auto guarded(Fn fn) {
+    return [self = shared_from_this(), fn = std::move(fn)](auto&&... args) mutable {
+      run_guarded(
+          self->rt_, [&] { fn(std::forward<decltype(args)>(args)...); },
+          [&] { self->on_handler_exception(); });
+    };
+  }
+  // A completion condition that moves the progress deadline on every chunk.
+  auto progress_condition() {
+    return [this](const std::error_code& ec, std::size_t) -> std::size_t {
+      if (ec) return 0;
+      deadline_.push(std::chrono::milliseconds(rt_.config.progress_timeout_ms));
+      return limits::io_chunk_bytes_max;
+    };
+  }
   void on_handler_exception() noexcept;
+  void arm_start_deadline(std::chrono::steady_clock::time_point when);
+  void expire_queued_work();
   bool peer_went_away();
   void pump();
   void start_connect();
@@ -69,7 +92,6 @@ class lane : public std::enable_shared_from_this<lane> {
   void close_socket(status why);
   void on_deadline();
   status io_failure() const;
-  auto progress_condition();
   lane_event event() const;
 
   runtime& rt_;
@@ -83,6 +105,10 @@ class lane : public std::enable_shared_from_this<lane> {
   deadline_kind deadline_kind_ = deadline_kind::progress;
   state state_ = state::disconnected;
   std::deque<std::unique_ptr<transfer_op>> queue_;
+  // Ends queued work whose start deadline passed (armed only while such
+  // work waits; see transfer_request::start_deadline_ms).
+  asio::steady_timer start_timer_;
+  std::chrono::steady_clock::time_point start_timer_at_{};
   std::unique_ptr<transfer_op> current_;
   wire::request_bytes request_{};
   wire::response_bytes response_{};
@@ -91,6 +117,7 @@ class lane : public std::enable_shared_from_this<lane> {
   bool io_pending_ = false;
   bool timed_out_ = false;
   bool connect_dropped_ = false;      // drop_connections() cancelled the connect
+  bool closing_ = false;              // shutdown() ran: no reconnect; ends closed
   bool request_bytes_sent_ = false;   // any byte of the current request left
   std::optional<status> abort_status_;
 };
@@ -107,7 +134,7 @@ class peer_group {
   static void dispatch(runtime& rt, const std::shared_ptr<lane>& l, std::unique_ptr<transfer_op> op);
   // On `shard`, for the lanes it owns (the transport runs these on every
   // shard). Shutdown: fail queued work and close, no reconnect after.
-  void shutdown_on(std::size_t shard);
+  void shutdown_on(std::size_t shard, status why = status::shutting_down);
   void drop_connections_on(std::size_t shard);
 
   segment_id id() const noexcept { return id_; }

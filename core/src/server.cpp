@@ -23,7 +23,6 @@ using asio::ip::tcp;
 using namespace std::chrono;
 
 namespace {
-constexpr std::size_t io_chunk_bytes_max = 4u << 20;  // per read_some/write_some step
 constexpr std::size_t drain_buffer_bytes = 64u << 10;
 }  // namespace
 
@@ -88,7 +87,7 @@ class server_session : public std::enable_shared_from_this<server_session> {
     return [this](const std::error_code& ec, std::size_t) -> std::size_t {
       if (ec) return 0;
       deadline_.push(progress());
-      return io_chunk_bytes_max;
+      return limits::io_chunk_bytes_max;
     };
   }
 
@@ -246,7 +245,7 @@ class server_session : public std::enable_shared_from_this<server_session> {
       if (ec) return 0;
       deadline_.push(progress());
       watermark_.progress(socket_, n);
-      return io_chunk_bytes_max;
+      return limits::io_chunk_bytes_max;
     };
     asio::async_read(socket_, asio::buffer(lease_.data(), lease_.size()), condition,
                      guarded([this](std::error_code ec, std::size_t) {

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "client.hpp"
+#include "faultlane/core/limits.hpp"
 #include "faultlane/core/slice_plan.hpp"
 #include "runtime.hpp"
 #include "server.hpp"
@@ -68,6 +69,7 @@ class transport::impl {
   ~impl() {
     FL_ASSERT(rt.pool->stopped());
     groups.clear();
+    closed_groups.clear();
     srv.reset();
     rt.pool.reset();
   }
@@ -79,6 +81,9 @@ class transport::impl {
   result<void> shutdown();
   void finalize_task(transfer_batch::state& batch, std::size_t index, status code,
                      std::uint64_t bytes);
+  result<std::uint64_t> check_batch(std::span<const transfer_request> requests,
+                                    std::vector<std::shared_ptr<detail::peer_group>>& targets) const;
+  result<void> close_segment(segment_id segment);
   void dispatch(const transfer_request& r, detail::task_state& task,
                 const std::shared_ptr<transfer_batch>& batch, detail::peer_group& group);
 
@@ -87,6 +92,10 @@ class transport::impl {
 
   mutable std::shared_mutex groups_mutex;
   std::unordered_map<segment_id, std::shared_ptr<detail::peer_group>> groups;
+  // Closed segments: their connections are closed and their work settled,
+  // but a late handler of one of their lanes may still refer to the group,
+  // so the group itself goes with the transport.
+  std::vector<std::shared_ptr<detail::peer_group>> closed_groups;
   segment_id next_segment = 1;
 
   std::mutex names_mutex;
@@ -145,6 +154,41 @@ result<segment_id> transport::impl::open(const segment_descriptor& d,
   return id;
 }
 
+// Checks every request against its segment; the caller holds groups_mutex.
+result<std::uint64_t> transport::impl::check_batch(
+    std::span<const transfer_request> requests,
+    std::vector<std::shared_ptr<detail::peer_group>>& targets) const {
+  std::uint64_t total_bytes = 0;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const auto& r = requests[i];
+    auto it = groups.find(r.segment);
+    if (it == groups.end()) {
+      return error{status::invalid_argument,
+                   fmt::format("request {}: unknown or closed segment {}", i, r.segment)};
+    }
+    auto limit = std::min(rt.config.max_transfer_bytes, it->second->descriptor().max_transfer_bytes);
+    if (r.local == nullptr || r.length == 0 || r.length > limit) {
+      return error{status::invalid_argument,
+                   fmt::format("request {}: needs a local buffer and 1 <= length <= {} (got {})",
+                               i, limit, r.length)};
+    }
+    if (r.op != wire::opcode::read && r.op != wire::opcode::write) {
+      return error{status::invalid_argument, fmt::format("request {}: unknown opcode", i)};
+    }
+    if (r.remote_offset > UINT64_MAX - r.length) {
+      return error{status::invalid_argument, fmt::format("request {}: offset overflows", i)};
+    }
+    if (r.start_deadline_ms > limits::timeout_ms_max) {
+      return error{status::invalid_argument,
+                   fmt::format("request {}: start_deadline_ms must be at most {}, got {}", i,
+                               limits::timeout_ms_max, r.start_deadline_ms)};
+    }
+    total_bytes += r.length;
+    targets.push_back(it->second);
+  }
+  return total_bytes;
+}
+
 result<std::shared_ptr<transfer_batch>> transport::impl::submit(
     std::span<const transfer_request> requests, task_callback callback) {
   if (rt.failed.load(std::memory_order_acquire)) {
@@ -155,33 +199,13 @@ result<std::shared_ptr<transfer_batch>> transport::impl::submit(
   }
   if (requests.empty()) return error{status::invalid_argument, "submit: empty batch"};
 
+  // Held until every op is dispatched, so close_segment() never misses one.
+  std::shared_lock lock(groups_mutex);
   std::vector<std::shared_ptr<detail::peer_group>> targets;
   targets.reserve(requests.size());
-  std::uint64_t total_bytes = 0;
-  {
-    std::shared_lock lock(groups_mutex);
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-      const auto& r = requests[i];
-      auto it = groups.find(r.segment);
-      if (it == groups.end()) {
-        return error{status::invalid_argument, fmt::format("request {}: unknown segment {}", i, r.segment)};
-      }
-      auto limit = std::min(rt.config.max_transfer_bytes, it->second->descriptor().max_transfer_bytes);
-      if (r.local == nullptr || r.length == 0 || r.length > limit) {
-        return error{status::invalid_argument,
-                     fmt::format("request {}: needs a local buffer and 1 <= length <= {} (got {})",
-                                 i, limit, r.length)};
-      }
-      if (r.op != wire::opcode::read && r.op != wire::opcode::write) {
-        return error{status::invalid_argument, fmt::format("request {}: unknown opcode", i)};
-      }
-      if (r.remote_offset > UINT64_MAX - r.length) {
-        return error{status::invalid_argument, fmt::format("request {}: offset overflows", i)};
-      }
-      total_bytes += r.length;
-      targets.push_back(it->second);
-    }
-  }
+  auto checked = check_batch(requests, targets);
+  if (!checked.ok()) return checked.error();
+  const std::uint64_t total_bytes = checked.value();
 
   auto reserved = rt.admission_control.try_reserve(requests.size(), total_bytes);
   if (!reserved.ok()) return reserved.error();
@@ -223,6 +247,7 @@ result<std::shared_ptr<transfer_batch>> transport::impl::submit(
 void transport::impl::dispatch(const transfer_request& r, detail::task_state& task,
                                const std::shared_ptr<transfer_batch>& batch,
                                detail::peer_group& group) {
+  const auto start_by = steady_clock::now() + milliseconds(r.start_deadline_ms);
   auto make_op = [&](std::uint64_t offset, std::uint64_t length) {
     auto op = std::make_unique<detail::transfer_op>();
     op->task = &task;
@@ -233,6 +258,7 @@ void transport::impl::dispatch(const transfer_request& r, detail::task_state& ta
     op->remote_registration = r.remote_registration;
     op->remote_offset = r.remote_offset + offset;
     op->slice_offset = offset;
+    if (r.start_deadline_ms > 0) op->start_by = start_by;
     op->request_id = rt.next_request_id.fetch_add(1, std::memory_order_relaxed);
     return op;
   };
@@ -440,6 +466,34 @@ transport_stats transport::stats() const {
 }
 
 result<void> transport::shutdown() { return impl_->shutdown(); }
+
+result<void> transport::close_segment(segment_id segment) { return impl_->close_segment(segment); }
+
+result<void> transport::impl::close_segment(segment_id segment) {
+  if (rt.pool->on_pool_thread()) {
+    return error{status::invalid_argument, "close_segment() called on an io thread"};
+  }
+  std::lock_guard guard(shutdown_mutex);  // never races the pool's stop
+  if (shut_down) return error{status::shutting_down, "transport is shut down"};
+  std::shared_ptr<detail::peer_group> group;
+  {
+    std::unique_lock lock(groups_mutex);  // waits for submits still dispatching
+    auto it = groups.find(segment);
+    if (it == groups.end()) {
+      return error{status::invalid_argument, fmt::format("close_segment: unknown segment {}", segment)};
+    }
+    group = it->second;
+    groups.erase(it);
+    closed_groups.push_back(group);
+  }
+  const auto deadline = steady_clock::now() + milliseconds(rt.config.shutdown_timeout_ms);
+  if (!detail::run_on_every_shard(
+          rt, [group](std::size_t shard) { group->shutdown_on(shard, status::cancelled); },
+          deadline)) {
+    return error{status::timeout, "close_segment: an io thread did not answer in time"};
+  }
+  return {};
+}
 
 void transport::drop_connections(segment_id segment) {
   std::shared_ptr<detail::peer_group> group;

@@ -40,6 +40,10 @@ inline constexpr std::uint64_t outstanding_bytes_default = 1ull << 32;
 // reaches the top bit, so exhaustion is a clear error long before wrapping.
 inline constexpr std::uint64_t registration_sequence_max = (1ull << 63) - 1;
 
+// Socket I/O moves at most this much per read_some/write_some step, so a
+// large transfer moves its progress deadline at least this often.
+inline constexpr std::size_t io_chunk_bytes_max = std::size_t{4} << 20;
+
 // Timeouts.
 inline constexpr std::uint32_t connect_timeout_ms_default = 2000;
 inline constexpr std::uint32_t progress_timeout_ms_default = 30000;

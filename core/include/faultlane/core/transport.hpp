@@ -74,6 +74,12 @@ struct transfer_request {
   segment_id segment = 0;
   registration_id remote_registration = 0;
   std::uint64_t remote_offset = 0;
+  // Ends the task with `timeout` if its request has not started to leave
+  // within this long of submit() (waiting for admission to a lane, for a
+  // connect, or behind other work on its lane); 0 means no such deadline.
+  // Once a request started, progress_timeout_ms governs it: a WRITE is
+  // never abandoned half sent. At most limits::timeout_ms_max.
+  std::uint32_t start_deadline_ms = 0;
 };
 
 struct task_status {
@@ -82,9 +88,13 @@ struct task_status {
   bool done = false;
 };
 
-// Called once per task, on an io thread, after the task settled. Must be
+// Called once per task, after the task settled: on an io thread, or on the
+// thread that destroys the transport for work that never ran. Must be
 // thread-safe (tasks of one batch finish on different threads) and must not
-// block.
+// block. It may call submit() (a tested promise); it must not call
+// shutdown() (it returns invalid_argument there) and may destroy the
+// transport (the destruction then finishes on another thread). An exception
+// it throws marks the runtime failed (docs/architecture.md).
 using task_callback = std::function<void(std::size_t index, status, std::uint64_t bytes)>;
 
 class transfer_batch;
@@ -125,8 +135,17 @@ class transport {
   result<void> shutdown();
 
   // Test and operations hook: closes every lane to `segment` on its owner
-  // shard, as a network blip would; queued work reconnects.
+  // shard, as a network blip would; queued work reconnects. From a
+  // completion callback it posts the work and returns at once.
   void drop_connections(segment_id segment);
+
+  // Closes a segment: new submits naming it fail with invalid_argument,
+  // its queued work ends `cancelled`, an exchange in flight is cut off
+  // (a READ ends `cancelled`, a WRITE whose bytes left `ambiguous_write`),
+  // and its connections close. Waits at most shutdown_timeout_ms for its
+  // lanes; not from a completion callback (invalid_argument). Reopening the
+  // same incarnation afterwards makes a new segment.
+  result<void> close_segment(segment_id segment);
 
   class impl;
 

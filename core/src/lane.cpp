@@ -1,0 +1,346 @@
+// lane: one TCP connection to a peer and its FIFO of frame exchanges; see
+// client.hpp and docs/architecture.md (deadlines, ambiguous WRITEs).
+#include "client.hpp"
+
+#include <asio/post.hpp>
+#include <asio/read.hpp>
+#include <asio/write.hpp>
+
+#include <poll.h>
+
+#include <array>
+
+#include "faultlane/core/failpoint.hpp"
+#include "server.hpp"
+#include "send_now.hpp"
+#include "tsan_order.hpp"
+
+namespace faultlane::detail {
+
+using asio::ip::tcp;
+using namespace std::chrono;
+
+// --- lane ----------------------------------------------------------------------
+
+lane::lane(runtime& rt, peer_group& group, std::size_t index, std::size_t shard)
+    : rt_(rt),
+      group_(group),
+      index_(index),
+      rail_(index % group.rail_count()),
+      shard_(shard),
+      socket_(rt.pool->context(shard)),
+      deadline_(
+          rt.pool->context(shard),
+          [this] { run_guarded(rt_, [this] { on_deadline(); }, [this] { on_handler_exception(); }); },
+          [this] {
+            bump(rt_.stats.stale_handlers_dropped);
+            if (rt_.observer) rt_.observer->stale_handler_dropped(event());
+          }),
+      start_timer_(rt.pool->context(shard)) {}
+
+lane_event lane::event() const { return {group_.id(), index_, rail_, epoch_}; }
+
+// Runs inside the guard's recovery: must not throw.
+void lane::on_handler_exception() noexcept {
+  abort_status_ = status::runtime_failed;
+  if (io_pending_) {
+    // The handler had already started its next socket operation: closing
+    // the socket makes that operation's handler finish the op.
+    std::error_code ignored;
+    socket_.close(ignored);
+  } else if (current_) {
+    finish(status::runtime_failed, 0, false);
+  } else {
+    close_socket(status::runtime_failed);
+  }
+  fail_queue(status::runtime_failed);
+}
+
+void lane::enqueue(std::unique_ptr<transfer_op> op) {
+  FL_ASSERT(op && !op->retired);
+  if (state_ == state::closed) return retire(std::move(op), status::shutting_down, 0);
+  const auto start_by = op->start_by;
+  queue_.push_back(std::move(op));
+  // Starting the next exchange may send and settle synchronously; a handler
+  // exception there is handled as in any other handler.
+  run_guarded(
+      rt_,
+      [this, start_by] {
+        (void)FAULTLANE_FAILPOINT("lane.enqueue");
+        pump();
+        if (start_by != steady_clock::time_point{} && !queue_.empty()) arm_start_deadline(start_by);
+      },
+      [this] { on_handler_exception(); });
+}
+
+// One timer for the earliest start deadline of the work still queued.
+void lane::arm_start_deadline(steady_clock::time_point when) {
+  if (start_timer_at_ != steady_clock::time_point{} && start_timer_at_ <= when) return;
+  start_timer_at_ = when;
+  start_timer_.expires_at(when);
+  start_timer_.async_wait(guarded([this](std::error_code ec) {
+    if (ec) return;  // re-armed earlier, or the lane closed
+    start_timer_at_ = {};
+    expire_queued_work();
+  }));
+}
+
+void lane::expire_queued_work() {
+  const auto now = steady_clock::now();
+  auto next = steady_clock::time_point{};
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    const auto start_by = (*it)->start_by;
+    if (start_by == steady_clock::time_point{} || start_by > now) {
+      if (start_by != steady_clock::time_point{} && (next == steady_clock::time_point{} || start_by < next)) {
+        next = start_by;
+      }
+      ++it;
+      continue;
+    }
+    auto op = std::move(*it);
+    it = queue_.erase(it);
+    bump(rt_.stats.timeouts);
+    retire(std::move(op), status::timeout, 0);  // never left: definite
+  }
+  if (next != steady_clock::time_point{}) arm_start_deadline(next);
+}
+
+// An idle connection should have nothing to read: readability or a hang-up
+// means the peer closed or reset it (it restarted, or timed us out), so a
+// request sent on it would be lost in flight. Checked without blocking.
+bool lane::peer_went_away() {
+  FL_ASSERT(state_ == state::idle);
+  pollfd p{socket_.native_handle(), POLLIN | POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) > 0;
+}
+
+void lane::pump() {
+  if (queue_.empty()) return;
+  if (state_ == state::idle && peer_went_away()) {
+    // Reconnect first: a WRITE then never leaves on a dead connection, so
+    // its outcome stays definite.
+    bump(rt_.stats.lanes_found_closed);
+    close_socket(status::connection_failed);
+    FL_ASSERT(state_ == state::disconnected);
+  }
+  switch (state_) {
+    case state::disconnected: {
+      // Work that reaches a lane after shutdown began never starts a connect.
+      if (rt_.closing.load(std::memory_order_acquire)) return fail_queue(status::shutting_down);
+      auto decision = group_.request_connect(shared_from_this());
+      if (decision == peer_group::connect_decision::go) return start_connect();
+      if (decision == peer_group::connect_decision::wait) {
+        state_ = state::waiting_for_probe;
+        return;
+      }
+      return fail_queue(status::connection_failed);  // in reconnect cooldown
+    }
+    case state::idle: return start_next();
+    default: return;  // connecting or busy: continues when that ends
+  }
+}
+
+void lane::probe_finished() {
+  (void)FAULTLANE_FAILPOINT("lane.probe_finished");
+  if (state_ != state::waiting_for_probe) {
+    bump(rt_.stats.stale_handlers_dropped);
+    return;
+  }
+  state_ = state::disconnected;
+  pump();
+}
+
+void lane::start_connect() {
+  FL_ASSERT(state_ == state::disconnected);
+  const auto& remote = group_.descriptor().endpoints[rail_];
+  std::error_code ec;
+  tcp::endpoint peer(asio::ip::make_address(remote.address, ec), remote.port);
+  FL_ASSERT(!ec);  // descriptors are validated at open_segment
+  state_ = state::connecting;
+  timed_out_ = false;
+  connect_dropped_ = false;
+  abort_status_.reset();
+  ++epoch_;
+  bump(rt_.stats.lanes_connecting);
+  socket_.open(tcp::v4(), ec);
+  if (!ec && !rt_.config.rail_addresses.empty()) {
+    // Bind the source address to this lane's rail so its bytes use it.
+    auto local = asio::ip::make_address(rt_.config.rail_addresses[rail_]);
+    socket_.bind(tcp::endpoint(local, 0), ec);
+  }
+  if (ec) {
+    io_pending_ = false;
+    return on_connected(ec);
+  }
+  deadline_kind_ = deadline_kind::connect;
+  deadline_.set(milliseconds(rt_.config.connect_timeout_ms), shared_from_this());
+  io_pending_ = true;
+  socket_.async_connect(peer, guarded([this](std::error_code e) { on_connected(e); }));
+}
+
+void lane::on_connected(const std::error_code& ec) {
+  io_pending_ = false;
+  FL_ASSERT(state_ == state::connecting);
+  rt_.stats.lanes_connecting.fetch_sub(1, std::memory_order_relaxed);
+  deadline_.clear();
+  std::error_code blocking;
+  // send_now must never block the io thread: a connection that cannot be
+  // made non-blocking is a failed connect.
+  if (!ec && !abort_status_ && !connect_dropped_) socket_.non_blocking(true, blocking);
+  if (auto injected = FAULTLANE_FAILPOINT("lane.set_non_blocking"); injected && !ec) {
+    blocking = std::make_error_code(std::errc::invalid_argument);
+  }
+  if (ec || abort_status_ || connect_dropped_ || blocking) return on_connect_failed();
+  std::error_code ignored;
+  socket_.set_option(tcp::no_delay(true), ignored);
+  bump(rt_.stats.connects);
+  bump(rt_.stats.lanes_connected);
+  if (connections_++ > 0) bump(rt_.stats.reconnects);
+  if (rt_.observer) {
+    auto e = event();
+    auto local = socket_.local_endpoint(ignored);
+    auto remote = socket_.remote_endpoint(ignored);
+    e.local = {local.address().to_string(), local.port()};
+    e.remote = {remote.address().to_string(), remote.port()};
+    rt_.observer->lane_connected(e);
+  }
+  state_ = state::idle;
+  group_.connect_finished(peer_group::connect_outcome::connected);
+  if (queue_.empty()) {
+    deadline_kind_ = deadline_kind::idle;
+    deadline_.set(milliseconds(rt_.config.idle_connection_timeout_ms), shared_from_this());
+    return;
+  }
+  start_next();
+}
+
+// A connect that failed, or that we cancelled ourselves. Only the first is
+// the peer's failure: it counts, and it starts the group's reconnect
+// cooldown. Work queued behind a cancelled connect (drop_connections) just
+// connects again; behind a shutdown it fails as shutting_down.
+void lane::on_connect_failed() {
+  FL_ASSERT(state_ == state::connecting);
+  std::error_code ignored;
+  socket_.close(ignored);
+  const bool closing = closing_;
+  state_ = closing ? state::closed : state::disconnected;
+  if (closing || connect_dropped_) {
+    bump(rt_.stats.connects_cancelled);
+    group_.connect_finished(peer_group::connect_outcome::cancelled);
+    connect_dropped_ = false;
+    return closing ? fail_queue(*abort_status_) : pump();
+  }
+  auto why = io_failure();
+  if (timed_out_) bump(rt_.stats.timeouts);
+  bump(rt_.stats.connect_failures);
+  group_.connect_finished(peer_group::connect_outcome::failed);
+  fail_queue(why);
+}
+
+// A sibling slice failed: drop this task's queued slices, and cancel the
+// one in flight by closing the connection (its handler ends it cancelled;
+// the lane reconnects for its next work).
+void lane::cancel_task(const task_state* task) {
+  FL_ASSERT(task != nullptr);
+  (void)FAULTLANE_FAILPOINT("lane.cancel_task");
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if ((*it)->task == task) {
+      auto op = std::move(*it);
+      it = queue_.erase(it);
+      retire(std::move(op), status::cancelled, 0);
+    } else {
+      ++it;
+    }
+  }
+  if (current_ && current_->task == task && io_pending_) {
+    abort_status_ = status::cancelled;
+    std::error_code ignored;
+    socket_.close(ignored);
+  }
+}
+
+void lane::fail_queue(status code) {
+  auto failed = std::move(queue_);
+  queue_.clear();
+  for (auto& op : failed) retire(std::move(op), code, 0);
+}
+
+void lane::close_socket(status why) {
+  if (state_ == state::idle || state_ == state::busy) {
+    rt_.stats.lanes_connected.fetch_sub(1, std::memory_order_relaxed);
+    if (rt_.observer) rt_.observer->lane_closed(event(), why);
+  }
+  std::error_code ignored;
+  socket_.close(ignored);
+  deadline_.cancel();
+  if (state_ != state::closed && state_ != state::connecting) state_ = state::disconnected;
+  if (closing_) state_ = state::closed;
+}
+
+void lane::on_deadline() {
+  (void)FAULTLANE_FAILPOINT("lane.on_deadline");
+  switch (deadline_kind_) {
+    case deadline_kind::idle:
+      if (state_ != state::idle) return;
+      bump(rt_.stats.lanes_idle_closed);
+      close_socket(status::ok);
+      return;
+    case deadline_kind::progress:
+      FL_ASSERT(state_ == state::busy);
+      // A payload streaming in below the receive watermark wakes nobody;
+      // bytes waiting in the socket are progress all the same.
+      if (watermark_.queued_bytes_grew(socket_)) {
+        bump(rt_.stats.deadline_checks_with_queued_bytes);
+        deadline_.set(milliseconds(rt_.config.progress_timeout_ms), shared_from_this());
+        return;
+      }
+      [[fallthrough]];
+    case deadline_kind::connect:
+      // Cancel the pending operation; its handler ends the op with timeout.
+      timed_out_ = true;
+      std::error_code ignored;
+      socket_.close(ignored);
+      return;
+  }
+}
+
+void lane::shutdown(status why) {
+  closing_ = true;
+  abort_status_ = why;
+  fail_queue(why);
+  start_timer_.cancel();
+  switch (state_) {
+    case state::connecting:
+    case state::busy: {
+      // The pending handler settles the op and sees the lane closed.
+      std::error_code ignored;
+      socket_.close(ignored);
+      deadline_.cancel();
+      return;
+    }
+    case state::idle: close_socket(why); break;
+    default: deadline_.cancel(); break;
+  }
+  state_ = state::closed;
+}
+
+void lane::drop_connection() {
+  switch (state_) {
+    case state::idle: close_socket(status::connection_failed); return;
+    case state::connecting: {
+      // Cancelled by us, not refused by the peer: the handler reconnects.
+      connect_dropped_ = true;
+      std::error_code ignored;
+      socket_.close(ignored);
+      return;
+    }
+    case state::busy: {
+      std::error_code ignored;
+      socket_.close(ignored);  // the pending handler fails the op
+      return;
+    }
+    default: return;
+  }
+}
+
+}  // namespace faultlane::detail

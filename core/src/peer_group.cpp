@@ -1,0 +1,146 @@
+// peer_group: the lanes to one peer incarnation, the per-peer rotation over
+// them, the connect gate, and the stale-registration refresh; see
+// client.hpp.
+#include <asio/post.hpp>
+
+#include "client.hpp"
+
+namespace faultlane::detail {
+
+using namespace std::chrono;
+
+// --- peer_group ------------------------------------------------------------------
+
+peer_group::peer_group(runtime& rt, segment_id id, segment_descriptor descriptor,
+                       std::shared_ptr<descriptor_source> source)
+    : rt_(rt), id_(id), descriptor_(std::move(descriptor)), source_(std::move(source)) {
+  for (const auto& r : descriptor_.registrations) {
+    if (!r.name.empty()) names_[r.id] = r.name;
+  }
+  FL_ASSERT(!descriptor_.endpoints.empty());
+  FL_ASSERT(rt_.config.connections_per_peer >= descriptor_.endpoints.size());
+  for (std::size_t i = 0; i < rt_.config.connections_per_peer; ++i) {
+    lanes_.push_back(std::make_shared<lane>(rt_, *this, i, rt_.pool->next_shard()));
+  }
+  for (std::size_t r = 0; r < rail_count(); ++r) {
+    rail_sequences_.push_back(std::make_unique<std::atomic<std::uint64_t>>(0));
+  }
+}
+
+// The hop to the lane's shard; enqueue() guards what it runs.
+void peer_group::dispatch(runtime& rt, const std::shared_ptr<lane>& l,
+                          std::unique_ptr<transfer_op> op) {
+  FL_ASSERT(op);
+  asio::post(rt.pool->context(l->shard()),
+             [l, op = std::move(op)]() mutable { l->enqueue(std::move(op)); });
+}
+
+void peer_group::submit(std::unique_ptr<transfer_op> op) {
+  dispatch(rt_, lanes_[sequence_.fetch_add(1, std::memory_order_relaxed) % lanes_.size()],
+           std::move(op));
+}
+
+// Lane i serves rail i % rails, so rail r's lanes are r, r + rails, ...
+std::shared_ptr<lane> peer_group::lane_for_rail(std::size_t rail) {
+  FL_ASSERT(rail < rail_count());
+  const std::size_t rails = rail_count();
+  const std::size_t per_rail = (lanes_.size() - rail + rails - 1) / rails;
+  auto turn = rail_sequences_[rail]->fetch_add(1, std::memory_order_relaxed) % per_rail;
+  return lanes_[rail + turn * rails];
+}
+
+bool peer_group::can_refresh() const {
+  std::lock_guard lock(names_mutex_);
+  return source_ != nullptr;
+}
+
+void peer_group::adopt_source(std::shared_ptr<descriptor_source> source) {
+  FL_ASSERT(source);
+  std::lock_guard lock(names_mutex_);
+  if (!source_) source_ = std::move(source);
+}
+
+void peer_group::refresh_and_retry(std::unique_ptr<transfer_op> op,
+                                   const std::shared_ptr<lane>& from) {
+  FL_ASSERT(!op->refreshed);
+  op->refreshed = true;
+  bump(rt_.stats.stale_refresh_attempts);
+  std::shared_ptr<descriptor_source> source;
+  {
+    std::lock_guard lock(names_mutex_);
+    source = source_;
+  }
+  FL_ASSERT(source);
+  auto fresh = source->fetch();
+  // Only a refresh that names the same buffer at the same endpoints can be
+  // retried here; anything else stays stale_registration.
+  if (!fresh.ok() || fresh.value().endpoints != descriptor_.endpoints) {
+    return retire(std::move(op), status::stale_registration, 0);
+  }
+  std::optional<registration_id> renamed;
+  {
+    std::lock_guard lock(names_mutex_);
+    auto name = names_.find(op->remote_registration);
+    for (const auto& r : fresh.value().registrations) {
+      if (!r.name.empty()) names_[r.id] = r.name;
+      if (name != names_.end() && r.name == name->second && r.id != op->remote_registration) {
+        renamed = r.id;
+      }
+    }
+  }
+  if (!renamed) return retire(std::move(op), status::stale_registration, 0);
+  bump(rt_.stats.stale_refreshes);
+  op->remote_registration = *renamed;
+  op->request_id = rt_.next_request_id.fetch_add(1, std::memory_order_relaxed);
+  if (op->rail == transfer_op::any_rail) return submit(std::move(op));
+  // A slice retries on its own lane: same rail, and still where a failing
+  // sibling will look for it to cancel it.
+  dispatch(rt_, from, std::move(op));
+}
+
+void peer_group::shutdown_on(std::size_t shard, status why) {
+  for (auto& l : lanes_) {
+    if (l->shard() == shard) l->shutdown(why);
+  }
+}
+
+void peer_group::drop_connections_on(std::size_t shard) {
+  for (auto& l : lanes_) {
+    if (l->shard() == shard) l->drop_connection();
+  }
+}
+
+peer_group::connect_decision peer_group::request_connect(const std::shared_ptr<lane>& l) {
+  std::lock_guard lock(gate_mutex_);
+  if (failure_streak_ == 0) return connect_decision::go;  // healthy: lanes connect in parallel
+  auto cooldown = milliseconds(rt_.config.reconnect_cooldown_ms);
+  if (steady_clock::now() < last_failure_ + cooldown) return connect_decision::refuse;
+  if (probe_in_flight_) {
+    waiting_.push_back(l);
+    return connect_decision::wait;
+  }
+  probe_in_flight_ = true;
+  return connect_decision::go;
+}
+
+void peer_group::connect_finished(connect_outcome outcome) {
+  std::vector<std::weak_ptr<lane>> wake;
+  {
+    std::lock_guard lock(gate_mutex_);
+    if (outcome == connect_outcome::connected) {
+      failure_streak_ = 0;
+    } else if (outcome == connect_outcome::failed) {
+      ++failure_streak_;
+      last_failure_ = steady_clock::now();
+    }
+    probe_in_flight_ = false;
+    wake.swap(waiting_);
+  }
+  for (auto& weak : wake) {
+    if (auto l = weak.lock()) {
+      post_guarded(rt_, l->shard(), [l] { l->probe_finished(); });
+    }
+  }
+}
+
+}  // namespace faultlane::detail

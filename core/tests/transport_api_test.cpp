@@ -1,0 +1,147 @@
+// The API promises a user relies on: a per-task start deadline, closing a
+// segment, and submit() from a completion callback.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+
+#include "faultlane/core/limits.hpp"
+#include "transport_fixture.hpp"
+
+namespace faultlane {
+namespace {
+
+using namespace testing;
+
+// A task that waits too long behind a stalled exchange on its lane ends
+// `timeout` at its start deadline, while the stalled one is still held; a
+// WRITE that never left is a definite timeout, not ambiguous.
+TEST(transport_api, start_deadline_ends_work_that_waited_too_long) {
+  silent_peer stalled;
+  auto config = loopback_config();
+  config.connections_per_peer = 1;
+  config.progress_timeout_ms = 60000;  // the stalled exchange is not under test
+  auto initiator = start(config);
+  auto seg = initiator->open_segment(stalled.descriptor()).value();
+  std::vector<std::byte> a(4096), b(4096), c(4096);
+  auto first = read_req(seg, 1, 0, a.data(), a.size());
+  auto held = initiator->submit(std::span(&first, 1)).value();
+  ASSERT_TRUE(eventually([&] { return initiator->stats().lanes_connected == 1; }));
+  auto late_read = read_req(seg, 1, 0, b.data(), b.size());
+  late_read.start_deadline_ms = 100;
+  auto late_write = write_req(seg, 1, 0, c.data(), c.size());
+  late_write.start_deadline_ms = 150;
+  auto no_deadline = read_req(seg, 1, 0, c.data(), c.size());
+  auto batch = initiator->submit(std::vector{late_read, late_write, no_deadline}).value();
+  ASSERT_TRUE(eventually([&] { return batch->completed() == 2; }));
+  EXPECT_EQ(batch->status(0).code, status::timeout);
+  EXPECT_EQ(batch->status(1).code, status::timeout);  // never sent: definite
+  EXPECT_FALSE(batch->status(2).done);                // no deadline: still queued
+  EXPECT_FALSE(held->status(0).done);
+  auto stats = initiator->stats();
+  EXPECT_EQ(stats.timeouts, 2u);
+  EXPECT_EQ(stats.failures_by_status[static_cast<int>(status::ambiguous_write)], 0u);
+  EXPECT_TRUE(initiator->shutdown().ok());
+  EXPECT_EQ(batch->status(2).code, status::shutting_down);
+}
+
+TEST(transport_api, start_deadline_at_the_bound_and_one_past) {
+  auto target = start(loopback_config());
+  auto initiator = start(loopback_config());
+  std::vector<std::byte> memory(64);
+  auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
+  auto seg = initiator->open_segment(target->descriptor()).value();
+  std::vector<std::byte> back(64);
+  auto r = read_req(seg, id, 0, back.data(), back.size());
+  r.start_deadline_ms = limits::timeout_ms_max;
+  EXPECT_EQ(run_one(*initiator, r).code, status::ok);
+  r.start_deadline_ms = limits::timeout_ms_max + 1;
+  auto refused = initiator->submit(std::span(&r, 1));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.code(), status::invalid_argument);
+  EXPECT_NE(refused.error().message.find("start_deadline_ms"), std::string::npos);
+  EXPECT_TRUE(initiator->shutdown().ok());
+  EXPECT_TRUE(target->shutdown().ok());
+}
+
+// close_segment: queued work ends `cancelled`, the exchange in flight is
+// cut off, the connections close (the target sees its sessions end), the
+// id is refused afterwards, and the incarnation can be opened again.
+TEST(transport_api, close_segment_settles_its_work_and_frees_its_connections) {
+  auto target = start(loopback_config());
+  silent_peer stalled;
+  auto config = loopback_config();
+  config.connections_per_peer = 1;
+  config.progress_timeout_ms = 60000;
+  auto initiator = start(config);
+  std::vector<std::byte> memory(4096);
+  auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
+  auto live = initiator->open_segment(target->descriptor()).value();
+  std::vector<std::byte> back(4096);
+  ASSERT_EQ(run_one(*initiator, read_req(live, id, 0, back.data(), 4096)).code, status::ok);
+  ASSERT_EQ(target->stats().sessions_live, 1u);
+
+  auto stuck = initiator->open_segment(stalled.descriptor()).value();
+  std::vector<std::byte> a(64), b(64);
+  auto batch = initiator->submit(std::vector{read_req(stuck, 1, 0, a.data(), 64),
+                                             read_req(stuck, 1, 0, b.data(), 64)})
+                   .value();
+  ASSERT_TRUE(eventually([&] { return initiator->stats().lanes_connected == 2; }));
+  ASSERT_TRUE(initiator->close_segment(stuck).ok());
+  ASSERT_TRUE(batch->wait(10s));
+  EXPECT_EQ(batch->status(0).code, status::cancelled);  // in flight, cut off
+  EXPECT_EQ(batch->status(1).code, status::cancelled);  // queued
+  auto again = initiator->submit(std::vector{read_req(stuck, 1, 0, a.data(), 64)});
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.code(), status::invalid_argument);
+  EXPECT_EQ(initiator->close_segment(stuck).code(), status::invalid_argument);
+
+  ASSERT_TRUE(initiator->close_segment(live).ok());
+  ASSERT_TRUE(eventually([&] { return target->stats().sessions_live == 0; }));
+  EXPECT_EQ(initiator->stats().lanes_connected, 0u);
+  auto reopened = initiator->open_segment(target->descriptor()).value();
+  EXPECT_NE(reopened, live);
+  EXPECT_EQ(run_one(*initiator, read_req(reopened, id, 0, back.data(), 4096)).code, status::ok);
+  EXPECT_TRUE(initiator->shutdown().ok());
+  EXPECT_TRUE(target->shutdown().ok());
+}
+
+// A completion callback may submit more work (a chain of READs here), and
+// may not close a segment (it would wait on its own thread).
+TEST(transport_api, a_completion_callback_may_submit_more_work) {
+  auto target = start(loopback_config());
+  auto initiator = start(loopback_config());
+  auto memory = pattern(4096, 9);
+  auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
+  auto seg = initiator->open_segment(target->descriptor()).value();
+  constexpr int chain = 20;
+  std::vector<std::vector<std::byte>> back(chain, std::vector<std::byte>(4096));
+  std::promise<void> all_done;
+  std::atomic<int> done{0};
+  std::vector<std::shared_ptr<transfer_batch>> keep(chain);
+  std::atomic<bool> close_refused{false};
+  std::function<void(int)> next = [&](int k) {
+    auto r = read_req(seg, id, 0, back[k].data(), 4096);
+    keep[k] = initiator
+                  ->submit(std::span(&r, 1),
+                           [&, k](std::size_t, status s, std::uint64_t) {
+                             EXPECT_EQ(s, status::ok);
+                             if (k == 0) {
+                               close_refused = initiator->close_segment(seg).code() ==
+                                               status::invalid_argument;
+                             }
+                             if (++done == chain) return all_done.set_value();
+                             next(k + 1);
+                           })
+                  .value();
+  };
+  next(0);
+  ASSERT_EQ(all_done.get_future().wait_for(20s), std::future_status::ready);
+  for (auto& b : back) EXPECT_EQ(b, memory);
+  EXPECT_TRUE(close_refused.load());
+  EXPECT_TRUE(initiator->shutdown().ok());
+  EXPECT_TRUE(target->shutdown().ok());
+}
+
+}  // namespace
+}  // namespace faultlane
