@@ -113,7 +113,11 @@ void lane::on_response(const std::error_code& ec, std::size_t payload_have) {
     // exchange in flight the answer is ours, and definite.
     return finish(status::protocol_error, 0, false, fate::not_executed);
   }
-  if (reply.request_id != op.request_id) return finish(status::protocol_error, 0, false);
+  // A header rejection names no request; with an id it is not an answer a
+  // target sends, so it says nothing about what ran.
+  if (reply.request_id != op.request_id || wire::is_header_rejection(reply.status)) {
+    return finish(status::protocol_error, 0, false);
+  }
   if (reply.status != wire::wire_status::ok) {
     // Bytes that arrived after an error header can only be garbage.
     if (payload_have > 0) return finish(status::protocol_error, 0, false);

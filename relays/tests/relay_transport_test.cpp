@@ -252,3 +252,96 @@ TEST(relay_seed, one_seed_gives_one_schedule) {
 
 }  // namespace
 }  // namespace faultlane::relays
+
+namespace faultlane::relays {
+namespace {
+
+// A WRITE header damaged on the way up fails its checksum at the target,
+// which answers "could not decode" (id 0) and runs nothing: a definite
+// protocol_error, never ambiguous_write. The next WRITE lands.
+TEST(relay_transport, damaged_write_header_is_a_definite_failure) {
+  std::vector<std::byte> memory(4096);
+  relayed_pair p({"corrupt dir=up opcode=write count=1 field=flags"}, one_lane());
+  auto id = p.target->register_buffer(memory.data(), memory.size(), permission::remote_read_write).value();
+  auto first = core_testing::pattern(4096, 31);
+  auto second = core_testing::pattern(4096, 32);
+  EXPECT_EQ(core_testing::run_one(*p.initiator, core_testing::write_req(p.segment, id, 0, first.data(), 4096)).code,
+            status::protocol_error);
+  EXPECT_EQ(core_testing::run_one(*p.initiator, core_testing::write_req(p.segment, id, 0, second.data(), 4096)).code,
+            status::ok);
+  std::vector<std::byte> back(4096);
+  ASSERT_EQ(core_testing::run_one(*p.initiator, core_testing::read_req(p.segment, id, 0, back.data(), 4096)).code,
+            status::ok);
+  EXPECT_EQ(back, second);
+  EXPECT_EQ(p.target_view.served_count(wire::opcode::write, status::ok), 1u);
+  EXPECT_EQ(p.target->stats().server_rejects, 1u);
+  EXPECT_EQ(p.initiator->stats().failures_by_status[static_cast<int>(status::ambiguous_write)], 0u);
+  expect_counters(*p.relays[0], {{"corrupt.up", 1}}, 2);
+}
+
+// The ACK of an executed WRITE with its status turned into
+// stale_registration (0 ^ 6) on the way down: the checksum catches it, so
+// the caller sees ambiguous_write (never replay), not a retryable answer.
+TEST(relay_transport, damaged_write_ack_is_ambiguous_not_a_different_answer) {
+  std::vector<std::byte> memory(4096);
+  relayed_pair p({"corrupt dir=down opcode=write count=1 field=status mask=6"}, one_lane());
+  auto id = p.target->register_buffer(memory.data(), memory.size(), permission::remote_read_write).value();
+  auto source = core_testing::pattern(4096, 33);
+  EXPECT_EQ(core_testing::run_one(*p.initiator, core_testing::write_req(p.segment, id, 0, source.data(), 4096)).code,
+            status::ambiguous_write);
+  EXPECT_EQ(p.target_view.served_count(wire::opcode::write, status::ok), 1u);  // it ran, once
+  expect_counters(*p.relays[0], {{"corrupt.down", 1}}, 1);
+}
+
+// A slow but steady link: at 400 kB/s, 256 KiB (the receive watermark, on
+// from 1 MiB) takes longer than the 500 ms progress timeout to arrive, yet
+// bytes keep arriving, so a READ's payload does not time out. 1.5 MiB: the
+// first read takes the answer and a little payload, and more than 1 MiB is
+// still to come.
+TEST(relay_transport, slow_steady_read_payload_below_the_watermark_is_progress) {
+  auto memory = core_testing::pattern(3u << 19, 34);
+  relayed_pair p({"bandwidth dir=down bytes_per_s=400000"}, one_lane(500));
+  auto id = p.target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
+  std::vector<std::byte> back(memory.size());
+  EXPECT_EQ(core_testing::run_one(*p.initiator, core_testing::read_req(p.segment, id, 0, back.data(), back.size())).code,
+            status::ok);
+  EXPECT_EQ(back, memory);
+  EXPECT_GE(p.initiator->stats().deadline_checks_with_queued_bytes, 1u);
+  EXPECT_EQ(p.initiator->stats().timeouts, 0u);
+}
+
+// The same for a WRITE's body arriving at the target (1 MiB: the watermark
+// is on from the first body byte). The initiator's own wait for the ACK is
+// not under test here: once the kernel took the whole request it sees no
+// progress until the ACK, so its timeout is set long.
+TEST(relay_transport, slow_steady_write_body_below_the_watermark_is_progress) {
+  auto target_config = core_testing::loopback_config();
+  target_config.progress_timeout_ms = 500;
+  std::vector<std::byte> memory(1u << 20);
+  relayed_pair p({"bandwidth dir=up bytes_per_s=400000"}, one_lane(60000), target_config);
+  auto id = p.target->register_buffer(memory.data(), memory.size(), permission::remote_read_write).value();
+  auto source = core_testing::pattern(memory.size(), 35);
+  EXPECT_EQ(core_testing::run_one(*p.initiator, core_testing::write_req(p.segment, id, 0, source.data(), source.size())).code,
+            status::ok);
+  EXPECT_GE(p.target->stats().deadline_checks_with_queued_bytes, 1u);
+  EXPECT_EQ(p.target->stats().sessions_timed_out, 0u);
+  std::vector<std::byte> back(memory.size());
+  p.target_view.synchronized([&] { back = memory; });
+  EXPECT_EQ(back, source);
+}
+
+// The other half: a link that stops mid-payload, with bytes still queued
+// below the watermark, times out all the same.
+TEST(relay_transport, stalled_link_below_the_watermark_still_times_out) {
+  auto memory = core_testing::pattern(1u << 20, 36);
+  relayed_pair p({"stall dir=down after_bytes=600000"}, one_lane(300));
+  auto id = p.target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
+  std::vector<std::byte> back(memory.size());
+  EXPECT_EQ(core_testing::run_one(*p.initiator, core_testing::read_req(p.segment, id, 0, back.data(), back.size())).code,
+            status::timeout);
+  EXPECT_EQ(p.initiator->stats().timeouts, 1u);
+  expect_counters(*p.relays[0], {{"stall.down", 1}}, 1);
+}
+
+}  // namespace
+}  // namespace faultlane::relays
