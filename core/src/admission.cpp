@@ -4,6 +4,8 @@
 // and it is taken once per batch and once per retired task, never per byte.
 #include "faultlane/core/admission.hpp"
 
+#include "faultlane/core/failpoint.hpp"
+
 #include <string>
 #include <utility>
 
@@ -35,7 +37,13 @@ admission_reservation admission_reservation::split(std::uint64_t tasks, std::uin
 
 void admission_reservation::release() noexcept {
   if (owner_ == nullptr) return;
-  std::exchange(owner_, nullptr)->release(std::exchange(tasks_, 0), std::exchange(bytes_, 0));
+  auto tasks = std::exchange(tasks_, 0);
+  auto bytes = std::exchange(bytes_, 0);
+  // Test seam (compiled out in release): plants an accounting bug, one task
+  // (key 0) or one byte (key 1) too many, to show the fail-closed path.
+  if (FAULTLANE_FAILPOINT_KEY("admission.release_extra", 0)) ++tasks;
+  if (FAULTLANE_FAILPOINT_KEY("admission.release_extra", 1)) ++bytes;
+  std::exchange(owner_, nullptr)->release(tasks, bytes);
 }
 
 admission::admission(admission_limits limits) : limits_(limits) {

@@ -20,22 +20,6 @@ thread_local std::size_t current_shard = 0;
 
 }  // namespace
 
-std::uint64_t stable_hash(std::uint64_t key) noexcept {
-  key += 0x9e3779b97f4a7c15ull;
-  key = (key ^ (key >> 30)) * 0xbf58476d1ce4e5b9ull;
-  key = (key ^ (key >> 27)) * 0x94d049bb133111ebull;
-  return key ^ (key >> 31);
-}
-
-std::uint64_t stable_hash(std::string_view key) noexcept {
-  // FNV-1a, then the 64-bit mix so short keys still spread over all shards.
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : key) {
-    h = (h ^ c) * 0x100000001b3ull;
-  }
-  return stable_hash(h);
-}
-
 result<std::unique_ptr<io_pool>> io_pool::create(std::size_t worker_count,
                                                  std::uint32_t busy_poll_us) {
   if (worker_count < limits::worker_count_min || worker_count > limits::worker_count_max) {
@@ -104,14 +88,6 @@ void io_pool::run_shard(std::size_t index) {
 asio::io_context& io_pool::context(std::size_t shard_index) noexcept {
   FL_ASSERT(shard_index < shards_.size());
   return shards_[shard_index]->context;
-}
-
-std::size_t io_pool::shard_for(std::uint64_t key) const noexcept {
-  return static_cast<std::size_t>(stable_hash(key) % shards_.size());
-}
-
-std::size_t io_pool::shard_for(std::string_view key) const noexcept {
-  return static_cast<std::size_t>(stable_hash(key) % shards_.size());
 }
 
 std::size_t io_pool::next_shard() noexcept {

@@ -1,5 +1,7 @@
 #include "faultlane/core/admission.hpp"
 
+#include "faultlane/core/failpoint.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -8,14 +10,6 @@
 #include <vector>
 
 namespace faultlane {
-
-// The only way to provoke an underflow is a release the type system would
-// never produce; this reaches the private release() to plant one.
-struct admission_test_access {
-  static void release(admission& a, std::uint64_t tasks, std::uint64_t bytes) {
-    a.release(tasks, bytes);
-  }
-};
 
 namespace {
 
@@ -79,21 +73,40 @@ TEST(admission, close_refuses_new_work_and_drain_waits) {
   releaser.join();
 }
 
-TEST(admission, underflow_is_fail_closed) {
+#if defined(FAULTLANE_FAILPOINTS_ENABLED)
+// The type system never produces a release of more than was reserved; a
+// failpoint plants one, for tasks and for bytes on their own.
+class admission_underflow_case : public ::testing::TestWithParam<std::uint64_t> {};
+
+TEST_P(admission_underflow_case, one_more_than_reserved_fails_closed) {
   admission a({.tasks_max = 10, .bytes_max = 1000});
   auto held = a.try_reserve(2, 20);
   ASSERT_TRUE(held.ok());
-  admission_test_access::release(a, 5, 0);  // more tasks than outstanding
+  auto planted = held->split(1, 10);
+  auto kept = a.try_reserve(1, 10);  // someone else's reservation
+  ASSERT_TRUE(kept.ok());
+  held->release();  // outstanding now: planted's and kept's
+  {
+    failpoint::scoped extra("admission.release_extra",
+                            {.act = failpoint::action::return_error, .only_key = GetParam()});
+    // One task (key 0) or one byte (key 1) more than planted holds. It
+    // still fits in what is outstanding; the books break at kept's release.
+    planted.release();
+  }
+  const auto before_kept = a.snapshot();
+  EXPECT_FALSE(before_kept.failed);
+  kept->release();
   auto snap = a.snapshot();
   EXPECT_TRUE(snap.failed);
-  EXPECT_EQ(snap.tasks, 2u);  // counters preserved
-  EXPECT_EQ(snap.bytes, 20u);
+  EXPECT_EQ(snap.tasks, before_kept.tasks);  // counters preserved
+  EXPECT_EQ(snap.bytes, before_kept.bytes);
   EXPECT_EQ(a.try_reserve(1, 1).code(), status::admission_underflow);
-  EXPECT_EQ(a.wait_drained(5000ms).code(), status::admission_underflow);
-  held->release();  // a later normal release cannot un-fail it
   EXPECT_EQ(a.wait_drained(5000ms).code(), status::admission_underflow);
   EXPECT_EQ(a.try_reserve(1, 1).code(), status::admission_underflow);
 }
+
+INSTANTIATE_TEST_SUITE_P(tasks_and_bytes, admission_underflow_case, ::testing::Values(0u, 1u));
+#endif
 
 TEST(admission, concurrent_reserve_and_release_never_exceed_the_bounds) {
   constexpr std::uint64_t tasks_max = 16;

@@ -60,8 +60,7 @@ TEST(settlement, publishes_after_the_last_reference_with_the_most_severe_status)
                  seen = st;
                  bytes = b;
                }),
-               2);
-  s.add_reference();
+               3);
   EXPECT_FALSE(s.retire(status::ok, 100));
   EXPECT_FALSE(s.retire(status::timeout, 20));
   EXPECT_EQ(calls, 0);  // a timed-out slice does not publish while I/O is live

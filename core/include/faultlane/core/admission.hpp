@@ -85,7 +85,6 @@ class admission {
 
  private:
   friend class admission_reservation;
-  friend struct admission_test_access;
   void release(std::uint64_t tasks, std::uint64_t bytes) noexcept;
 
   const admission_limits limits_;

@@ -15,10 +15,3 @@ namespace faultlane::detail {
     if (!(condition)) [[unlikely]]                                                   \
       ::faultlane::detail::assert_failed(#condition, __FILE__, __LINE__);            \
   } while (false)
-
-// In debug builds only: for checks too costly for the hot path.
-#ifdef NDEBUG
-#define FL_DEBUG_ASSERT(condition) ((void)0)
-#else
-#define FL_DEBUG_ASSERT(condition) FL_ASSERT(condition)
-#endif

@@ -70,13 +70,6 @@ class settlement {
   settlement(const settlement&) = delete;
   settlement& operator=(const settlement&) = delete;
 
-  // Adds a reference for new I/O on the task. Only valid while the caller
-  // already holds a reference (so the count cannot be zero).
-  void add_reference() noexcept {
-    auto before = references_.fetch_add(1, std::memory_order_relaxed);
-    FL_ASSERT(before > 0);
-  }
-
   // Retires one reference with its outcome. Returns true for the call that
   // retired the last reference and therefore ran the terminal action.
   bool retire(status code, std::uint64_t transferred_bytes = 0) noexcept;

@@ -5,9 +5,9 @@
 // lives on one shard for its whole life, so Asio's per-object serialization
 // holds without strands; crossing shards is asio::post/dispatch only.
 //
-// Work is placed two ways: shard_for(key) is a stable hash (a peer's
-// coordination state always lands on the same shard), and next_shard() is
-// round-robin (sockets, so one hot peer still spreads over several cores).
+// Sockets are placed round-robin (next_shard()), so one hot peer still
+// spreads over several cores; a lane's or session's socket then stays on its
+// shard for life.
 #pragma once
 
 #include <asio/executor_work_guard.hpp>
@@ -18,7 +18,6 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -45,10 +44,6 @@ class io_pool {
   std::size_t size() const noexcept { return shards_.size(); }
   asio::io_context& context(std::size_t shard) noexcept;
 
-  // Stable: the same key maps to the same shard for the pool's life (and for
-  // any pool of the same size).
-  std::size_t shard_for(std::uint64_t key) const noexcept;
-  std::size_t shard_for(std::string_view key) const noexcept;
   std::size_t next_shard() noexcept;
 
   // True on one of this pool's threads; shard index through `shard`.
@@ -76,9 +71,5 @@ class io_pool {
   std::atomic<bool> stopped_{false};
   std::mutex stop_mutex_;
 };
-
-// The stable 64-bit mix used by shard_for (splitmix64 finaliser).
-std::uint64_t stable_hash(std::uint64_t key) noexcept;
-std::uint64_t stable_hash(std::string_view key) noexcept;
 
 }  // namespace faultlane
