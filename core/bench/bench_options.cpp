@@ -1,11 +1,13 @@
 // Command-line parsing for faultlane-bench.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
 
 #include "bench.hpp"
+#include "faultlane/core/limits.hpp"
 
 namespace faultlane::bench {
 namespace {
@@ -70,6 +72,83 @@ std::string usage() {
 )";
 }
 
+namespace {
+
+// Bounds of the benchmark's own (not the core's) flags.
+constexpr std::uint64_t batch_max = limits::outstanding_tasks_default;
+constexpr std::uint64_t threads_max = 64;
+constexpr std::uint64_t rounds_max = 1000;
+constexpr double seconds_max = 3600;
+constexpr std::uint64_t region_bytes_max = 8ull << 30;
+
+// A numeric flag and its bounds; core settings use the core's limits.
+struct count_flag {
+  std::string_view name;
+  std::uint64_t low;
+  std::uint64_t high;
+  void (*store)(options&, std::uint64_t);
+};
+
+constexpr count_flag count_flags[] = {
+    {"--block-size", 1, limits::transfer_bytes_default,
+     [](options& o, std::uint64_t v) { o.block_bytes = v; }},
+    {"--batch", 1, batch_max, [](options& o, std::uint64_t v) { o.batch = v; }},
+    {"--threads", 1, threads_max, [](options& o, std::uint64_t v) { o.threads = v; }},
+    {"--workers", limits::worker_count_min, limits::worker_count_max,
+     [](options& o, std::uint64_t v) { o.workers = v; }},
+    {"--lanes", 1, limits::lane_count_max, [](options& o, std::uint64_t v) { o.lanes = v; }},
+    {"--rails", 1, limits::rail_count_max, [](options& o, std::uint64_t v) { o.rails = v; }},
+    {"--busy-poll-us", 0, limits::busy_poll_us_max,
+     [](options& o, std::uint64_t v) { o.busy_poll_us = static_cast<std::uint32_t>(v); }},
+    {"--rounds", 1, rounds_max, [](options& o, std::uint64_t v) { o.rounds = v; }},
+    {"--registration", 1, UINT64_MAX, [](options& o, std::uint64_t v) { o.peer_registration = v; }},
+    {"--incarnation", 1, UINT64_MAX, [](options& o, std::uint64_t v) { o.peer_incarnation = v; }},
+};
+
+// Flags with a word or text value. False for a value the flag does not take.
+bool parse_word(options& o, std::string_view flag, std::string_view value, bool& known) {
+  known = true;
+  if (flag == "--op") {
+    if (value == "read") o.op = operation::read;
+    else if (value == "write") o.op = operation::write;
+    else if (value == "mix") o.op = operation::mix;
+    else return false;
+  } else if (flag == "--mode") {
+    if (value == "loopback") o.mode = run_mode::loopback;
+    else if (value == "target") o.mode = run_mode::target;
+    else if (value == "initiator") o.mode = run_mode::initiator;
+    else return false;
+  } else if (flag == "--duration" || flag == "--warmup") {
+    char* end = nullptr;
+    std::string text(value);
+    double seconds = std::strtod(text.c_str(), &end);
+    if (end == text.c_str() || *end != '\0' || seconds < 0 || seconds > seconds_max) return false;
+    (flag == "--duration" ? o.duration_s : o.warmup_s) = seconds;
+  } else if (flag == "--json") {
+    o.json_path = value;
+  } else if (flag == "--listen") {
+    o.listen = value;
+  } else if (flag == "--peer") {
+    o.peer = value;
+  } else {
+    known = false;
+  }
+  return true;
+}
+
+std::optional<std::string> check_combination(const options& o) {
+  if (o.duration_s <= 0) return "--duration must be positive";
+  if (o.rails > o.lanes) return "--rails must not exceed --lanes (each rail needs a lane)";
+  if (o.mode == run_mode::initiator &&
+      (o.peer.empty() || o.peer_registration == 0 || o.peer_incarnation == 0)) {
+    return "--mode initiator needs --peer, --registration and --incarnation";
+  }
+  if (region_bytes(o) > region_bytes_max) return "threads x batch x block-size must stay under 8 GiB";
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<options> parse_options(int argc, char** argv) {
   options o;
   auto fail = [](const std::string& what) -> std::optional<options> {
@@ -87,82 +166,22 @@ std::optional<options> parse_options(int argc, char** argv) {
     if (flag == "--via-relay") { o.via_relay = true; continue; }
     if (i + 1 >= argc) return fail(fmt::format("{} needs a value", flag));
     std::string_view value = argv[++i];
-    auto bad = [&] { return fail(fmt::format("bad value '{}' for {}", value, flag)); };
-    if (flag == "--op") {
-      if (value == "read") o.op = operation::read;
-      else if (value == "write") o.op = operation::write;
-      else if (value == "mix") o.op = operation::mix;
-      else return bad();
-    } else if (flag == "--block-size") {
-      auto v = parse_count(value, 1, 1ull << 30);
-      if (!v) return bad();
-      o.block_bytes = *v;
-    } else if (flag == "--batch") {
-      auto v = parse_count(value, 1, 4096);
-      if (!v) return bad();
-      o.batch = *v;
-    } else if (flag == "--threads") {
-      auto v = parse_count(value, 1, 64);
-      if (!v) return bad();
-      o.threads = *v;
-    } else if (flag == "--workers") {
-      auto v = parse_count(value, 1, 32);
-      if (!v) return bad();
-      o.workers = *v;
-    } else if (flag == "--lanes") {
-      auto v = parse_count(value, 1, 64);
-      if (!v) return bad();
-      o.lanes = *v;
-    } else if (flag == "--duration" || flag == "--warmup") {
-      char* end = nullptr;
-      std::string text(value);
-      double s = std::strtod(text.c_str(), &end);
-      if (end == text.c_str() || *end != '\0' || s < 0 || s > 3600) return bad();
-      (flag == "--duration" ? o.duration_s : o.warmup_s) = s;
-    } else if (flag == "--rails") {
-      auto v = parse_count(value, 1, 16);
-      if (!v) return bad();
-      o.rails = *v;
-    } else if (flag == "--busy-poll-us") {
-      auto v = parse_count(value, 0, 10000);
-      if (!v) return bad();
-      o.busy_poll_us = static_cast<std::uint32_t>(*v);
-    } else if (flag == "--rounds") {
-      auto v = parse_count(value, 1, 1000);
-      if (!v) return bad();
-      o.rounds = *v;
-    } else if (flag == "--json") {
-      o.json_path = value;
-    } else if (flag == "--mode") {
-      if (value == "loopback") o.mode = run_mode::loopback;
-      else if (value == "target") o.mode = run_mode::target;
-      else if (value == "initiator") o.mode = run_mode::initiator;
-      else return bad();
-    } else if (flag == "--listen") {
-      o.listen = value;
-    } else if (flag == "--peer") {
-      o.peer = value;
-    } else if (flag == "--registration") {
-      auto v = parse_size(value);
-      if (!v) return bad();
-      o.peer_registration = *v;
-    } else if (flag == "--incarnation") {
-      auto v = parse_size(value);
-      if (!v) return bad();
-      o.peer_incarnation = *v;
-    } else {
-      return fail(fmt::format("unknown flag {}", flag));
+    auto counted = std::find_if(std::begin(count_flags), std::end(count_flags),
+                                [&](const count_flag& f) { return f.name == flag; });
+    if (counted != std::end(count_flags)) {
+      auto v = parse_count(value, counted->low, counted->high);
+      if (!v) {
+        return fail(fmt::format("bad value '{}' for {} (expected {}..{})", value, flag,
+                                counted->low, counted->high));
+      }
+      counted->store(o, *v);
+      continue;
     }
+    bool known = false;
+    if (!parse_word(o, flag, value, known)) return fail(fmt::format("bad value '{}' for {}", value, flag));
+    if (!known) return fail(fmt::format("unknown flag {}", flag));
   }
-  if (o.duration_s <= 0) return fail("--duration must be positive");
-  if (o.rails > o.lanes) return fail("--rails must not exceed --lanes (each rail needs a lane)");
-  if (o.mode == run_mode::initiator && (o.peer.empty() || o.peer_registration == 0 ||
-                                        o.peer_incarnation == 0)) {
-    return fail("--mode initiator needs --peer, --registration and --incarnation");
-  }
-  if (region_bytes(o) > (8ull << 30)) {
-    return fail("threads x batch x block-size must stay under 8 GiB");
-  }
+  if (auto wrong = check_combination(o)) return fail(*wrong);
   return o;
 }
 

@@ -88,11 +88,11 @@ result<void> validate(const transport_config& c) {
   if (auto r = check_range<std::uint64_t>("max_transfer_bytes", c.max_transfer_bytes, 1,
                                           limits::transfer_bytes_max); !r) return r;
   if (auto r = check_range<std::uint64_t>("max_outstanding_tasks", c.max_outstanding_tasks, 1,
-                                          std::uint64_t{1} << 32); !r) return r;
+                                          limits::outstanding_tasks_max); !r) return r;
   if (auto r = check_range<std::uint64_t>("max_outstanding_bytes", c.max_outstanding_bytes, 1,
-                                          std::uint64_t{1} << 50); !r) return r;
+                                          limits::outstanding_bytes_max); !r) return r;
   if (auto r = check_range<std::size_t>("max_connections", c.max_connections, 1,
-                                        connections_max); !r) return r;
+                                        limits::connections_max); !r) return r;
   for (auto [field, value] : {std::pair{"connect_timeout_ms", c.connect_timeout_ms},
                               std::pair{"progress_timeout_ms", c.progress_timeout_ms},
                               std::pair{"idle_connection_timeout_ms", c.idle_connection_timeout_ms},

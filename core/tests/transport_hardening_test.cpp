@@ -9,11 +9,13 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <bit>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
 #include "faultlane/core/failpoint.hpp"
+#include "faultlane/core/limits.hpp"
 #include "receive_watermark.hpp"
 #include "transport_fixture.hpp"
 
@@ -336,6 +338,37 @@ TEST(transport_hardening, expect_counters_checks_every_counter) {
   s.timeouts = 0;
   EXPECT_FALSE(counters_equal(s, {{"timeouts", 2}}));  // an expected value missing
   EXPECT_TRUE(counters_equal(s, {}));
+}
+
+}  // namespace
+}  // namespace faultlane
+
+namespace faultlane {
+namespace {
+
+// How docs/configuration.md writes a limit's value: powers of two from
+// 1024 up as 2^k, everything else in decimal.
+std::string doc_value(std::uint64_t v) {
+  if (v >= 1024 && (v & (v - 1)) == 0) return "2^" + std::to_string(std::countr_zero(v));
+  if (v >= 1024 && ((v + 1) & v) == 0) return "2^" + std::to_string(std::countr_zero(v + 1)) + " − 1";
+  return std::to_string(v);
+}
+
+// The limits table in docs/configuration.md is the declared-once list in
+// limits.hpp, values included.
+TEST(transport_hardening, docs_limits_table_matches_limits_hpp) {
+  std::ifstream doc(FAULTLANE_SOURCE_DIR "/docs/configuration.md");
+  ASSERT_TRUE(doc) << "docs/configuration.md not found";
+  std::stringstream text;
+  text << doc.rdbuf();
+  std::string expected = "| limit | value | bounds |\n|---|---:|---|\n";
+  for (const auto& l : limits::all) {
+    expected += "| `" + std::string(l.name) + "` | " + doc_value(l.value) + " | " +
+                std::string(l.meaning) + " |\n";
+  }
+  EXPECT_NE(text.str().find(expected), std::string::npos)
+      << "docs/configuration.md must hold exactly this table:\n"
+      << expected;
 }
 
 }  // namespace

@@ -41,14 +41,12 @@ struct transport_config {
   std::uint32_t connect_timeout_ms = limits::connect_timeout_ms_default;
   std::uint32_t progress_timeout_ms = limits::progress_timeout_ms_default;
   std::uint32_t idle_connection_timeout_ms = limits::idle_connection_timeout_ms_default;
-  std::uint32_t reconnect_cooldown_ms = 1000;
-  std::uint32_t shutdown_timeout_ms = 10000;
+  std::uint32_t reconnect_cooldown_ms = limits::reconnect_cooldown_ms_default;
+  std::uint32_t shutdown_timeout_ms = limits::shutdown_timeout_ms_default;
 
   // Optional; not owned; must outlive the transport. Null costs nothing.
   transport_observer* observer = nullptr;
 };
-
-inline constexpr std::size_t connections_max = 65536;
 
 result<void> validate(const transport_config& config);
 
