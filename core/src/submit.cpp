@@ -1,0 +1,199 @@
+// Submitting work: every request is checked against its segment, the batch
+// is admitted as a whole, and each task is dispatched as one frame exchange
+// (or one per rail for a sliced READ); finalize_task publishes a task's one
+// terminal status. transfer_batch is the caller's view of the tasks.
+#include <fmt/format.h>
+
+#include <thread>
+
+#include "faultlane/core/limits.hpp"
+#include "faultlane/core/slice_plan.hpp"
+#include "transport_impl.hpp"
+
+namespace faultlane {
+
+using namespace std::chrono;
+
+// --- transfer_batch ------------------------------------------------------------
+
+transfer_batch::transfer_batch(std::unique_ptr<state> s, std::size_t size)
+    : state_(std::move(s)), size_(size) {}
+
+transfer_batch::~transfer_batch() = default;
+
+task_status transfer_batch::status(std::size_t index) const {
+  FL_ASSERT(index < size_);
+  const auto& t = state_->tasks[index];
+  task_status out;
+  out.done = t.done.load(std::memory_order_acquire);
+  out.code = static_cast<faultlane::status>(t.code.load(std::memory_order_acquire));
+  out.transferred_bytes = t.bytes.load(std::memory_order_acquire);
+  return out;
+}
+
+std::size_t transfer_batch::completed() const {
+  return state_->completed.load(std::memory_order_acquire);
+}
+
+bool transfer_batch::wait(milliseconds timeout) const {
+  // Small batches on a fast path finish within microseconds; a short spin
+  // saves the waiter a sleep and a wake-up, which would double a 4 KiB
+  // READ's latency. Past it, the waiter blocks.
+  constexpr auto spin = microseconds(50);
+  for (auto until = steady_clock::now() + std::min<steady_clock::duration>(spin, timeout);
+       steady_clock::now() < until;) {
+    if (completed() == size_) return true;
+    std::this_thread::yield();
+  }
+  std::unique_lock lock(state_->mutex);
+  return state_->all_done.wait_for(lock, timeout, [&] { return completed() == size_; });
+}
+
+// Checks every request against its segment; the caller holds groups_mutex.
+result<std::uint64_t> transport::impl::check_batch(
+    std::span<const transfer_request> requests,
+    std::vector<std::shared_ptr<detail::peer_group>>& targets) const {
+  std::uint64_t total_bytes = 0;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const auto& r = requests[i];
+    auto it = groups.find(r.segment);
+    if (it == groups.end()) {
+      return error{status::invalid_argument,
+                   fmt::format("request {}: unknown or closed segment {}", i, r.segment)};
+    }
+    auto limit = std::min(rt.config.max_transfer_bytes, it->second->descriptor().max_transfer_bytes);
+    if (r.local == nullptr || r.length == 0 || r.length > limit) {
+      return error{status::invalid_argument,
+                   fmt::format("request {}: needs a local buffer and 1 <= length <= {} (got {})",
+                               i, limit, r.length)};
+    }
+    if (r.op != wire::opcode::read && r.op != wire::opcode::write) {
+      return error{status::invalid_argument, fmt::format("request {}: unknown opcode", i)};
+    }
+    if (r.remote_offset > UINT64_MAX - r.length) {
+      return error{status::invalid_argument, fmt::format("request {}: offset overflows", i)};
+    }
+    if (r.start_deadline_ms > limits::timeout_ms_max) {
+      return error{status::invalid_argument,
+                   fmt::format("request {}: start_deadline_ms must be at most {}, got {}", i,
+                               limits::timeout_ms_max, r.start_deadline_ms)};
+    }
+    total_bytes += r.length;
+    targets.push_back(it->second);
+  }
+  return total_bytes;
+}
+
+result<std::shared_ptr<transfer_batch>> transport::impl::submit(
+    std::span<const transfer_request> requests, task_callback callback) {
+  if (rt.failed.load(std::memory_order_acquire)) {
+    return error{status::runtime_failed, "transport runtime failed; new work is rejected"};
+  }
+  if (rt.closing.load(std::memory_order_acquire)) {
+    return error{status::shutting_down, "transport is shutting down"};
+  }
+  if (requests.empty()) return error{status::invalid_argument, "submit: empty batch"};
+
+  // Held until every op is dispatched, so close_segment() never misses one.
+  std::shared_lock lock(groups_mutex);
+  std::vector<std::shared_ptr<detail::peer_group>> targets;
+  targets.reserve(requests.size());
+  auto checked = check_batch(requests, targets);
+  if (!checked.ok()) return checked.error();
+  const std::uint64_t total_bytes = checked.value();
+
+  auto reserved = rt.admission_control.try_reserve(requests.size(), total_bytes);
+  if (!reserved.ok()) return reserved.error();
+
+  auto state = std::make_unique<transfer_batch::state>();
+  state->rt = &rt;
+  state->size = requests.size();
+  state->callback = std::move(callback);
+  state->tasks = std::make_unique<detail::task_state[]>(requests.size());
+  auto* raw_state = state.get();
+  auto batch = std::make_shared<transfer_batch>(std::move(state), requests.size());
+
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const auto& r = requests[i];
+    auto& task = raw_state->tasks[i];
+    task.index = i;
+    task.reservation = reserved->split(1, r.length);
+    task.info = {rt.next_task_id.fetch_add(1, std::memory_order_relaxed), r.op, r.segment,
+                 r.remote_registration, r.remote_offset, r.length};
+    const bool sliced = r.op == wire::opcode::read && read_is_sliced(r.length, targets[i]->rail_count());
+    const std::uint32_t references = sliced ? static_cast<std::uint32_t>(targets[i]->rail_count()) : 1;
+    task.settle.emplace(terminal_action([this, raw_state, i](status code, std::uint64_t bytes) {
+                          finalize_task(*raw_state, i, code, bytes);
+                        }),
+                        references);
+    detail::bump(rt.stats.tasks_submitted);
+    if (rt.observer) rt.observer->task_submitted(task.info);
+  }
+  if (rt.observer) {
+    auto snap = rt.admission_control.snapshot();
+    rt.observer->admission_changed(snap.tasks, snap.bytes);
+  }
+  for (std::size_t i = 0; i < requests.size(); ++i) dispatch(requests[i], raw_state->tasks[i], batch, *targets[i]);
+  return batch;
+}
+
+// One frame exchange per task, or for a sliced READ one per rail: each
+// slice goes to the next lane of its rail, and all complete as one task.
+void transport::impl::dispatch(const transfer_request& r, detail::task_state& task,
+                               const std::shared_ptr<transfer_batch>& batch,
+                               detail::peer_group& group) {
+  const auto start_by = steady_clock::now() + milliseconds(r.start_deadline_ms);
+  auto make_op = [&](std::uint64_t offset, std::uint64_t length) {
+    auto op = std::make_unique<detail::transfer_op>();
+    op->task = &task;
+    op->batch = batch;
+    op->op = r.op;
+    op->local = static_cast<std::byte*>(r.local) + offset;
+    op->length = length;
+    op->remote_registration = r.remote_registration;
+    op->remote_offset = r.remote_offset + offset;
+    op->slice_offset = offset;
+    if (r.start_deadline_ms > 0) op->start_by = start_by;
+    op->request_id = rt.next_request_id.fetch_add(1, std::memory_order_relaxed);
+    return op;
+  };
+  if (r.op != wire::opcode::read || !read_is_sliced(r.length, group.rail_count())) {
+    return group.submit(make_op(0, r.length));
+  }
+  auto plan = plan_read_slices(r.length, group.rail_count());
+  // All lanes are chosen before any slice starts, so a failing slice always
+  // finds the full list of siblings to cancel.
+  for (const auto& s : plan) task.slice_lanes.push_back(group.lane_for_rail(s.rail));
+  for (std::size_t k = 0; k < plan.size(); ++k) {
+    auto op = make_op(plan[k].offset, plan[k].length);
+    op->rail = plan[k].rail;
+    detail::peer_group::dispatch(rt, task.slice_lanes[k], std::move(op));
+  }
+}
+
+void transport::impl::finalize_task(transfer_batch::state& batch, std::size_t index, status code,
+                                    std::uint64_t bytes) {
+  auto& task = batch.tasks[index];
+  // Every slice retired: drop the lane references, so a batch the caller
+  // keeps never keeps lanes (and their sockets) alive.
+  task.slice_lanes.clear();
+  task.reservation.release();
+  task.code.store(static_cast<std::uint16_t>(code), std::memory_order_release);
+  task.bytes.store(bytes, std::memory_order_release);
+  detail::bump(rt.stats.tasks_completed);
+  if (code == status::ok) detail::bump(rt.stats.bytes_completed, bytes);
+  detail::bump(rt.stats.failures_by_status[static_cast<int>(code)]);
+  if (rt.observer) {
+    rt.observer->task_finalized(task.info, code, bytes);
+    auto snap = rt.admission_control.snapshot();
+    rt.observer->admission_changed(snap.tasks, snap.bytes);
+  }
+  // A throwing callback marks the runtime failed; the task is still done.
+  if (batch.callback) detail::run_guarded(rt, [&] { batch.callback(index, code, bytes); });
+  task.done.store(true, std::memory_order_release);
+  if (batch.completed.fetch_add(1, std::memory_order_acq_rel) + 1 != batch.size) return;
+  std::lock_guard lock(batch.mutex);
+  batch.all_done.notify_all();
+}
+
+}  // namespace faultlane

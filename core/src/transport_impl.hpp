@@ -1,0 +1,71 @@
+// transport::impl: the state behind a transport, shared by its parts:
+// transport.cpp (the front: start, segments, registrations, stats),
+// submit.cpp (admission and dispatch of work, task completion) and
+// shutdown.cpp (the ordered shutdown, closing segments, dropping
+// connections, and destruction).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "client.hpp"
+#include "faultlane/core/transport.hpp"
+#include "runtime.hpp"
+#include "server.hpp"
+
+namespace faultlane {
+
+class transport::impl {
+ public:
+  explicit impl(const transport_config& config) : rt(config) {}
+  // Runs after shutdown() joined the io threads, whatever it returned.
+  // Handlers still queued never ran; destroying them settles the work they
+  // hold (shutting_down), so it happens while everything they settle into
+  // (admission, stats, registry, batches) is still alive: groups and the
+  // server let go of their sockets' owners first, then the pool goes, then
+  // the rest of the runtime.
+  ~impl() {
+    FL_ASSERT(rt.pool->stopped());
+    groups.clear();
+    closed_groups.clear();
+    srv.reset();
+    rt.pool.reset();
+  }
+
+  result<segment_id> open(const segment_descriptor& d,
+                          std::shared_ptr<descriptor_source> source = nullptr);
+  result<std::shared_ptr<transfer_batch>> submit(std::span<const transfer_request> requests,
+                                                 task_callback callback);
+  result<void> shutdown();
+  void finalize_task(transfer_batch::state& batch, std::size_t index, status code,
+                     std::uint64_t bytes);
+  result<std::uint64_t> check_batch(std::span<const transfer_request> requests,
+                                    std::vector<std::shared_ptr<detail::peer_group>>& targets) const;
+  result<void> close_segment(segment_id segment);
+  void dispatch(const transfer_request& r, detail::task_state& task,
+                const std::shared_ptr<transfer_batch>& batch, detail::peer_group& group);
+
+  detail::runtime rt;
+  std::unique_ptr<detail::server> srv;
+
+  mutable std::shared_mutex groups_mutex;
+  std::unordered_map<segment_id, std::shared_ptr<detail::peer_group>> groups;
+  // Closed segments: their connections are closed and their work settled,
+  // but a late handler of one of their lanes may still refer to the group,
+  // so the group itself goes with the transport.
+  std::vector<std::shared_ptr<detail::peer_group>> closed_groups;
+  segment_id next_segment = 1;
+
+  std::mutex names_mutex;
+  std::map<registration_id, std::string> names;
+
+  std::mutex shutdown_mutex;
+  bool shut_down = false;
+  result<void> shutdown_result;
+};
+
+}  // namespace faultlane
