@@ -137,7 +137,8 @@ struct release : command {
 void run_admission_property(bool leak_on_release) {
   admission_model model;
   admission_sut sut(leak_on_release);
-  rc::state::check(model, sut, rc::state::gen::execOneOfWithArgs<reserve, reserve, split, release>());
+  rc::state::check(model, sut,
+                   rc::state::gen::execOneOfWithArgs<reserve, reserve, split, release>());
   // Whatever happened, giving everything back drains to zero.
   while (!sut.held.empty()) sut.give_back(0);
   auto drained = sut.control.wait_drained(std::chrono::milliseconds(0));
@@ -150,8 +151,8 @@ RC_GTEST_PROP(admission_properties, agrees_with_the_model_and_drains_to_zero, ()
 }
 
 TEST(admission_properties_planted, a_lost_release_is_caught) {
-  EXPECT_TRUE(finds_counterexample("reservation lost on release",
-                                   [] { run_admission_property(true); }));
+  EXPECT_TRUE(
+      finds_counterexample("reservation lost on release", [] { run_admission_property(true); }));
 }
 
 }  // namespace

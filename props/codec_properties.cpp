@@ -24,9 +24,9 @@ rc::Gen<wire::request_frame> valid_request() {
     f.registration_id = *rc::gen::arbitrary<std::uint64_t>();
     f.length = *rc::gen::inRange<std::uint64_t>(1, limit + 1);
     auto offset_max = std::numeric_limits<std::uint64_t>::max() - f.length;
-    f.remote_offset = *rc::gen::oneOf(rc::gen::inRange<std::uint64_t>(0, 1 << 20),
-                                      rc::gen::inRange<std::uint64_t>(0, offset_max),
-                                      rc::gen::just(offset_max));
+    f.remote_offset =
+        *rc::gen::oneOf(rc::gen::inRange<std::uint64_t>(0, 1 << 20),
+                        rc::gen::inRange<std::uint64_t>(0, offset_max), rc::gen::just(offset_max));
     return f;
   });
 }
@@ -71,7 +71,8 @@ rc::Gen<std::vector<std::uint8_t>> frame_like_bytes() {
       if (request) {
         wire::seal(std::span<std::byte, wire::request_frame_bytes>(raw, wire::request_frame_bytes));
       } else {
-        wire::seal(std::span<std::byte, wire::response_frame_bytes>(raw, wire::response_frame_bytes));
+        wire::seal(
+            std::span<std::byte, wire::response_frame_bytes>(raw, wire::response_frame_bytes));
       }
     }
     auto cut = *rc::gen::inRange<std::size_t>(0, bytes.size() + 1);
@@ -136,13 +137,12 @@ RC_GTEST_PROP(codec_properties, response_decoding_is_total_and_canonical, ()) {
 }
 
 // Planted: an encoder that keeps only the low 32 bits of the request id.
-const codec narrow_request_id_codec{
-    [](const wire::request_frame& f) {
-      auto copy = f;
-      copy.request_id &= 0xffffffffu;
-      return wire::encode(copy);
-    },
-    &wire::decode_request};
+const codec narrow_request_id_codec{[](const wire::request_frame& f) {
+                                      auto copy = f;
+                                      copy.request_id &= 0xffffffffu;
+                                      return wire::encode(copy);
+                                    },
+                                    &wire::decode_request};
 
 // Planted: a decoder that ignores the reserved field (accepts any value).
 const codec lax_reserved_codec{
@@ -157,9 +157,8 @@ const codec lax_reserved_codec{
     }};
 
 TEST(codec_properties_planted, round_trip_catches_a_narrowed_field) {
-  EXPECT_TRUE(finds_counterexample("narrow request id", [] {
-    request_round_trips(narrow_request_id_codec, *valid_request());
-  }));
+  EXPECT_TRUE(finds_counterexample(
+      "narrow request id", [] { request_round_trips(narrow_request_id_codec, *valid_request()); }));
 }
 
 TEST(codec_properties_planted, canonical_decoding_catches_an_ignored_field) {

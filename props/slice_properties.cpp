@@ -49,11 +49,12 @@ void plan_is_sound(plan_fn plan_of, std::uint64_t length, std::size_t rails, std
 rc::Gen<std::uint64_t> lengths(std::uint64_t step) {
   // Around the thresholds (k x step +- a few bytes) and anywhere up to 2^40.
   return rc::gen::oneOf(
-      rc::gen::map(rc::gen::pair(rc::gen::inRange<std::uint64_t>(1, 33), rc::gen::inRange<int>(-3, 4)),
-                   [step](std::pair<std::uint64_t, int> p) {
-                     auto base = p.first * step;
-                     return std::max<std::uint64_t>(1, base + static_cast<std::uint64_t>(p.second));
-                   }),
+      rc::gen::map(
+          rc::gen::pair(rc::gen::inRange<std::uint64_t>(1, 33), rc::gen::inRange<int>(-3, 4)),
+          [step](std::pair<std::uint64_t, int> p) {
+            auto base = p.first * step;
+            return std::max<std::uint64_t>(1, base + static_cast<std::uint64_t>(p.second));
+          }),
       rc::gen::inRange<std::uint64_t>(1, 1ull << 40));
 }
 
@@ -119,7 +120,8 @@ std::unique_ptr<rail_pair> make_rail_pair(std::size_t rails, std::size_t memory_
   auto pair = std::make_unique<rail_pair>();
   transport_config c;
   c.bind_address = rails > 1 ? "" : "127.0.0.1";
-  for (std::size_t i = 1; i <= rails; ++i) c.rail_addresses.push_back("127.0.0." + std::to_string(i));
+  for (std::size_t i = 1; i <= rails; ++i)
+    c.rail_addresses.push_back("127.0.0." + std::to_string(i));
   c.connections_per_peer = rails;
   c.worker_count = 2;
   pair->target = transport::start(c).value();
@@ -130,15 +132,16 @@ std::unique_ptr<rail_pair> make_rail_pair(std::size_t rails, std::size_t memory_
   for (std::size_t i = 0; i < memory_bytes; ++i) {
     pair->memory[i] = static_cast<std::byte>((i * 2654435761u) >> 13);
   }
-  pair->id = pair->target->register_buffer(pair->memory.data(), memory_bytes,
-                                            permission::remote_read).value();
+  pair->id =
+      pair->target->register_buffer(pair->memory.data(), memory_bytes, permission::remote_read)
+          .value();
   pair->segment = pair->initiator->open_segment(pair->target->descriptor()).value();
   return pair;
 }
 
 // One READ through the core; its recorded slices must equal `expected_plan`.
-void read_matches_plan(rail_pair& p, std::size_t rails, std::uint64_t offset,
-                       std::uint64_t length, plan_fn expected_plan) {
+void read_matches_plan(rail_pair& p, std::size_t rails, std::uint64_t offset, std::uint64_t length,
+                       plan_fn expected_plan) {
   std::vector<std::byte> dest(length);
   transfer_request r{wire::opcode::read, dest.data(), length, p.segment, p.id, offset};
   auto batch = p.initiator->submit(std::span(&r, 1));

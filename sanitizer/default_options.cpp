@@ -27,8 +27,8 @@ __attribute__((visibility("default"), used)) const char* __ubsan_default_options
 // one-process tests (core/src/tsan_order.hpp explains). The core records
 // every payload read itself, before sending, so no read goes unchecked.
 __attribute__((visibility("default"), used)) const char* __tsan_default_options() {
-  return "halt_on_error=1:second_deadlock_stack=1:print_suppressions=0:intercept_send=0:"
-         FL_SUPP("tsan.supp");
+  return "halt_on_error=1:second_deadlock_stack=1:print_suppressions=0:intercept_send=0:" FL_SUPP(
+      "tsan.supp");
 }
 
 }  // extern "C"

@@ -25,10 +25,10 @@ struct options {
   std::size_t lanes = 1;
   std::size_t rails = 1;  // 127.0.0.1 .. 127.0.0.<rails>
   std::uint32_t busy_poll_us = 0;
-  bool via_relay = false;  // faultlane through a pass-through relay, against direct
+  bool via_relay = false;   // faultlane through a pass-through relay, against direct
   double duration_s = 4.0;  // each side: faultlane, then the baseline
-  double warmup_s = 0.2;  // per round, before measuring
-  std::size_t rounds = 4;  // faultlane and baseline alternate this many times
+  double warmup_s = 0.2;    // per round, before measuring
+  std::size_t rounds = 4;   // faultlane and baseline alternate this many times
   bool verify = false;
   bool skip_baseline = false;
   std::string json_path;
@@ -75,8 +75,6 @@ int run_target(const options& o);  // serves until SIGINT/SIGTERM
 inline std::uint64_t slot_offset(const options& o, std::size_t thread, std::size_t slot) {
   return (thread * o.batch + slot) * o.block_bytes;
 }
-inline std::uint64_t region_bytes(const options& o) {
-  return o.threads * o.batch * o.block_bytes;
-}
+inline std::uint64_t region_bytes(const options& o) { return o.threads * o.batch * o.block_bytes; }
 
 }  // namespace faultlane::bench

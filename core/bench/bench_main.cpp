@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 #include <cstdio>
 #include <fstream>
+#include <thread>
 
 #include "bench.hpp"
 
@@ -60,13 +60,14 @@ std::string rate(double bytes_per_s) {
 }
 
 void print_row(const char* name, const summary& s) {
-  std::printf("  %-10s %12s %12.0f %10.1f %10.1f %10.1f %10.1f\n", name, rate(s.bytes_per_s).c_str(),
-              s.ops_per_s, s.mean_us, s.p50_us, s.p99_us, s.p999_us);
+  std::printf("  %-10s %12s %12.0f %10.1f %10.1f %10.1f %10.1f\n", name,
+              rate(s.bytes_per_s).c_str(), s.ops_per_s, s.mean_us, s.p50_us, s.p99_us, s.p999_us);
 }
 
 std::string json_side(const summary& s) {
   return fmt::format(
-      R"({{"bytes_per_s": {:.0f}, "ops_per_s": {:.1f}, "latency_us": {{"mean": {:.2f}, "p50": {:.2f}, "p99": {:.2f}, "p999": {:.2f}}}}})",
+      R"({{"bytes_per_s": {:.0f}, "ops_per_s": {:.1f}, )"
+      R"("latency_us": {{"mean": {:.2f}, "p50": {:.2f}, "p99": {:.2f}, "p999": {:.2f}}}}})",
       s.bytes_per_s, s.ops_per_s, s.mean_us, s.p50_us, s.p99_us, s.p999_us);
 }
 
@@ -121,10 +122,15 @@ int main(int argc, char** argv) {
   if (!o.json_path.empty()) {
     std::ofstream out(o.json_path);
     out << fmt::format(
-        R"({{"config": {{"op": "{}", "block_size": {}, "batch": {}, "threads": {}, "workers": {}, "lanes": {}, "rails": {}, "duration_s": {}, "rounds": {}, "verify": {}, "via_relay": {}}}, "faultlane": {}, "baseline": {}, "ratio_bytes_per_s": {:.4f}, "ratio_mean_latency": {:.4f}, "failures": {}, "mismatches": {}}})",
-        to_string(o.op), o.block_bytes, o.batch, o.threads, o.workers, o.lanes, o.rails, o.duration_s, o.rounds,
-        o.verify ? "true" : "false", o.via_relay ? "true" : "false", json_side(fs), baseline ? json_side(bs) : "null", ratio,
-        latency_ratio, fl.failures, fl.mismatches);
+        R"({{"config": {{"op": "{}", "block_size": {}, "batch": {}, "threads": {}, )"
+        R"("workers": {}, "lanes": {}, "rails": {}, "duration_s": {}, "rounds": {}, )"
+        R"("verify": {}, "via_relay": {}}}, "faultlane": {}, "baseline": {}, )"
+        R"("ratio_bytes_per_s": {:.4f}, "ratio_mean_latency": {:.4f}, )"
+        R"("failures": {}, "mismatches": {}}})",
+        to_string(o.op), o.block_bytes, o.batch, o.threads, o.workers, o.lanes, o.rails,
+        o.duration_s, o.rounds, o.verify ? "true" : "false", o.via_relay ? "true" : "false",
+        json_side(fs), baseline ? json_side(bs) : "null", ratio, latency_ratio, fl.failures,
+        fl.mismatches);
     out << "\n";
     if (!out) {
       std::fprintf(stderr, "faultlane-bench: cannot write %s\n", o.json_path.c_str());

@@ -31,7 +31,8 @@ std::optional<std::uint64_t> parse_size(std::string_view text) {
   return value * scale;
 }
 
-std::optional<std::uint64_t> parse_count(std::string_view text, std::uint64_t low, std::uint64_t high) {
+std::optional<std::uint64_t> parse_count(std::string_view text, std::uint64_t low,
+                                         std::uint64_t high) {
   auto v = parse_size(text);
   if (!v || *v < low || *v > high) return std::nullopt;
   return v;
@@ -143,7 +144,8 @@ std::optional<std::string> check_combination(const options& o) {
       (o.peer.empty() || o.peer_registration == 0 || o.peer_incarnation == 0)) {
     return "--mode initiator needs --peer, --registration and --incarnation";
   }
-  if (region_bytes(o) > region_bytes_max) return "threads x batch x block-size must stay under 8 GiB";
+  if (region_bytes(o) > region_bytes_max)
+    return "threads x batch x block-size must stay under 8 GiB";
   return std::nullopt;
 }
 
@@ -161,9 +163,18 @@ std::optional<options> parse_options(int argc, char** argv) {
       std::fputs(usage().c_str(), stdout);
       std::exit(0);
     }
-    if (flag == "--verify") { o.verify = true; continue; }
-    if (flag == "--no-baseline") { o.skip_baseline = true; continue; }
-    if (flag == "--via-relay") { o.via_relay = true; continue; }
+    if (flag == "--verify") {
+      o.verify = true;
+      continue;
+    }
+    if (flag == "--no-baseline") {
+      o.skip_baseline = true;
+      continue;
+    }
+    if (flag == "--via-relay") {
+      o.via_relay = true;
+      continue;
+    }
     if (i + 1 >= argc) return fail(fmt::format("{} needs a value", flag));
     std::string_view value = argv[++i];
     auto counted = std::find_if(std::begin(count_flags), std::end(count_flags),
@@ -178,7 +189,8 @@ std::optional<options> parse_options(int argc, char** argv) {
       continue;
     }
     bool known = false;
-    if (!parse_word(o, flag, value, known)) return fail(fmt::format("bad value '{}' for {}", value, flag));
+    if (!parse_word(o, flag, value, known))
+      return fail(fmt::format("bad value '{}' for {}", value, flag));
     if (!known) return fail(fmt::format("unknown flag {}", flag));
   }
   if (auto wrong = check_combination(o)) return fail(*wrong);
@@ -186,9 +198,10 @@ std::optional<options> parse_options(int argc, char** argv) {
 }
 
 std::string describe(const options& o) {
-  return fmt::format("op={} block={} batch={} threads={} workers={} lanes={} rails={} duration={}s rounds={}",
-                     to_string(o.op), o.block_bytes, o.batch, o.threads, o.workers, o.lanes,
-                     o.rails, o.duration_s, o.rounds);
+  return fmt::format(
+      "op={} block={} batch={} threads={} workers={} lanes={} rails={} duration={}s rounds={}",
+      to_string(o.op), o.block_bytes, o.batch, o.threads, o.workers, o.lanes, o.rails, o.duration_s,
+      o.rounds);
 }
 
 }  // namespace faultlane::bench

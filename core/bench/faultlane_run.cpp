@@ -57,7 +57,8 @@ struct submitter_state {
 
 // Reads the slots just written back into `scratch` and compares.
 std::uint64_t verify_written(transport& t, segment_id seg, registration_id id, const options& o,
-                             std::size_t thread, submitter_state& s, const std::vector<bool>& wrote) {
+                             std::size_t thread, submitter_state& s,
+                             const std::vector<bool>& wrote) {
   std::vector<transfer_request> back;
   for (std::size_t k = 0; k < o.batch; ++k) {
     if (!wrote[k]) continue;
@@ -89,8 +90,12 @@ void submit_loop(transport& t, segment_id seg, registration_id id, const options
       wrote[k] = is_write(o, n + k);
       auto* local = s.local.data() + k * o.block_bytes;
       if (o.verify && wrote[k]) fill_pattern(local, o.block_bytes, (n + k) * 1315423911u + thread);
-      requests[k] = {wrote[k] ? wire::opcode::write : wire::opcode::read, local, o.block_bytes,
-                     seg, id, slot_offset(o, thread, k)};
+      requests[k] = {wrote[k] ? wire::opcode::write : wire::opcode::read,
+                     local,
+                     o.block_bytes,
+                     seg,
+                     id,
+                     slot_offset(o, thread, k)};
     }
     auto start = clock_type::now();
     auto batch = t.submit(requests, [&done_at](std::size_t i, status, std::uint64_t) {
@@ -106,8 +111,8 @@ void submit_loop(transport& t, segment_id seg, registration_id id, const options
       }
       if (o.verify && !wrote[k]) {
         fill_pattern(s.scratch.data(), o.block_bytes, slot_offset(o, thread, k) / o.block_bytes);
-        s.m.mismatches += std::memcmp(s.scratch.data(), s.local.data() + k * o.block_bytes,
-                                      o.block_bytes) != 0;
+        s.m.mismatches +=
+            std::memcmp(s.scratch.data(), s.local.data() + k * o.block_bytes, o.block_bytes) != 0;
       }
       if (measuring) {
         s.m.latency_us.push_back(
@@ -122,15 +127,18 @@ void submit_loop(transport& t, segment_id seg, registration_id id, const options
       for (std::size_t k = 0; k < o.batch; ++k) {
         if (!wrote[k]) continue;
         fill_pattern(s.local.data() + k * o.block_bytes, o.block_bytes,
-                  slot_offset(o, thread, k) / o.block_bytes);
-        requests[k] = {wire::opcode::write, s.local.data() + k * o.block_bytes, o.block_bytes, seg,
-                       id, slot_offset(o, thread, k)};
+                     slot_offset(o, thread, k) / o.block_bytes);
+        requests[k] = {
+            wire::opcode::write,      s.local.data() + k * o.block_bytes, o.block_bytes, seg, id,
+            slot_offset(o, thread, k)};
       }
       std::vector<transfer_request> restore;
-      for (std::size_t k = 0; k < o.batch; ++k) if (wrote[k]) restore.push_back(requests[k]);
+      for (std::size_t k = 0; k < o.batch; ++k)
+        if (wrote[k]) restore.push_back(requests[k]);
       if (!restore.empty()) {
         auto r = t.submit(restore);
-        if (!r.ok() || !r.value()->wait(std::chrono::minutes(2))) die("restoring the pattern failed");
+        if (!r.ok() || !r.value()->wait(std::chrono::minutes(2)))
+          die("restoring the pattern failed");
       }
     }
     n += o.batch;
@@ -158,9 +166,8 @@ class closed_loop {
     remaining_.store(o_.batch, std::memory_order_relaxed);
     measuring_ = phase_.load(std::memory_order_relaxed) == 1;
     start_ = clock_type::now();
-    auto batch = t_.submit(requests_, [this](std::size_t, status code, std::uint64_t) {
-      on_done(code);
-    });
+    auto batch =
+        t_.submit(requests_, [this](std::size_t, status code, std::uint64_t) { on_done(code); });
     if (!batch.ok()) {
       std::lock_guard lock(mutex_);
       ++s_.m.failures;
@@ -314,12 +321,12 @@ int run_target(const options& o) {
   auto id = target->register_buffer(region.data(), region.size(), permission::remote_read_write);
   if (!id.ok()) die(id.error().message);
   auto d = target->descriptor();
-  std::printf("faultlane-bench target ready; run the initiator with the same --block-size, --batch "
-              "and --threads and:\n  --mode initiator --peer %s:%u --registration %llu "
-              "--incarnation %llu\n",
-              d.endpoints[0].address.c_str(), d.endpoints[0].port,
-              static_cast<unsigned long long>(id.value()),
-              static_cast<unsigned long long>(d.incarnation));
+  std::printf(
+      "faultlane-bench target ready; run the initiator with the same --block-size, --batch "
+      "and --threads and:\n  --mode initiator --peer %s:%u --registration %llu "
+      "--incarnation %llu\n",
+      d.endpoints[0].address.c_str(), d.endpoints[0].port,
+      static_cast<unsigned long long>(id.value()), static_cast<unsigned long long>(d.incarnation));
   std::fflush(stdout);
   int received = 0;
   sigwait(&signals, &received);

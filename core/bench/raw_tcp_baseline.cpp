@@ -9,13 +9,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <barrier>
-#include <memory>
 #include <chrono>
-#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -128,9 +128,42 @@ void run_striped(const options& o, const std::vector<int>& clients, std::atomic<
   }
 }
 
-}  // namespace
+// One pipelining driver: `depth` requests out, then their answers, over and
+// over, timing each answer from the start of its round.
+void drive_connection(const options& o, int fd, std::size_t depth, std::atomic<int>& phase,
+                      measurement& m) {
+  std::vector<char> buffer(o.block_bytes, 'c');
+  std::uint64_t ack = 0;
+  std::uint64_t n = 0;
+  while (phase.load(std::memory_order_relaxed) < 2) {
+    bool measuring = phase.load(std::memory_order_relaxed) == 1;
+    auto start = clock_type::now();
+    std::vector<bool> writes(depth);
+    for (std::size_t k = 0; k < depth; ++k) {
+      bool is_write = o.op == operation::write || (o.op == operation::mix && (n + k) % 2 == 1);
+      writes[k] = is_write;
+      request r{is_write ? 1u : 0u, o.block_bytes};
+      if (!send_all(fd, &r, sizeof(r))) return;
+      if (is_write && !send_all(fd, buffer.data(), o.block_bytes)) return;
+    }
+    for (std::size_t k = 0; k < depth; ++k) {
+      bool ok =
+          writes[k] ? recv_all(fd, &ack, sizeof(ack)) : recv_all(fd, buffer.data(), o.block_bytes);
+      if (!ok) return;
+      if (measuring) {
+        m.latency_us.push_back(
+            std::chrono::duration<double, std::micro>(clock_type::now() - start).count());
+        m.bytes += o.block_bytes;
+        ++m.ops;
+      }
+    }
+    n += depth;
+  }
+}
 
-measurement run_baseline(const options& o) {
+// `connections` loopback connections, each with a serving thread.
+void connect_pairs(const options& o, std::size_t connections, std::vector<int>& clients,
+                   std::vector<std::thread>& servers) {
   int listener = ::socket(AF_INET, SOCK_STREAM, 0);
   check(listener >= 0, "socket");
   sockaddr_in addr{};
@@ -140,11 +173,6 @@ measurement run_baseline(const options& o) {
   check(::listen(listener, 64) == 0, "listen");
   socklen_t len = sizeof(addr);
   ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
-
-  const std::size_t connections = o.lanes;
-  const std::size_t in_flight = o.batch * o.threads;
-  std::vector<int> clients;
-  std::vector<std::thread> servers;
   for (std::size_t i = 0; i < connections; ++i) {
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     check(fd >= 0, "socket");
@@ -157,6 +185,16 @@ measurement run_baseline(const options& o) {
     servers.emplace_back(serve, accepted, o.block_bytes);
   }
   ::close(listener);
+}
+
+}  // namespace
+
+measurement run_baseline(const options& o) {
+  const std::size_t connections = o.lanes;
+  const std::size_t in_flight = o.batch * o.threads;
+  std::vector<int> clients;
+  std::vector<std::thread> servers;
+  connect_pairs(o, connections, clients, servers);
 
   std::atomic<int> phase{0};  // 0 warmup, 1 measure, 2 stop
   std::vector<measurement> per(connections);
@@ -164,41 +202,13 @@ measurement run_baseline(const options& o) {
   if (striped(o)) {
     run_striped(o, clients, phase, per[0], drivers);
   } else {
-  for (std::size_t c = 0; c < connections; ++c) {
-    // Spread the faultlane run's in-flight count over the connections.
-    std::size_t depth = in_flight / connections + (c < in_flight % connections ? 1 : 0);
-    if (depth == 0) continue;
-    drivers.emplace_back([&, c, depth] {
-      std::vector<char> buffer(o.block_bytes, 'c');
-      std::uint64_t ack = 0;
-      std::uint64_t n = 0;
-      auto& m = per[c];
-      while (phase.load(std::memory_order_relaxed) < 2) {
-        bool measuring = phase.load(std::memory_order_relaxed) == 1;
-        auto start = clock_type::now();
-        std::vector<bool> writes(depth);
-        for (std::size_t k = 0; k < depth; ++k) {
-          bool is_write = o.op == operation::write || (o.op == operation::mix && (n + k) % 2 == 1);
-          writes[k] = is_write;
-          request r{is_write ? 1u : 0u, o.block_bytes};
-          if (!send_all(clients[c], &r, sizeof(r))) return;
-          if (is_write && !send_all(clients[c], buffer.data(), o.block_bytes)) return;
-        }
-        for (std::size_t k = 0; k < depth; ++k) {
-          bool ok = writes[k] ? recv_all(clients[c], &ack, sizeof(ack))
-                              : recv_all(clients[c], buffer.data(), o.block_bytes);
-          if (!ok) return;
-          if (measuring) {
-            m.latency_us.push_back(
-                std::chrono::duration<double, std::micro>(clock_type::now() - start).count());
-            m.bytes += o.block_bytes;
-            ++m.ops;
-          }
-        }
-        n += depth;
-      }
-    });
-  }
+    for (std::size_t c = 0; c < connections; ++c) {
+      // Spread the faultlane run's in-flight count over the connections.
+      std::size_t depth = in_flight / connections + (c < in_flight % connections ? 1 : 0);
+      if (depth == 0) continue;
+      drivers.emplace_back(
+          [&, c, depth] { drive_connection(o, clients[c], depth, phase, per[c]); });
+    }
   }
   const double seconds = run_phases(o, phase);
   for (auto& d : drivers) d.join();

@@ -65,7 +65,8 @@ result<admission_reservation> admission::try_reserve(std::uint64_t tasks, std::u
     return error{status::admission_underflow, "admission accounting failed; new work rejected"};
   }
   if (state_.closed) return error{status::shutting_down, "admission is closed"};
-  bool fits = tasks <= limits_.tasks_max - state_.tasks && bytes <= limits_.bytes_max - state_.bytes;
+  bool fits =
+      tasks <= limits_.tasks_max - state_.tasks && bytes <= limits_.bytes_max - state_.bytes;
   if (!fits) {
     ++state_.rejected_busy;
     return error{status::busy, "over admission bound: " + std::to_string(state_.tasks) + "+" +
@@ -106,9 +107,9 @@ result<void> admission::wait_drained(std::chrono::milliseconds timeout) {
                                       " byte(s) still admitted after timeout"};
   }
   if (state_.failed) {
-    return error{status::admission_underflow,
-                 "admission release underflow; " + std::to_string(state_.tasks) +
-                     " task(s) still counted"};
+    return error{
+        status::admission_underflow,
+        "admission release underflow; " + std::to_string(state_.tasks) + " task(s) still counted"};
   }
   return {};
 }

@@ -38,8 +38,8 @@ class lane : public std::enable_shared_from_this<lane> {
   // Fail queued work with `why` (in-flight work is cut off and ends
   // through its handler), close; no reconnect after.
   void shutdown(status why = status::shutting_down);
-  void drop_connection();   // close as a network blip would; work reconnects
-  void probe_finished();    // the group's connect gate changed
+  void drop_connection();                    // close as a network blip would; work reconnects
+  void probe_finished();                     // the group's connect gate changed
   void cancel_task(const task_state* task);  // a sibling slice failed
 
   std::size_t shard() const noexcept { return shard_; }
@@ -85,8 +85,7 @@ class lane : public std::enable_shared_from_this<lane> {
   void read_response_and_payload();
   void on_response(const std::error_code& ec, std::size_t payload_have);
   void on_payload(const std::error_code& ec);
-  void finish(status code, std::uint64_t bytes, bool keep_connection,
-              fate outcome = fate::unknown);
+  void finish(status code, std::uint64_t bytes, bool keep_connection, fate outcome = fate::unknown);
   void fail_queue(status code);
   void cancel_siblings(const transfer_op& failed);
   void close_socket(status why);
@@ -112,13 +111,13 @@ class lane : public std::enable_shared_from_this<lane> {
   std::unique_ptr<transfer_op> current_;
   wire::request_bytes request_{};
   wire::response_bytes response_{};
-  std::uint64_t epoch_ = 0;           // bumped at every connect
-  std::uint64_t connections_ = 0;     // successful connects (for reconnect stats)
+  std::uint64_t epoch_ = 0;        // bumped at every connect
+  std::uint64_t connections_ = 0;  // successful connects (for reconnect stats)
   bool io_pending_ = false;
   bool timed_out_ = false;
-  bool connect_dropped_ = false;      // drop_connections() cancelled the connect
-  bool closing_ = false;              // shutdown() ran: no reconnect; ends closed
-  bool request_bytes_sent_ = false;   // any byte of the current request left
+  bool connect_dropped_ = false;     // drop_connections() cancelled the connect
+  bool closing_ = false;             // shutdown() ran: no reconnect; ends closed
+  bool request_bytes_sent_ = false;  // any byte of the current request left
   std::optional<status> abort_status_;
 };
 
@@ -131,7 +130,8 @@ class peer_group {
   void submit(std::unique_ptr<transfer_op> op);
   // Any thread: the next lane of `rail` (per-rail rotation).
   std::shared_ptr<lane> lane_for_rail(std::size_t rail);
-  static void dispatch(runtime& rt, const std::shared_ptr<lane>& l, std::unique_ptr<transfer_op> op);
+  static void dispatch(runtime& rt, const std::shared_ptr<lane>& l,
+                       std::unique_ptr<transfer_op> op);
   // On `shard`, for the lanes it owns (the transport runs these on every
   // shard). Shutdown: fail queued work and close, no reconnect after.
   void shutdown_on(std::size_t shard, status why = status::shutting_down);

@@ -33,14 +33,14 @@ result<void> check_range(std::string_view field, T value, T low, T high) {
 
 result<void> check_addresses(const transport_config& c) {
   if (!c.bind_address.empty() && !is_ipv4(c.bind_address)) {
-    return config_error("bind_address", fmt::format("'{}' is not a numeric IPv4 address",
-                                                    c.bind_address));
+    return config_error("bind_address",
+                        fmt::format("'{}' is not a numeric IPv4 address", c.bind_address));
   }
-  if (!c.advertise_address.empty() && (!is_ipv4(c.advertise_address) ||
-                                       is_wildcard(c.advertise_address))) {
-    return config_error("advertise_address",
-                        fmt::format("'{}' is not a specific numeric IPv4 address",
-                                    c.advertise_address));
+  if (!c.advertise_address.empty() &&
+      (!is_ipv4(c.advertise_address) || is_wildcard(c.advertise_address))) {
+    return config_error(
+        "advertise_address",
+        fmt::format("'{}' is not a specific numeric IPv4 address", c.advertise_address));
   }
   if (c.rail_addresses.empty() && c.advertise_address.empty() && is_wildcard(c.bind_address)) {
     return config_error("advertise_address",
@@ -57,9 +57,9 @@ result<void> check_addresses(const transport_config& c) {
     }
   }
   if (c.rail_addresses.size() > limits::rail_count_max) {
-    return config_error("rail_addresses", fmt::format("at most {} rails, got {}",
-                                                      limits::rail_count_max,
-                                                      c.rail_addresses.size()));
+    return config_error(
+        "rail_addresses",
+        fmt::format("at most {} rails, got {}", limits::rail_count_max, c.rail_addresses.size()));
   }
   if (c.rail_addresses.size() > c.connections_per_peer) {
     return config_error("rail_addresses",
@@ -80,19 +80,33 @@ result<void> check_addresses(const transport_config& c) {
 
 result<void> validate(const transport_config& c) {
   if (auto r = check_range("worker_count", c.worker_count, limits::worker_count_min,
-                           limits::worker_count_max); !r) return r;
-  if (auto r = check_range<std::uint32_t>("busy_poll_us", c.busy_poll_us, 0,
-                                          limits::busy_poll_us_max); !r) return r;
+                           limits::worker_count_max);
+      !r)
+    return r;
+  if (auto r =
+          check_range<std::uint32_t>("busy_poll_us", c.busy_poll_us, 0, limits::busy_poll_us_max);
+      !r)
+    return r;
   if (auto r = check_range<std::size_t>("connections_per_peer", c.connections_per_peer, 1,
-                                        limits::lane_count_max); !r) return r;
+                                        limits::lane_count_max);
+      !r)
+    return r;
   if (auto r = check_range<std::uint64_t>("max_transfer_bytes", c.max_transfer_bytes, 1,
-                                          limits::transfer_bytes_max); !r) return r;
+                                          limits::transfer_bytes_max);
+      !r)
+    return r;
   if (auto r = check_range<std::uint64_t>("max_outstanding_tasks", c.max_outstanding_tasks, 1,
-                                          limits::outstanding_tasks_max); !r) return r;
+                                          limits::outstanding_tasks_max);
+      !r)
+    return r;
   if (auto r = check_range<std::uint64_t>("max_outstanding_bytes", c.max_outstanding_bytes, 1,
-                                          limits::outstanding_bytes_max); !r) return r;
+                                          limits::outstanding_bytes_max);
+      !r)
+    return r;
   if (auto r = check_range<std::size_t>("max_connections", c.max_connections, 1,
-                                        limits::connections_max); !r) return r;
+                                        limits::connections_max);
+      !r)
+    return r;
   for (auto [field, value] : {std::pair{"connect_timeout_ms", c.connect_timeout_ms},
                               std::pair{"progress_timeout_ms", c.progress_timeout_ms},
                               std::pair{"idle_connection_timeout_ms", c.idle_connection_timeout_ms},
@@ -130,11 +144,22 @@ result<void> read_field(const YAML::Node& root, const char* name, T& out) {
   return {};
 }
 
-const std::set<std::string> known_fields{
-    "bind_address", "advertise_address", "port", "rail_addresses", "worker_count", "busy_poll_us",
-    "connections_per_peer", "max_outstanding_tasks", "max_outstanding_bytes",
-    "max_transfer_bytes", "max_connections", "connect_timeout_ms", "progress_timeout_ms",
-    "idle_connection_timeout_ms", "reconnect_cooldown_ms", "shutdown_timeout_ms"};
+const std::set<std::string> known_fields{"bind_address",
+                                         "advertise_address",
+                                         "port",
+                                         "rail_addresses",
+                                         "worker_count",
+                                         "busy_poll_us",
+                                         "connections_per_peer",
+                                         "max_outstanding_tasks",
+                                         "max_outstanding_bytes",
+                                         "max_transfer_bytes",
+                                         "max_connections",
+                                         "connect_timeout_ms",
+                                         "progress_timeout_ms",
+                                         "idle_connection_timeout_ms",
+                                         "reconnect_cooldown_ms",
+                                         "shutdown_timeout_ms"};
 
 result<transport_config> from_yaml(const YAML::Node& root) {
   transport_config c;

@@ -75,8 +75,8 @@ std::string_view to_string(action a) noexcept {
 }
 
 std::optional<action> parse_action(std::string_view text) noexcept {
-  for (auto a : {action::off, action::return_error, action::delay, action::throw_exception,
-                 action::pause}) {
+  for (auto a :
+       {action::off, action::return_error, action::delay, action::throw_exception, action::pause}) {
     if (text == to_string(a)) return a;
   }
   return std::nullopt;

@@ -38,8 +38,7 @@ constexpr std::size_t response_checksum_offset = 24;
 constexpr std::size_t checksum_bytes = 4;
 
 static_assert(request_layout.back().offset + request_layout.back().size == request_frame_bytes);
-static_assert(response_layout.back().offset + response_layout.back().size ==
-              response_frame_bytes);
+static_assert(response_layout.back().offset + response_layout.back().size == response_frame_bytes);
 
 template <std::size_t Size>
 void put(std::byte* out, std::uint64_t value) noexcept {

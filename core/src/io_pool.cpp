@@ -23,16 +23,17 @@ thread_local std::size_t current_shard = 0;
 result<std::unique_ptr<io_pool>> io_pool::create(std::size_t worker_count,
                                                  std::uint32_t busy_poll_us) {
   if (worker_count < limits::worker_count_min || worker_count > limits::worker_count_max) {
-    return error{status::invalid_argument,
-                 "worker_count must be in [" + std::to_string(limits::worker_count_min) + ", " +
-                     std::to_string(limits::worker_count_max) + "], got " +
-                     std::to_string(worker_count)};
+    return error{status::invalid_argument, "worker_count must be in [" +
+                                               std::to_string(limits::worker_count_min) + ", " +
+                                               std::to_string(limits::worker_count_max) +
+                                               "], got " + std::to_string(worker_count)};
   }
   if (busy_poll_us > limits::busy_poll_us_max) {
-    return error{status::invalid_argument,
-                 "busy_poll_us must be at most " + std::to_string(limits::busy_poll_us_max) +
-                     ", got " + std::to_string(busy_poll_us)};
+    return error{status::invalid_argument, "busy_poll_us must be at most " +
+                                               std::to_string(limits::busy_poll_us_max) + ", got " +
+                                               std::to_string(busy_poll_us)};
   }
+  // new-ok: the constructor is private to create(), which owns the result at once.
   return std::unique_ptr<io_pool>(new io_pool(worker_count, busy_poll_us));
 }
 

@@ -11,8 +11,8 @@
 #include <array>
 
 #include "faultlane/core/failpoint.hpp"
-#include "server.hpp"
 #include "send_now.hpp"
+#include "server.hpp"
 #include "tsan_order.hpp"
 
 namespace faultlane::detail {
@@ -31,7 +31,10 @@ lane::lane(runtime& rt, peer_group& group, std::size_t index, std::size_t shard)
       socket_(rt.pool->context(shard)),
       deadline_(
           rt.pool->context(shard),
-          [this] { run_guarded(rt_, [this] { on_deadline(); }, [this] { on_handler_exception(); }); },
+          [this] {
+            run_guarded(
+                rt_, [this] { on_deadline(); }, [this] { on_handler_exception(); });
+          },
           [this] {
             bump(rt_.stats.stale_handlers_dropped);
             if (rt_.observer) rt_.observer->stale_handler_dropped(event());
@@ -91,7 +94,8 @@ void lane::expire_queued_work() {
   for (auto it = queue_.begin(); it != queue_.end();) {
     const auto start_by = (*it)->start_by;
     if (start_by == steady_clock::time_point{} || start_by > now) {
-      if (start_by != steady_clock::time_point{} && (next == steady_clock::time_point{} || start_by < next)) {
+      if (start_by != steady_clock::time_point{} &&
+          (next == steady_clock::time_point{} || start_by < next)) {
         next = start_by;
       }
       ++it;

@@ -55,10 +55,9 @@ void lane::start_next() {
   const std::size_t sent = send_now(socket_, out, ec);
   if (ec || sent == asio::buffer_size(out)) return on_request_sent(ec, sent);
   io_pending_ = true;
-  asio::async_write(socket_, rest_of(out, sent), progress_condition(),
-                    guarded([this, sent](std::error_code e, std::size_t n) {
-                      on_request_sent(e, sent + n);
-                    }));
+  asio::async_write(
+      socket_, rest_of(out, sent), progress_condition(),
+      guarded([this, sent](std::error_code e, std::size_t n) { on_request_sent(e, sent + n); }));
 }
 
 void lane::on_request_sent(const std::error_code& ec, std::size_t sent) {
@@ -66,7 +65,8 @@ void lane::on_request_sent(const std::error_code& ec, std::size_t sent) {
   FL_ASSERT(state_ == state::busy);
   if (sent > 0) request_bytes_sent_ = true;
   if (ec) return finish(io_failure(), 0, false);
-  if (auto injected = FAULTLANE_FAILPOINT_KEY("client.after_request_sent", current_->remote_registration)) {
+  if (auto injected =
+          FAULTLANE_FAILPOINT_KEY("client.after_request_sent", current_->remote_registration)) {
     abort_status_ = *injected;
     return finish(*injected, 0, false);
   }
@@ -84,18 +84,20 @@ void lane::on_request_sent(const std::error_code& ec, std::size_t sent) {
 // when the last read drained the socket.)
 void lane::read_response_and_payload() {
   auto& op = *current_;
-  std::array<asio::mutable_buffer, 2> in{asio::buffer(response_), asio::buffer(op.local, op.length)};
+  std::array<asio::mutable_buffer, 2> in{asio::buffer(response_),
+                                         asio::buffer(op.local, op.length)};
   io_pending_ = true;
-  socket_.async_read_some(in, guarded([this](std::error_code ec, std::size_t n) {
-    io_pending_ = false;
-    if (ec) return finish(io_failure(), 0, false);
-    deadline_.push(milliseconds(rt_.config.progress_timeout_ms));
-    if (n >= response_.size()) return on_response(ec, n - response_.size());
-    io_pending_ = true;
-    asio::async_read(socket_, asio::buffer(response_.data() + n, response_.size() - n),
-                     progress_condition(),
-                     guarded([this](std::error_code e, std::size_t) { on_response(e, 0); }));
-  }));
+  socket_.async_read_some(
+      in, guarded([this](std::error_code ec, std::size_t n) {
+        io_pending_ = false;
+        if (ec) return finish(io_failure(), 0, false);
+        deadline_.push(milliseconds(rt_.config.progress_timeout_ms));
+        if (n >= response_.size()) return on_response(ec, n - response_.size());
+        io_pending_ = true;
+        asio::async_read(socket_, asio::buffer(response_.data() + n, response_.size() - n),
+                         progress_condition(),
+                         guarded([this](std::error_code e, std::size_t) { on_response(e, 0); }));
+      }));
 }
 
 void lane::on_response(const std::error_code& ec, std::size_t payload_have) {

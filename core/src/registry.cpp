@@ -103,8 +103,7 @@ registry::~registry() {
   FL_ASSERT(active_leases() == 0);
 }
 
-result<registration_id> registry::register_buffer(void* base, std::size_t length,
-                                                   permission perm) {
+result<registration_id> registry::register_buffer(void* base, std::size_t length, permission perm) {
   if (base == nullptr || length == 0) {
     return error{status::invalid_argument, "register_buffer needs a non-null buffer of length > 0"};
   }
@@ -226,11 +225,13 @@ result<void> registry::close(std::chrono::milliseconds timeout) {
     pending.assign(retiring_.begin(), retiring_.end());
   }
   const bool unbounded = timeout == std::chrono::milliseconds::max();
-  const auto deadline = std::chrono::steady_clock::now() + (unbounded ? std::chrono::milliseconds(0) : timeout);
+  const auto deadline =
+      std::chrono::steady_clock::now() + (unbounded ? std::chrono::milliseconds(0) : timeout);
   for (auto& [id, entry] : pending) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    auto waited = wait_retired(entry, id, unbounded ? timeout : std::max(left, std::chrono::milliseconds(0)));
+    auto waited =
+        wait_retired(entry, id, unbounded ? timeout : std::max(left, std::chrono::milliseconds(0)));
     if (!waited.ok()) return waited;
   }
   return {};

@@ -3,8 +3,8 @@
 #pragma once
 
 #include <atomic>
-#include <cstdint>
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -27,6 +27,7 @@ namespace faultlane::detail {
 // The atomics behind transport_stats, one per entry of the declared-once
 // list in faultlane/core/stats.hpp.
 struct counters {
+// NOLINTNEXTLINE(bugprone-macro-parentheses): the argument is a member name
 #define FAULTLANE_COUNTER_ATOMIC(name, meaning) std::atomic<std::uint64_t> name{0};
   FAULTLANE_TRANSPORT_COUNTERS(FAULTLANE_COUNTER_ATOMIC)
 #undef FAULTLANE_COUNTER_ATOMIC
@@ -90,8 +91,7 @@ void run_guarded(runtime& rt, Fn&& fn) noexcept {
 // Posts `fn` to `shard` behind the guard.
 template <typename Fn>
 void post_guarded(runtime& rt, std::size_t shard, Fn fn) {
-  asio::post(rt.pool->context(shard),
-             [&rt, fn = std::move(fn)]() mutable { run_guarded(rt, fn); });
+  asio::post(rt.pool->context(shard), [&rt, fn = std::move(fn)]() mutable { run_guarded(rt, fn); });
 }
 
 // Runs `fn` on every shard and waits, until `deadline`, for all of them to

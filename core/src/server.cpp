@@ -11,11 +11,11 @@
 #include <array>
 
 #include "deadline.hpp"
+#include "faultlane/core/failpoint.hpp"
+#include "faultlane/core/limits.hpp"
 #include "receive_watermark.hpp"
 #include "send_now.hpp"
 #include "tsan_order.hpp"
-#include "faultlane/core/failpoint.hpp"
-#include "faultlane/core/limits.hpp"
 
 namespace faultlane::detail {
 
@@ -49,7 +49,10 @@ class server_session : public std::enable_shared_from_this<server_session> {
         socket_(std::move(socket)),
         deadline_(
             rt.pool->context(shard),
-            [this] { run_guarded(rt_, [this] { expire(); }, [this] { on_handler_exception(); }); },
+            [this] {
+              run_guarded(
+                  rt_, [this] { expire(); }, [this] { on_handler_exception(); });
+            },
             [this] { bump(rt_.stats.stale_handlers_dropped); }) {}
 
   void start() {
@@ -129,12 +132,14 @@ class server_session : public std::enable_shared_from_this<server_session> {
     FL_ASSERT(!lease_);
     state_ = session_state::reading_header;
     io_pending_ = true;
-    socket_.async_read_some(asio::buffer(header_), guarded([this](std::error_code ec, std::size_t n) {
+    socket_.async_read_some(asio::buffer(header_),
+                            guarded([this](std::error_code ec, std::size_t n) {
                               io_pending_ = false;
                               FL_ASSERT(state_ == session_state::reading_header);
                               if (ec) return end();
                               (void)FAULTLANE_FAILPOINT("server.on_header");
-                              if (!deadline_.active()) deadline_.set(progress(), shared_from_this());
+                              if (!deadline_.active())
+                                deadline_.set(progress(), shared_from_this());
                               read_header_rest(n);
                             }));
   }
@@ -168,7 +173,8 @@ class server_session : public std::enable_shared_from_this<server_session> {
     lease_ = std::move(leased).value();
     if (rt_.observer) rt_.observer->lease_acquired(request_.registration_id);
     if (request_.op == wire::opcode::read) {
-      if (auto injected = FAULTLANE_FAILPOINT_KEY("server.before_read_payload", request_.registration_id)) {
+      if (auto injected =
+              FAULTLANE_FAILPOINT_KEY("server.before_read_payload", request_.registration_id)) {
         release_lease();
         return reject(*injected);
       }
@@ -183,7 +189,8 @@ class server_session : public std::enable_shared_from_this<server_session> {
     bump(rt_.stats.server_rejects);
     report(why);
     if (request_.op == wire::opcode::read) {
-      return reply_then(wire::wire_status_for(why), request_.request_id, 0, after_reply::next_request);
+      return reply_then(wire::wire_status_for(why), request_.request_id, 0,
+                        after_reply::next_request);
     }
     state_ = session_state::draining_body;
     drain_left_ = request_.length;
@@ -254,7 +261,8 @@ class server_session : public std::enable_shared_from_this<server_session> {
                        watermark_.end(socket_);
                        release_lease();
                        if (ec) return end();
-                       if (auto injected = FAULTLANE_FAILPOINT_KEY("server.before_write_ack", request_.registration_id)) {
+                       if (auto injected = FAULTLANE_FAILPOINT_KEY("server.before_write_ack",
+                                                                   request_.registration_id)) {
                          report(*injected);
                          return reply_then(wire::wire_status_for(*injected), request_.request_id, 0,
                                            after_reply::close);
@@ -338,7 +346,9 @@ server::~server() = default;
 result<std::uint16_t> server::open_listener(const std::string& address, std::uint16_t port) {
   std::error_code ec;
   auto ip = asio::ip::make_address(address, ec);
-  if (ec) return error{status::invalid_argument, fmt::format("listen address {}: {}", address, ec.message())};
+  if (ec)
+    return error{status::invalid_argument,
+                 fmt::format("listen address {}: {}", address, ec.message())};
   listener l;
   l.shard = 0;
   l.acceptor = std::make_unique<tcp::acceptor>(rt_.pool->context(l.shard));
@@ -366,8 +376,8 @@ result<void> server::listen() {
   if (c.rail_addresses.empty()) {
     auto port = open_listener(c.bind_address.empty() ? "0.0.0.0" : c.bind_address, c.port);
     if (!port.ok()) return port.error();
-    endpoints_.push_back({c.advertise_address.empty() ? c.bind_address : c.advertise_address,
-                          port.value()});
+    endpoints_.push_back(
+        {c.advertise_address.empty() ? c.bind_address : c.advertise_address, port.value()});
   } else {
     for (const auto& rail : c.rail_addresses) {
       auto port = open_listener(rail, c.port);
@@ -384,14 +394,14 @@ result<void> server::listen() {
 void server::accept_next(listener& l) {
   FL_ASSERT(l.acceptor);
   auto shard = rt_.pool->next_shard();
-  l.acceptor->async_accept(
-      rt_.pool->context(shard), [this, &l, shard](std::error_code ec, tcp::socket socket) {
-        run_guarded(
-            rt_, [&] { on_accept(l, shard, ec, std::move(socket)); },
-            [&] {
-              if (l.acceptor->is_open()) accept_next(l);
-            });
-      });
+  l.acceptor->async_accept(rt_.pool->context(shard),
+                           [this, &l, shard](std::error_code ec, tcp::socket socket) {
+                             run_guarded(
+                                 rt_, [&] { on_accept(l, shard, ec, std::move(socket)); },
+                                 [&] {
+                                   if (l.acceptor->is_open()) accept_next(l);
+                                 });
+                           });
 }
 
 void server::on_accept(listener& l, std::size_t shard, const std::error_code& ec,
@@ -423,8 +433,8 @@ void server::on_accept(listener& l, std::size_t shard, const std::error_code& ec
 }
 
 void server::back_off(listener& l) {
-  l.backoff_ms = std::clamp(l.backoff_ms * 2, limits::accept_backoff_ms_min,
-                            limits::accept_backoff_ms_max);
+  l.backoff_ms =
+      std::clamp(l.backoff_ms * 2, limits::accept_backoff_ms_min, limits::accept_backoff_ms_max);
   if (!l.backoff) l.backoff = std::make_unique<asio::steady_timer>(rt_.pool->context(l.shard));
   l.backoff->expires_after(milliseconds(l.backoff_ms));
   l.backoff->async_wait([this, &l](std::error_code ec) {

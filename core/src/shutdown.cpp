@@ -47,9 +47,8 @@ result<void> transport::impl::shutdown() {
   rounds_done = rounds_done && on_every_shard([all](std::size_t shard) {
                   for (const auto& g : all) g->shutdown_on(shard);
                 });
-  rounds_done = rounds_done && on_every_shard([this](std::size_t shard) {
-                  srv->close_sessions(shard);
-                });
+  rounds_done =
+      rounds_done && on_every_shard([this](std::size_t shard) { srv->close_sessions(shard); });
 
   auto drained = rt.admission_control.wait_drained(left());
   // Sessions end in their own handlers once their sockets are closed; each
@@ -66,7 +65,8 @@ result<void> transport::impl::shutdown() {
     shutdown_result = error{status::runtime_failed,
                             "an exception escaped an io handler; the runtime was marked failed"};
   } else if (!rounds_done) {
-    shutdown_result = error{status::timeout, "an io thread did not answer within shutdown_timeout_ms"};
+    shutdown_result =
+        error{status::timeout, "an io thread did not answer within shutdown_timeout_ms"};
   } else if (!drained.ok()) {
     shutdown_result = drained;
   } else if (auto live = rt.stats.sessions_live.load(); live > 0) {
@@ -88,7 +88,8 @@ result<void> transport::impl::close_segment(segment_id segment) {
     std::unique_lock lock(groups_mutex);  // waits for submits still dispatching
     auto it = groups.find(segment);
     if (it == groups.end()) {
-      return error{status::invalid_argument, fmt::format("close_segment: unknown segment {}", segment)};
+      return error{status::invalid_argument,
+                   fmt::format("close_segment: unknown segment {}", segment)};
     }
     group = it->second;
     groups.erase(it);

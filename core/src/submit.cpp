@@ -61,11 +61,12 @@ result<std::uint64_t> transport::impl::check_batch(
       return error{status::invalid_argument,
                    fmt::format("request {}: unknown or closed segment {}", i, r.segment)};
     }
-    auto limit = std::min(rt.config.max_transfer_bytes, it->second->descriptor().max_transfer_bytes);
+    auto limit =
+        std::min(rt.config.max_transfer_bytes, it->second->descriptor().max_transfer_bytes);
     if (r.local == nullptr || r.length == 0 || r.length > limit) {
       return error{status::invalid_argument,
-                   fmt::format("request {}: needs a local buffer and 1 <= length <= {} (got {})",
-                               i, limit, r.length)};
+                   fmt::format("request {}: needs a local buffer and 1 <= length <= {} (got {})", i,
+                               limit, r.length)};
     }
     if (r.op != wire::opcode::read && r.op != wire::opcode::write) {
       return error{status::invalid_argument, fmt::format("request {}: unknown opcode", i)};
@@ -118,10 +119,16 @@ result<std::shared_ptr<transfer_batch>> transport::impl::submit(
     auto& task = raw_state->tasks[i];
     task.index = i;
     task.reservation = reserved->split(1, r.length);
-    task.info = {rt.next_task_id.fetch_add(1, std::memory_order_relaxed), r.op, r.segment,
-                 r.remote_registration, r.remote_offset, r.length};
-    const bool sliced = r.op == wire::opcode::read && read_is_sliced(r.length, targets[i]->rail_count());
-    const std::uint32_t references = sliced ? static_cast<std::uint32_t>(targets[i]->rail_count()) : 1;
+    task.info = {rt.next_task_id.fetch_add(1, std::memory_order_relaxed),
+                 r.op,
+                 r.segment,
+                 r.remote_registration,
+                 r.remote_offset,
+                 r.length};
+    const bool sliced =
+        r.op == wire::opcode::read && read_is_sliced(r.length, targets[i]->rail_count());
+    const std::uint32_t references =
+        sliced ? static_cast<std::uint32_t>(targets[i]->rail_count()) : 1;
     task.settle.emplace(terminal_action([this, raw_state, i](status code, std::uint64_t bytes) {
                           finalize_task(*raw_state, i, code, bytes);
                         }),
@@ -133,7 +140,8 @@ result<std::shared_ptr<transfer_batch>> transport::impl::submit(
     auto snap = rt.admission_control.snapshot();
     rt.observer->admission_changed(snap.tasks, snap.bytes);
   }
-  for (std::size_t i = 0; i < requests.size(); ++i) dispatch(requests[i], raw_state->tasks[i], batch, *targets[i]);
+  for (std::size_t i = 0; i < requests.size(); ++i)
+    dispatch(requests[i], raw_state->tasks[i], batch, *targets[i]);
   return batch;
 }
 

@@ -91,6 +91,7 @@ result<std::unique_ptr<transport>> transport::start(const transport_config& conf
     i->rt.pool->stop();
     return listening.error();
   }
+  // new-ok: the constructor is private to start(), which owns the result at once.
   return std::unique_ptr<transport>(new transport(std::move(i)));
 }
 
@@ -108,8 +109,8 @@ segment_descriptor transport::descriptor() const {
   return d;
 }
 
-result<registration_id> transport::register_buffer(void* base, std::size_t length,
-                                                   permission perm, std::string name) {
+result<registration_id> transport::register_buffer(void* base, std::size_t length, permission perm,
+                                                   std::string name) {
   auto id = impl_->rt.buffers.register_buffer(base, length, perm);
   if (id.ok() && !name.empty()) {
     std::lock_guard lock(impl_->names_mutex);
@@ -136,8 +137,8 @@ result<segment_id> transport::open_segment(std::shared_ptr<descriptor_source> so
   return impl_->open(d.value(), std::move(source));
 }
 
-result<std::shared_ptr<transfer_batch>> transport::submit(std::span<const transfer_request> requests,
-                                                          task_callback on_task_done) {
+result<std::shared_ptr<transfer_batch>> transport::submit(
+    std::span<const transfer_request> requests, task_callback on_task_done) {
   return impl_->submit(requests, std::move(on_task_done));
 }
 

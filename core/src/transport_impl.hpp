@@ -43,8 +43,9 @@ class transport::impl {
   result<void> shutdown();
   void finalize_task(transfer_batch::state& batch, std::size_t index, status code,
                      std::uint64_t bytes);
-  result<std::uint64_t> check_batch(std::span<const transfer_request> requests,
-                                    std::vector<std::shared_ptr<detail::peer_group>>& targets) const;
+  result<std::uint64_t> check_batch(
+      std::span<const transfer_request> requests,
+      std::vector<std::shared_ptr<detail::peer_group>>& targets) const;
   result<void> close_segment(segment_id segment);
   void dispatch(const transfer_request& r, detail::task_state& task,
                 const std::shared_ptr<transfer_batch>& batch, detail::peer_group& group);

@@ -95,7 +95,8 @@ TEST(settlement, timeout_racing_completion_finalizes_exactly_once) {
   for (int i = 0; i < rounds; ++i) {
     current = std::make_unique<settlement>(terminal_action([&](status s, std::uint64_t) {
                                              finalized.fetch_add(1);
-                                             if (s == status::timeout) published_timeout.fetch_add(1);
+                                             if (s == status::timeout)
+                                               published_timeout.fetch_add(1);
                                            }),
                                            2);
     sync.arrive_and_wait();

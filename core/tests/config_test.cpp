@@ -95,14 +95,12 @@ progress_timeout_ms: 1500
     const char* yaml;
     const char* names;
   };
-  for (const auto& bad : {bad_case{"worker_count: 0", "worker_count"},
-                          bad_case{"worker_count: -1", "worker_count"},
-                          bad_case{"worker_count: many", "worker_count"},
-                          bad_case{"port: 70000", "port"},
-                          bad_case{"max_conections: 4", "max_conections"},
-                          bad_case{"rail_addresses: 127.0.0.1", "rail_addresses"},
-                          bad_case{"[1, 2]", "mapping"},
-                          bad_case{"worker_count: [", "YAML"}}) {
+  for (const auto& bad :
+       {bad_case{"worker_count: 0", "worker_count"}, bad_case{"worker_count: -1", "worker_count"},
+        bad_case{"worker_count: many", "worker_count"}, bad_case{"port: 70000", "port"},
+        bad_case{"max_conections: 4", "max_conections"},
+        bad_case{"rail_addresses: 127.0.0.1", "rail_addresses"}, bad_case{"[1, 2]", "mapping"},
+        bad_case{"worker_count: [", "YAML"}}) {
     auto r = parse_config_yaml(bad.yaml);
     ASSERT_FALSE(r.ok()) << bad.yaml;
     EXPECT_EQ(r.code(), status::invalid_argument);

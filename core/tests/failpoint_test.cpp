@@ -20,9 +20,9 @@ TEST(failpoint, unarmed_does_nothing) {
 }
 
 TEST(failpoint, return_error_fires_count_times) {
-  fp::scoped armed("test.error", {.act = fp::action::return_error,
-                                  .error = status::stale_registration,
-                                  .count = 2});
+  fp::scoped armed(
+      "test.error",
+      {.act = fp::action::return_error, .error = status::stale_registration, .count = 2});
   EXPECT_EQ(FAULTLANE_FAILPOINT("test.error"), status::stale_registration);
   EXPECT_EQ(FAULTLANE_FAILPOINT("test.error"), status::stale_registration);
   EXPECT_FALSE(FAULTLANE_FAILPOINT("test.error").has_value());
@@ -32,8 +32,8 @@ TEST(failpoint, return_error_fires_count_times) {
 }
 
 TEST(failpoint, a_keyed_failpoint_fires_only_for_its_key) {
-  fp::scoped armed("test.keyed", {.act = fp::action::return_error, .error = status::busy,
-                                  .only_key = 42});
+  fp::scoped armed("test.keyed",
+                   {.act = fp::action::return_error, .error = status::busy, .only_key = 42});
   EXPECT_FALSE(FAULTLANE_FAILPOINT_KEY("test.keyed", 41).has_value());
   EXPECT_FALSE(FAULTLANE_FAILPOINT("test.keyed").has_value());
   EXPECT_EQ(FAULTLANE_FAILPOINT_KEY("test.keyed", 42), status::busy);
@@ -48,7 +48,8 @@ TEST(failpoint, throw_raises_injected_exception) {
 }
 
 std::vector<bool> schedule(std::uint64_t seed) {
-  fp::scoped armed("test.prob", {.act = fp::action::return_error, .probability = 0.5, .seed = seed});
+  fp::scoped armed("test.prob",
+                   {.act = fp::action::return_error, .probability = 0.5, .seed = seed});
   std::vector<bool> fired;
   for (int i = 0; i < 200; ++i) fired.push_back(FAULTLANE_FAILPOINT("test.prob").has_value());
   return fired;

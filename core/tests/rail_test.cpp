@@ -158,7 +158,8 @@ TEST_P(rail_slicing, reads_split_per_rail_exactly_as_planned) {
   auto seg = initiator->open_segment(target->descriptor()).value();
 
   constexpr std::size_t guard = 128;
-  for (std::uint64_t length : {threshold - 1, threshold, threshold + 3, threshold + rail_count - 1}) {
+  for (std::uint64_t length :
+       {threshold - 1, threshold, threshold + 3, threshold + rail_count - 1}) {
     for (std::uint64_t offset : {std::uint64_t{0}, std::uint64_t{7}}) {
       if (offset + length > memory.size()) continue;
       std::vector<std::byte> dest(length + 2 * guard, std::byte{0x5A});
@@ -213,10 +214,12 @@ TEST(rail_transport, writes_are_never_sliced) {
   config.observer = &seen;
   auto initiator = start(config);
   std::vector<std::byte> memory(4u << 20);
-  auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read_write).value();
+  auto id =
+      target->register_buffer(memory.data(), memory.size(), permission::remote_read_write).value();
   auto seg = initiator->open_segment(target->descriptor()).value();
   auto source = pattern(4u << 20, 5);
-  ASSERT_EQ(run_one(*initiator, write_req(seg, id, 0, source.data(), source.size())).code, status::ok);
+  ASSERT_EQ(run_one(*initiator, write_req(seg, id, 0, source.data(), source.size())).code,
+            status::ok);
   EXPECT_EQ(seen.slices_of_last_task().size(), 1u);
   EXPECT_TRUE(initiator->shutdown().ok());
   EXPECT_TRUE(target->shutdown().ok());
@@ -242,21 +245,23 @@ TEST(rail_transport, failed_slice_cancels_its_siblings_and_settles_once) {
   auto initiator = start(config);
   std::vector<std::byte> blocker_memory(4096);
   std::vector<std::byte> memory = pattern(rail_count * limits::slice_step_bytes, 6);
-  auto blocker_id = target->register_buffer(blocker_memory.data(), 4096, permission::remote_read).value();
+  auto blocker_id =
+      target->register_buffer(blocker_memory.data(), 4096, permission::remote_read).value();
   auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
   auto seg = initiator->open_segment(target->descriptor()).value();
 
   // Warm every lane so each has its session (and shard) on the target.
   std::vector<std::byte> small(64);
-  for (int i = 0; i < 8; ++i) ASSERT_EQ(run_one(*initiator, read_req(seg, id, 0, small.data(), 64)).code, status::ok);
+  for (int i = 0; i < 8; ++i)
+    ASSERT_EQ(run_one(*initiator, read_req(seg, id, 0, small.data(), 64)).code, status::ok);
 
   // Occupy three of the four lanes with blockers held on the target. The
   // per-peer sequence is at a multiple of four after the warm-up, so a batch
   // of four requests puts request k on lane k (= rail k); three of them
   // pause at the target, the fourth passes and frees its lane.
-  failpoint::scoped hold("server.before_read_payload",
-                         {.act = failpoint::action::pause, .count = rail_count - 1,
-                          .only_key = blocker_id});
+  failpoint::scoped hold(
+      "server.before_read_payload",
+      {.act = failpoint::action::pause, .count = rail_count - 1, .only_key = blocker_id});
   std::vector<std::vector<std::byte>> blocker_dest(rail_count, std::vector<std::byte>(64));
   std::vector<transfer_request> round;
   for (std::size_t k = 0; k < rail_count; ++k) {
@@ -274,17 +279,21 @@ TEST(rail_transport, failed_slice_cancels_its_siblings_and_settles_once) {
   // The sliced READ: its slice on the free lane fails (injected on the
   // initiator, keyed to this registration); the other three queue behind
   // the blockers.
-  failpoint::scoped injected("client.after_request_sent",
-                             {.act = failpoint::action::return_error,
-                              .error = status::range_rejected, .count = 1, .only_key = id});
+  failpoint::scoped injected("client.after_request_sent", {.act = failpoint::action::return_error,
+                                                           .error = status::range_rejected,
+                                                           .count = 1,
+                                                           .only_key = id});
   std::vector<std::byte> dest(memory.size());
   std::mutex calls_mutex;
   int calls = 0;
   auto sliced_request = read_req(seg, id, 0, dest.data(), dest.size());
-  auto batch = initiator->submit(std::span(&sliced_request, 1), [&](std::size_t, status, std::uint64_t) {
+  auto batch = initiator
+                   ->submit(std::span(&sliced_request, 1),
+                            [&](std::size_t, status, std::uint64_t) {
                               std::lock_guard lock(calls_mutex);
                               ++calls;
-                            }).value();
+                            })
+                   .value();
   ASSERT_TRUE(batch->wait(10s));  // settles while the siblings' lanes are still blocked
   EXPECT_EQ(batch->status(0).code, status::range_rejected);
   auto slices = seen.slices_of_last_task();
@@ -344,13 +353,17 @@ TEST(rail_transport, stale_registration_refreshes_once_and_retries_on_the_same_r
   config.observer = &seen;
   auto initiator = start(config);
   auto memory = pattern(4u << 20, 71);
-  auto old_id = target->register_buffer(memory.data(), memory.size(), permission::remote_read, "blob").value();
+  auto old_id =
+      target->register_buffer(memory.data(), memory.size(), permission::remote_read, "blob")
+          .value();
   auto source = std::make_shared<live_source>(*target);
   auto seg = initiator->open_segment(source).value();
   EXPECT_EQ(source->fetches.load(), 1);
 
   ASSERT_TRUE(target->unregister_buffer(old_id).ok());
-  auto new_id = target->register_buffer(memory.data(), memory.size(), permission::remote_read, "blob").value();
+  auto new_id =
+      target->register_buffer(memory.data(), memory.size(), permission::remote_read, "blob")
+          .value();
   ASSERT_NE(new_id, old_id);
   std::vector<std::byte> dest(memory.size());
   auto r = run_one(*initiator, read_req(seg, old_id, 0, dest.data(), dest.size()));
@@ -362,7 +375,8 @@ TEST(rail_transport, stale_registration_refreshes_once_and_retries_on_the_same_r
   ASSERT_EQ(slices.size(), 4u);  // two slices, each sent twice
   std::map<std::uint64_t, std::set<std::size_t>> rails_by_offset;
   for (const auto& s : slices) rails_by_offset[s.offset].insert(s.rail);
-  for (const auto& [offset, used] : rails_by_offset) EXPECT_EQ(used.size(), 1u) << offset;  // never moved
+  for (const auto& [offset, used] : rails_by_offset)
+    EXPECT_EQ(used.size(), 1u) << offset;  // never moved
 
   // A name that is gone: the refresh finds nothing and the task stays stale.
   ASSERT_TRUE(target->unregister_buffer(new_id).ok());

@@ -22,8 +22,7 @@ TEST(status, root_causes_outrank_the_cancellations_they_cause) {
   EXPECT_EQ(most_severe(status::cancelled, status::timeout), status::timeout);
   EXPECT_EQ(most_severe(status::timeout, status::cancelled), status::timeout);
   EXPECT_EQ(most_severe(status::ok, status::cancelled), status::cancelled);
-  EXPECT_EQ(most_severe(status::stale_registration, status::cancelled),
-            status::stale_registration);
+  EXPECT_EQ(most_severe(status::stale_registration, status::cancelled), status::stale_registration);
   for (int i = 0; i < status_count; ++i) {
     auto s = static_cast<status>(i);
     if (s == status::internal_error) continue;

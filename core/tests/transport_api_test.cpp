@@ -83,8 +83,9 @@ TEST(transport_api, close_segment_settles_its_work_and_frees_its_connections) {
 
   auto stuck = initiator->open_segment(stalled.descriptor()).value();
   std::vector<std::byte> a(64), b(64);
-  auto batch = initiator->submit(std::vector{read_req(stuck, 1, 0, a.data(), 64),
-                                             read_req(stuck, 1, 0, b.data(), 64)})
+  auto batch = initiator
+                   ->submit(std::vector{read_req(stuck, 1, 0, a.data(), 64),
+                                        read_req(stuck, 1, 0, b.data(), 64)})
                    .value();
   ASSERT_TRUE(eventually([&] { return initiator->stats().lanes_connected == 2; }));
   ASSERT_TRUE(initiator->close_segment(stuck).ok());
@@ -127,8 +128,8 @@ TEST(transport_api, a_completion_callback_may_submit_more_work) {
                            [&, k](std::size_t, status s, std::uint64_t) {
                              EXPECT_EQ(s, status::ok);
                              if (k == 0) {
-                               close_refused = initiator->close_segment(seg).code() ==
-                                               status::invalid_argument;
+                               close_refused =
+                                   initiator->close_segment(seg).code() == status::invalid_argument;
                              }
                              if (++done == chain) return all_done.set_value();
                              next(k + 1);

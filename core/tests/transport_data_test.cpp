@@ -52,7 +52,8 @@ TEST(transport_data, integrity_across_sizes_threads_peers_and_lanes) {
         for (int peer = 0; peer < 2; ++peer) {
           auto remote = static_cast<std::uint64_t>(who) * region + offset;
           auto source = pattern(size, ++seed);
-          auto w = run_one(*initiator, write_req(segments[peer], ids[peer], remote, source.data(), size));
+          auto w = run_one(*initiator,
+                           write_req(segments[peer], ids[peer], remote, source.data(), size));
           ASSERT_EQ(w.code, status::ok) << "write size " << size << " offset " << offset;
           ASSERT_EQ(w.bytes, size);
           std::vector<std::byte> back(size + 2 * guard_bytes, std::byte{0xEE});
@@ -111,8 +112,8 @@ TEST(transport_data, write_is_visible_on_the_target_when_it_completes) {
   std::vector<std::byte> noise_memory(1u << 20);
   fill_pattern(noise_memory.data(), noise_memory.size(), 9);
   auto id = target->register_buffer(target_memory.data(), size, permission::remote_read_write);
-  auto noise_id = target->register_buffer(noise_memory.data(), noise_memory.size(),
-                                          permission::remote_read);
+  auto noise_id =
+      target->register_buffer(noise_memory.data(), noise_memory.size(), permission::remote_read);
   ASSERT_TRUE(id.ok() && noise_id.ok());
   auto seg = initiator->open_segment(target->descriptor()).value();
 
@@ -122,7 +123,8 @@ TEST(transport_data, write_is_visible_on_the_target_when_it_completes) {
     noise.emplace_back([&] {
       std::vector<std::byte> sink(64u << 10);
       while (!stop.load()) {
-        auto r = run_one(*initiator, read_req(seg, noise_id.value(), 4096, sink.data(), sink.size()));
+        auto r =
+            run_one(*initiator, read_req(seg, noise_id.value(), 4096, sink.data(), sink.size()));
         EXPECT_EQ(r.code, status::ok);
       }
     });
@@ -157,7 +159,8 @@ TEST(transport_data, rejected_write_drains_its_body_and_the_next_request_succeed
   std::vector<std::byte> read_only(1u << 20);
   std::vector<std::byte> writable(4096, std::byte{0x11});
   auto ro = target->register_buffer(read_only.data(), read_only.size(), permission::remote_read);
-  auto rw = target->register_buffer(writable.data(), writable.size(), permission::remote_read_write);
+  auto rw =
+      target->register_buffer(writable.data(), writable.size(), permission::remote_read_write);
   ASSERT_TRUE(ro.ok() && rw.ok());
   auto seg = initiator->open_segment(target->descriptor()).value();
 
@@ -165,13 +168,14 @@ TEST(transport_data, rejected_write_drains_its_body_and_the_next_request_succeed
   // if any body byte were parsed as a header, `writable` would change.
   std::vector<std::byte> body;
   for (int i = 0; body.size() + wire::request_frame_bytes <= 256u << 10; ++i) {
-    auto frame = wire::encode(wire::request_frame{wire::opcode::write, 0,
-                                                  static_cast<std::uint64_t>(i), rw.value(), 0, 16});
+    auto frame = wire::encode(wire::request_frame{
+        wire::opcode::write, 0, static_cast<std::uint64_t>(i), rw.value(), 0, 16});
     body.insert(body.end(), frame.begin(), frame.end());
   }
   auto denied = run_one(*initiator, write_req(seg, ro.value(), 0, body.data(), body.size()));
   EXPECT_EQ(denied.code, status::permission_denied);
-  auto out_of_range = run_one(*initiator, write_req(seg, rw.value(), 4000, body.data(), body.size()));
+  auto out_of_range =
+      run_one(*initiator, write_req(seg, rw.value(), 4000, body.data(), body.size()));
   EXPECT_EQ(out_of_range.code, status::range_rejected);
 
   std::vector<std::byte> back(4096);
@@ -202,13 +206,15 @@ TEST(transport_data, unregister_waits_for_an_in_flight_read) {
 
   std::vector<std::byte> back(memory->size());
   auto request = read_req(seg, id.value(), 0, back.data(), back.size());
-  failpoint::scoped pause("server.before_read_payload", {.act = failpoint::action::pause, .count = 1});
+  failpoint::scoped pause("server.before_read_payload",
+                          {.act = failpoint::action::pause, .count = 1});
   auto batch = initiator->submit(std::span(&request, 1));
   ASSERT_TRUE(batch.ok());
   ASSERT_TRUE(failpoint::wait_paused("server.before_read_payload", 1, 10000ms));
   EXPECT_EQ(target->stats().leases_live, 1u);
 
-  auto unregistering = std::async(std::launch::async, [&] { return target->unregister_buffer(id.value()); });
+  auto unregistering =
+      std::async(std::launch::async, [&] { return target->unregister_buffer(id.value()); });
   EXPECT_EQ(unregistering.wait_for(100ms), std::future_status::timeout);  // held by the lease
   failpoint::resume("server.before_read_payload");
   ASSERT_EQ(unregistering.wait_for(10s), std::future_status::ready);
@@ -231,7 +237,8 @@ TEST(transport_data, restarted_target_rejects_old_registration_ids) {
   auto initiator = start(loopback_config());
   std::vector<std::byte> memory = pattern(4096, 3);
   auto first = start(loopback_config());
-  auto old_id = first->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
+  auto old_id =
+      first->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
   auto old_descriptor = first->descriptor();
   auto old_seg = initiator->open_segment(old_descriptor).value();
   std::vector<std::byte> back(4096);
@@ -243,7 +250,8 @@ TEST(transport_data, restarted_target_rejects_old_registration_ids) {
   config.port = old_descriptor.endpoints[0].port;
   auto second = start(config);
   ASSERT_NE(second, nullptr);
-  auto new_id = second->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
+  auto new_id =
+      second->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
   EXPECT_NE(new_id, old_id);
   // The old segment reconnects to the same port and reaches the new process.
   auto stale = run_one(*initiator, read_req(old_seg, old_id, 0, back.data(), 4096));

@@ -37,7 +37,8 @@ TEST(transport_fault, stalled_peer_times_out_while_a_healthy_peer_continues) {
   int healthy_done = 0;
   std::vector<std::byte> back(memory.size());
   while (!stuck_batch->status(0).done) {
-    ASSERT_EQ(run_one(*initiator, read_req(healthy, id, 0, back.data(), back.size())).code, status::ok);
+    ASSERT_EQ(run_one(*initiator, read_req(healthy, id, 0, back.data(), back.size())).code,
+              status::ok);
     ++healthy_done;
     ASSERT_LT(healthy_done, 100000) << "the stalled task never timed out";
   }
@@ -112,7 +113,8 @@ TEST(transport_fault, shutdown_under_load_is_bounded_and_drains_everything) {
   // Each task owns its own slot: concurrent READs and WRITEs of one range
   // would be a race in the workload itself.
   std::vector<std::byte> memory(tasks * slot);
-  auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read_write).value();
+  auto id =
+      target->register_buffer(memory.data(), memory.size(), permission::remote_read_write).value();
   auto live = initiator->open_segment(target->descriptor()).value();
   auto stuck = initiator->open_segment(stalled.descriptor()).value();
 
@@ -125,10 +127,13 @@ TEST(transport_fault, shutdown_under_load_is_bounded_and_drains_everything) {
   }
   std::mutex seen_mutex;
   std::multiset<std::size_t> seen;
-  auto batch = initiator->submit(requests, [&](std::size_t index, status, std::uint64_t) {
-                            std::lock_guard lock(seen_mutex);
-                            seen.insert(index);
-                          }).value();
+  auto batch = initiator
+                   ->submit(requests,
+                            [&](std::size_t index, status, std::uint64_t) {
+                              std::lock_guard lock(seen_mutex);
+                              seen.insert(index);
+                            })
+                   .value();
   ASSERT_TRUE(eventually([&] { return target->stats().sessions_live >= 2; }));
 
   auto started = std::chrono::steady_clock::now();
@@ -213,8 +218,8 @@ TEST(transport_fault, admission_busy_at_the_bound_and_recovery) {
   auto stuck = initiator->open_segment(stalled.descriptor()).value();
 
   std::vector<std::byte> a(1024), b(1024), c(1024), big((1u << 20) + 1);
-  auto held = initiator->submit(std::vector{read_req(stuck, 1, 0, a.data(), 1024),
-                                            read_req(stuck, 1, 0, b.data(), 1024)});
+  auto held = initiator->submit(
+      std::vector{read_req(stuck, 1, 0, a.data(), 1024), read_req(stuck, 1, 0, b.data(), 1024)});
   ASSERT_TRUE(held.ok());
   auto past = initiator->submit(std::vector{read_req(live, id, 0, c.data(), 1024)});
   ASSERT_FALSE(past.ok());
@@ -281,8 +286,9 @@ TEST(transport_fault, late_handler_after_forced_reconnect_is_dropped) {
   auto before = initiator->stats();
 
   initiator->drop_connections(seg);  // the lane is idle; its idle timer is pending
-  ASSERT_TRUE(eventually(
-      [&] { return initiator->stats().stale_handlers_dropped == before.stale_handlers_dropped + 1; }));
+  ASSERT_TRUE(eventually([&] {
+    return initiator->stats().stale_handlers_dropped == before.stale_handlers_dropped + 1;
+  }));
   auto after_drop = initiator->stats();
   EXPECT_EQ(after_drop.lanes_connected, 0u);
   EXPECT_EQ(after_drop.lanes_idle_closed, 0u);  // the stale idle timer did not fire its action
@@ -312,11 +318,13 @@ TEST(transport_fault, lost_write_ack_is_ambiguous_and_never_replayed) {
   config.progress_timeout_ms = 300;
   auto initiator = start(config);
   std::vector<std::byte> memory(4096);
-  auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read_write).value();
+  auto id =
+      target->register_buffer(memory.data(), memory.size(), permission::remote_read_write).value();
   auto seg = initiator->open_segment(target->descriptor()).value();
   auto source = pattern(4096, 21);
   {
-    failpoint::scoped hold("server.before_write_ack", {.act = failpoint::action::pause, .count = 1});
+    failpoint::scoped hold("server.before_write_ack",
+                           {.act = failpoint::action::pause, .count = 1});
     auto batch = initiator->submit(std::vector{write_req(seg, id, 0, source.data(), 4096)}).value();
     ASSERT_TRUE(batch->wait(10s));
     EXPECT_EQ(batch->status(0).code, status::ambiguous_write);
@@ -325,7 +333,8 @@ TEST(transport_fault, lost_write_ack_is_ambiguous_and_never_replayed) {
   std::vector<std::byte> back(4096);
   ASSERT_EQ(run_one(*initiator, read_req(seg, id, 0, back.data(), 4096)).code, status::ok);
   EXPECT_EQ(back, source);  // it did execute, once
-  ASSERT_TRUE(eventually([&] { return target_view.served_count(wire::opcode::write, status::ok) >= 1; }));
+  ASSERT_TRUE(
+      eventually([&] { return target_view.served_count(wire::opcode::write, status::ok) >= 1; }));
   EXPECT_EQ(target_view.served_count(wire::opcode::write, status::ok), 1u);
   EXPECT_EQ(initiator->stats().failures_by_status[static_cast<int>(status::ambiguous_write)], 1u);
   EXPECT_TRUE(initiator->shutdown().ok());

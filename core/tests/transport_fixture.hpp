@@ -12,9 +12,9 @@
 #include <cstring>
 #include <functional>
 #include <map>
-#include <string>
 #include <mutex>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -61,6 +61,7 @@ inline bool eventually(const std::function<bool()>& condition,
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!condition()) {
     if (std::chrono::steady_clock::now() > deadline) return false;
+    // sleep-ok: the polling interval of a wait bounded by `timeout`.
     std::this_thread::sleep_for(1ms);
   }
   return true;
@@ -95,7 +96,8 @@ struct outcome {
 };
 
 // Submits one request and waits for it.
-inline outcome run_one(transport& t, const transfer_request& r, std::chrono::milliseconds timeout = 20s) {
+inline outcome run_one(transport& t, const transfer_request& r,
+                       std::chrono::milliseconds timeout = 20s) {
   auto batch = t.submit(std::span(&r, 1));
   if (!batch.ok()) return {batch.code(), 0};
   EXPECT_TRUE(batch.value()->wait(timeout)) << "task did not settle";
@@ -190,6 +192,7 @@ class raw_client {
       std::error_code ec;
       socket_.read_some(asio::buffer(sink), ec);
       if (ec == asio::error::would_block) {
+        // sleep-ok: the polling interval of a wait bounded by `timeout`.
         std::this_thread::sleep_for(1ms);
         continue;
       }

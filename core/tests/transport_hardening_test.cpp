@@ -4,8 +4,8 @@
 // source ignored for an open segment, cancelled connects counted as
 // failures, accept errors that spun, refused socket options, and the
 // counter list that docs/architecture.md shows.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -53,7 +53,8 @@ class scripted_target {
     if (ec) return;
     auto request = wire::decode_request(header, 1u << 30);
     std::vector<std::byte> body(request.ok() ? request.value().length : 0);
-    if (request.ok() && request.value().op == wire::opcode::write) asio::read(s, asio::buffer(body), ec);
+    if (request.ok() && request.value().op == wire::opcode::write)
+      asio::read(s, asio::buffer(body), ec);
     auto id = echo_id && request.ok() ? request.value().request_id : 0;
     auto reply = wire::encode(wire::response_frame{answer, id, 0});
     asio::write(s, asio::buffer(reply), ec);
@@ -72,14 +73,15 @@ TEST(transport_hardening, target_answers_make_a_failed_write_definite) {
     bool echo_id;
     status code;
   };
-  for (auto e : {expectation{wire::wire_status::bad_checksum, false, status::protocol_error},
-                 expectation{wire::wire_status::bad_frame, false, status::protocol_error},
-                 expectation{wire::wire_status::shutting_down, true, status::shutting_down},
-                 expectation{wire::wire_status::stale_registration, true, status::stale_registration},
-                 // An unknown id on an answer that is not a header rejection
-                 // cannot be matched: the WRITE's fate is unknown.
-                 expectation{wire::wire_status::stale_registration, false, status::ambiguous_write},
-                 expectation{wire::wire_status::ok, false, status::ambiguous_write}}) {
+  for (auto e :
+       {expectation{wire::wire_status::bad_checksum, false, status::protocol_error},
+        expectation{wire::wire_status::bad_frame, false, status::protocol_error},
+        expectation{wire::wire_status::shutting_down, true, status::shutting_down},
+        expectation{wire::wire_status::stale_registration, true, status::stale_registration},
+        // An unknown id on an answer that is not a header rejection
+        // cannot be matched: the WRITE's fate is unknown.
+        expectation{wire::wire_status::stale_registration, false, status::ambiguous_write},
+        expectation{wire::wire_status::ok, false, status::ambiguous_write}}) {
     scripted_target target(e.answer, e.echo_id);
     auto config = loopback_config();
     config.connections_per_peer = 1;
@@ -334,7 +336,7 @@ TEST(transport_hardening, expect_counters_checks_every_counter) {
   transport_stats s;
   s.timeouts = 2;
   EXPECT_TRUE(counters_equal(s, {{"timeouts", 2}}));
-  EXPECT_FALSE(counters_equal(s, {}));                  // a non-zero left out
+  EXPECT_FALSE(counters_equal(s, {}));  // a non-zero left out
   s.timeouts = 0;
   EXPECT_FALSE(counters_equal(s, {{"timeouts", 2}}));  // an expected value missing
   EXPECT_TRUE(counters_equal(s, {}));
@@ -350,7 +352,8 @@ namespace {
 // 1024 up as 2^k, everything else in decimal.
 std::string doc_value(std::uint64_t v) {
   if (v >= 1024 && (v & (v - 1)) == 0) return "2^" + std::to_string(std::countr_zero(v));
-  if (v >= 1024 && ((v + 1) & v) == 0) return "2^" + std::to_string(std::countr_zero(v + 1)) + " − 1";
+  if (v >= 1024 && ((v + 1) & v) == 0)
+    return "2^" + std::to_string(std::countr_zero(v + 1)) + " − 1";
   return std::to_string(v);
 }
 

@@ -129,7 +129,8 @@ TEST(transport_lifetime, destroy_a_target_whose_shutdown_left_sessions_open) {
   config.shutdown_timeout_ms = 1;
   auto target = start(config);
   std::vector<std::byte> memory(1u << 16);
-  auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read_write).value();
+  auto id =
+      target->register_buffer(memory.data(), memory.size(), permission::remote_read_write).value();
   raw_client idle(target->descriptor().endpoints[0]);
   raw_client held(target->descriptor().endpoints[0]);
   ASSERT_TRUE(eventually([&] { return target->stats().sessions_live == 2; }));
@@ -153,9 +154,11 @@ TEST(transport_lifetime, shutdown_from_a_callback_is_refused_without_hanging) {
   std::promise<result<void>> inner;
   std::vector<std::byte> back(4096);
   auto r = read_req(seg, id, 0, back.data(), back.size());
-  auto batch = initiator->submit(std::span(&r, 1), [&](std::size_t, status, std::uint64_t) {
-                         inner.set_value(initiator->shutdown());
-                       }).value();
+  auto batch =
+      initiator
+          ->submit(std::span(&r, 1), [&](std::size_t, status,
+                                         std::uint64_t) { inner.set_value(initiator->shutdown()); })
+          .value();
   auto f = inner.get_future();
   ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
   auto refused = f.get();
@@ -185,10 +188,13 @@ TEST(transport_lifetime, destroy_from_a_callback_finishes_on_another_thread) {
   std::vector<std::byte> back(4096);
   auto r = read_req(live, id, 0, back.data(), back.size());
   std::atomic<bool> destroyed{false};
-  auto batch = initiator->submit(std::span(&r, 1), [&](std::size_t, status, std::uint64_t) {
-                         initiator.reset();  // on an io thread
-                         destroyed = true;
-                       }).value();
+  auto batch = initiator
+                   ->submit(std::span(&r, 1),
+                            [&](std::size_t, status, std::uint64_t) {
+                              initiator.reset();  // on an io thread
+                              destroyed = true;
+                            })
+                   .value();
   ASSERT_TRUE(batch->wait(10s));
   ASSERT_TRUE(held->wait(10s));  // the reaper's shutdown settled them
   EXPECT_TRUE(destroyed.load());
@@ -213,9 +219,11 @@ TEST(transport_lifetime, drop_connections_racing_shutdown_returns) {
   std::vector<std::byte> back(4096);
   ASSERT_EQ(run_one(*initiator, read_req(seg, id, 0, back.data(), 4096)).code, status::ok);
   auto r = read_req(seg, id, 0, back.data(), back.size());
-  auto from_callback = initiator->submit(std::span(&r, 1), [&](std::size_t, status, std::uint64_t) {
-                                  initiator->drop_connections(seg);
-                                }).value();
+  auto from_callback =
+      initiator
+          ->submit(std::span(&r, 1),
+                   [&](std::size_t, status, std::uint64_t) { initiator->drop_connections(seg); })
+          .value();
   ASSERT_TRUE(from_callback->wait(10s));
   std::atomic<bool> stop{false};
   std::atomic<int> drops{0};
@@ -244,9 +252,12 @@ TEST(transport_guard, throwing_completion_callback_marks_the_runtime_failed) {
   auto seg = initiator->open_segment(target->descriptor()).value();
   std::vector<std::vector<std::byte>> buffers(4, std::vector<std::byte>(4096));
   std::atomic<int> calls{0};
-  auto batch = initiator->submit(reads_to(seg, id, buffers), [&](std::size_t, status, std::uint64_t) {
-                         if (calls.fetch_add(1) == 0) throw std::runtime_error("user bug");
-                       }).value();
+  auto batch = initiator
+                   ->submit(reads_to(seg, id, buffers),
+                            [&](std::size_t, status, std::uint64_t) {
+                              if (calls.fetch_add(1) == 0) throw std::runtime_error("user bug");
+                            })
+                   .value();
   ASSERT_TRUE(batch->wait(10s));
   EXPECT_EQ(calls.load(), 4);
   for (std::size_t i = 0; i < 4; ++i) EXPECT_TRUE(batch->status(i).done);
@@ -285,15 +296,19 @@ TEST_P(transport_guard_each_handler, a_throw_marks_the_runtime_failed_and_work_s
   std::vector<std::byte> memory = pattern(4u << 20, 3);
   std::vector<std::byte> other(4096);
   auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
-  auto plain_id = target->register_buffer(other.data(), other.size(), permission::remote_read).value();
+  auto plain_id =
+      target->register_buffer(other.data(), other.size(), permission::remote_read).value();
   auto seg = initiator->open_segment(target->descriptor()).value();
 
-  failpoint::scoped thrower(param.failpoint, {.act = failpoint::action::throw_exception, .count = 1});
+  failpoint::scoped thrower(param.failpoint,
+                            {.act = failpoint::action::throw_exception, .count = 1});
   // A sliced READ whose first slice fails (so siblings are cancelled), a
   // plain READ, and a half header on the target (so its deadline fires).
   failpoint::scoped fail_slice("server.before_read_payload",
                                {.act = failpoint::action::return_error,
-                                .error = status::range_rejected, .count = 1, .only_key = id});
+                                .error = status::range_rejected,
+                                .count = 1,
+                                .only_key = id});
   raw_client half(target->descriptor().endpoints[0]);
   auto header = wire::encode(wire::request_frame{wire::opcode::read, 0, 1, id, 0, 8});
   half.send(header.data(), 10);
@@ -307,9 +322,9 @@ TEST_P(transport_guard_each_handler, a_throw_marks_the_runtime_failed_and_work_s
   auto& failed = param.on_target ? *target : *initiator;
   ASSERT_TRUE(eventually([&] { return failed.stats().runtime_failed; }));
   EXPECT_EQ(failed.stats().handler_exceptions, 1u);
-  log.expect_each_settled_once(2, {status::ok, status::range_rejected, status::runtime_failed,
-                                   status::cancelled, status::protocol_error,
-                                   status::connection_failed, status::timeout});
+  log.expect_each_settled_once(
+      2, {status::ok, status::range_rejected, status::runtime_failed, status::cancelled,
+          status::protocol_error, status::connection_failed, status::timeout});
   EXPECT_EQ(failed.shutdown().code(), status::runtime_failed);
   (void)initiator->shutdown();
   (void)target->shutdown();
@@ -317,11 +332,11 @@ TEST_P(transport_guard_each_handler, a_throw_marks_the_runtime_failed_and_work_s
 
 INSTANTIATE_TEST_SUITE_P(
     kinds, transport_guard_each_handler,
-    ::testing::Values(handler_case{"server.on_accept", true},   // listener
-                      handler_case{"server.on_header", true},   // session socket handler
+    ::testing::Values(handler_case{"server.on_accept", true},     // listener
+                      handler_case{"server.on_header", true},     // session socket handler
                       handler_case{"session.on_deadline", true},  // session timer
-                      handler_case{"lane.enqueue", false},      // dispatch hop
-                      handler_case{"lane.cancel_task", false},  // sibling-cancel hop
+                      handler_case{"lane.enqueue", false},        // dispatch hop
+                      handler_case{"lane.cancel_task", false},    // sibling-cancel hop
                       handler_case{"client.on_response", false},  // lane socket handler
                       handler_case{"lane.on_deadline", false}),   // lane timer (idle)
     [](const auto& info) {

@@ -20,15 +20,15 @@ int race() {
 
 int overflow() {
   volatile int index = 16;
-  int* array = new int[16];
+  int* array = new int[16];  // new-ok: the canary needs a raw heap overflow
   array[index] = 1;  // one past the end
   int result = array[0];
-  delete[] array;
+  delete[] array;  // delete-ok: pairs with the canary's raw new
   return result;
 }
 
 int leak() {
-  int* lost = new int[64];
+  int* lost = new int[64];  // new-ok: the canary needs a raw leak
   lost[0] = 1;
   lost = nullptr;
   return 0;

@@ -10,8 +10,8 @@ namespace faultlane::detail {
 [[noreturn]] void assert_failed(const char* expression, const char* file, int line) noexcept;
 }  // namespace faultlane::detail
 
-#define FL_ASSERT(condition)                                                         \
-  do {                                                                               \
-    if (!(condition)) [[unlikely]]                                                   \
-      ::faultlane::detail::assert_failed(#condition, __FILE__, __LINE__);            \
+#define FL_ASSERT(condition)                                              \
+  do {                                                                    \
+    if (!(condition)) [[unlikely]]                                        \
+      ::faultlane::detail::assert_failed(#condition, __FILE__, __LINE__); \
   } while (false)

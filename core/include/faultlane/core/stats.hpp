@@ -17,32 +17,32 @@ namespace faultlane {
 
 // X(name, meaning). Gauges (`*_now`, `*_live`, `*_connected`, `*_connecting`)
 // go up and down; every other counter only goes up.
-#define FAULTLANE_TRANSPORT_COUNTERS(X)                                                        \
-  X(tasks_submitted, "tasks accepted by submit()")                                             \
-  X(tasks_completed, "tasks that reached their terminal status")                               \
-  X(bytes_completed, "bytes moved by tasks that ended ok")                                     \
-  X(lanes_connected, "gauge: lanes with an open connection")                                   \
-  X(lanes_connecting, "gauge: lanes with a connect in flight")                                 \
-  X(lanes_idle_closed, "lanes closed by the idle timeout")                                     \
-  X(lanes_found_closed, "idle lanes whose peer had closed or reset before reuse")              \
-  X(connects, "successful lane connects")                                                      \
-  X(connect_failures, "lane connects that failed (a connect we cancelled is not one)")         \
-  X(connects_cancelled, "lane connects cancelled by drop_connections() or shutdown")           \
-  X(reconnects, "successful connects of a lane that had been connected before")                \
-  X(sessions_live, "gauge: accepted target-side sessions still open")                          \
-  X(sessions_accepted, "connections accepted by a listener")                                   \
-  X(sessions_rejected_limit, "connections refused over max_connections or while closing")      \
-  X(sessions_timed_out, "target-side sessions closed by the progress deadline")                \
+#define FAULTLANE_TRANSPORT_COUNTERS(X)                                                         \
+  X(tasks_submitted, "tasks accepted by submit()")                                              \
+  X(tasks_completed, "tasks that reached their terminal status")                                \
+  X(bytes_completed, "bytes moved by tasks that ended ok")                                      \
+  X(lanes_connected, "gauge: lanes with an open connection")                                    \
+  X(lanes_connecting, "gauge: lanes with a connect in flight")                                  \
+  X(lanes_idle_closed, "lanes closed by the idle timeout")                                      \
+  X(lanes_found_closed, "idle lanes whose peer had closed or reset before reuse")               \
+  X(connects, "successful lane connects")                                                       \
+  X(connect_failures, "lane connects that failed (a connect we cancelled is not one)")          \
+  X(connects_cancelled, "lane connects cancelled by drop_connections() or shutdown")            \
+  X(reconnects, "successful connects of a lane that had been connected before")                 \
+  X(sessions_live, "gauge: accepted target-side sessions still open")                           \
+  X(sessions_accepted, "connections accepted by a listener")                                    \
+  X(sessions_rejected_limit, "connections refused over max_connections or while closing")       \
+  X(sessions_timed_out, "target-side sessions closed by the progress deadline")                 \
   X(accept_errors, "listener accept errors (EMFILE, ENFILE, ENOBUFS...), each then backed off") \
-  X(stale_handlers_dropped, "handlers that arrived for an older connection or deadline")       \
-  X(stale_refresh_attempts, "descriptor refreshes after a stale_registration answer")          \
-  X(stale_refreshes, "refreshes that found the registration under a new id and retried")       \
-  X(timeouts, "connect, progress and task deadlines that passed (WRITEs included)")            \
-  X(deadline_checks_with_queued_bytes,                                                         \
-    "progress deadlines extended because bytes waited in the socket below the watermark")      \
-  X(server_reads, "READs the target served")                                                   \
-  X(server_writes, "WRITEs the target executed and acknowledged")                              \
-  X(server_rejects, "requests the target rejected (bad header, id, range, permission)")        \
+  X(stale_handlers_dropped, "handlers that arrived for an older connection or deadline")        \
+  X(stale_refresh_attempts, "descriptor refreshes after a stale_registration answer")           \
+  X(stale_refreshes, "refreshes that found the registration under a new id and retried")        \
+  X(timeouts, "connect, progress and task deadlines that passed (WRITEs included)")             \
+  X(deadline_checks_with_queued_bytes,                                                          \
+    "progress deadlines extended because bytes waited in the socket below the watermark")       \
+  X(server_reads, "READs the target served")                                                    \
+  X(server_writes, "WRITEs the target executed and acknowledged")                               \
+  X(server_rejects, "requests the target rejected (bad header, id, range, permission)")         \
   X(handler_exceptions, "exceptions caught by the handler guard (each marks the runtime failed)")
 
 struct transport_stats {

@@ -19,20 +19,20 @@ namespace faultlane {
 
 enum class status : std::uint16_t {
   ok = 0,
-  cancelled,           // a sibling slice failed or the caller gave up
-  busy,                // over an admission or queue bound; retry later
-  timeout,             // connect or progress deadline passed
-  connection_failed,   // could not connect, or the peer closed/reset
-  stale_registration,  // the registration id is unknown to the target
-  range_rejected,      // offset/length outside the registered range
-  permission_denied,   // the registration does not allow this access
-  protocol_error,      // a malformed or unexpected frame
-  invalid_argument,    // a bad configuration value or call argument
-  sequence_exhausted,  // no registration ids left in this incarnation
-  shutting_down,       // the transport or registry is closing
-  runtime_failed,      // an exception escaped a handler; no new work
-  admission_underflow, // released more than was reserved; fail-closed
-  ambiguous_write,     // a WRITE may have executed; never replayed
+  cancelled,            // a sibling slice failed or the caller gave up
+  busy,                 // over an admission or queue bound; retry later
+  timeout,              // connect or progress deadline passed
+  connection_failed,    // could not connect, or the peer closed/reset
+  stale_registration,   // the registration id is unknown to the target
+  range_rejected,       // offset/length outside the registered range
+  permission_denied,    // the registration does not allow this access
+  protocol_error,       // a malformed or unexpected frame
+  invalid_argument,     // a bad configuration value or call argument
+  sequence_exhausted,   // no registration ids left in this incarnation
+  shutting_down,        // the transport or registry is closing
+  runtime_failed,       // an exception escaped a handler; no new work
+  admission_underflow,  // released more than was reserved; fail-closed
+  ambiguous_write,      // a WRITE may have executed; never replayed
   internal_error,
 };
 
@@ -46,9 +46,7 @@ std::string_view to_string(status code) noexcept;
 int severity(status code) noexcept;
 
 // The more severe of two statuses (the first on a tie).
-inline status most_severe(status a, status b) noexcept {
-  return severity(b) > severity(a) ? b : a;
-}
+inline status most_severe(status a, status b) noexcept { return severity(b) > severity(a) ? b : a; }
 
 struct error {
   status code = status::internal_error;
@@ -85,7 +83,10 @@ class [[nodiscard]] result {
     FL_ASSERT(!ok());
     return std::get<1>(state_);
   }
-  status code() const noexcept { return ok() ? status::ok : std::get<1>(state_).code; }
+  status code() const noexcept {
+    const auto* e = std::get_if<1>(&state_);  // never throws, unlike std::get
+    return e == nullptr ? status::ok : e->code;
+  }
 
  private:
   std::variant<T, faultlane::error> state_;

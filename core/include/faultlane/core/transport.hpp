@@ -47,8 +47,8 @@ struct advertised_registration {
 
 // What an initiator needs to reach a target.
 struct segment_descriptor {
-  std::uint64_t incarnation = 0;     // random per transport instance
-  std::vector<endpoint> endpoints;   // one per rail, in rail order
+  std::uint64_t incarnation = 0;    // random per transport instance
+  std::vector<endpoint> endpoints;  // one per rail, in rail order
   std::uint64_t max_transfer_bytes = 0;
   std::vector<advertised_registration> registrations;
 };
@@ -69,7 +69,7 @@ using segment_id = std::uint64_t;
 
 struct transfer_request {
   wire::opcode op = wire::opcode::read;
-  void* local = nullptr;        // READ: destination; WRITE: source
+  void* local = nullptr;  // READ: destination; WRITE: source
   std::uint64_t length = 0;
   segment_id segment = 0;
   registration_id remote_registration = 0;

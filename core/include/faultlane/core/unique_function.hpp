@@ -32,6 +32,7 @@ class unique_function<R(Args...)> {
       ::new (static_cast<void*>(storage_)) D(std::forward<F>(f));
       ops_ = &inline_ops<D>;
     } else {
+      // new-ok: the heap fallback of a type-erased box; heap_ops deletes it.
       *reinterpret_cast<D**>(storage_) = new D(std::forward<F>(f));
       ops_ = &heap_ops<D>;
     }
@@ -71,9 +72,9 @@ class unique_function<R(Args...)> {
   };
 
   template <typename D>
-  static constexpr bool fits_inline = sizeof(D) <= inline_bytes_max &&
-                                      alignof(D) <= alignof(std::max_align_t) &&
-                                      std::is_nothrow_move_constructible_v<D>;
+  static constexpr bool fits_inline =
+      sizeof(D) <= inline_bytes_max &&
+      alignof(D) <= alignof(std::max_align_t) && std::is_nothrow_move_constructible_v<D>;
 
   template <typename D>
   static constexpr ops inline_ops{
@@ -88,6 +89,7 @@ class unique_function<R(Args...)> {
   static constexpr ops heap_ops{
       [](void* s, Args&&... a) -> R { return (**static_cast<D**>(s))(std::forward<Args>(a)...); },
       [](void* from, void* to) noexcept { *static_cast<D**>(to) = *static_cast<D**>(from); },
+      // delete-ok: frees what the constructor's heap fallback allocated.
       [](void* s) noexcept { delete *static_cast<D**>(s); }};
 
   void take(unique_function& other) noexcept {
