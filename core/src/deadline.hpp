@@ -33,12 +33,15 @@ class deadline {
 
   // `keepalive` is held by the pending wait so the owner outlives it.
   void set(clock::duration after, std::shared_ptr<void> keepalive) {
+    FL_ASSERT(after.count() >= 0);
+    FL_ASSERT(keepalive != nullptr);  // the pending wait must keep its owner alive
     when_ = clock::now() + after;
     active_ = true;
     if (!waiting_ || when_ < armed_for_) arm(std::move(keepalive));
   }
   // Progress: move an active deadline later. Cheap: no timer call.
   void push(clock::duration after) {
+    FL_ASSERT(after.count() >= 0);
     if (active_) when_ = clock::now() + after;
   }
   void clear() noexcept { active_ = false; }
@@ -50,11 +53,14 @@ class deadline {
       waiting_ = false;
       timer_.cancel();
     }
+    FL_ASSERT(!waiting_ && !active_);
   }
   bool active() const noexcept { return active_; }
 
  private:
   void arm(std::shared_ptr<void> keepalive) {
+    FL_ASSERT(active_);
+    FL_ASSERT(keepalive != nullptr);
     auto generation = ++generation_;
     waiting_ = true;
     armed_for_ = when_;
@@ -64,6 +70,7 @@ class deadline {
         on_stale_();
         return;
       }
+      FL_ASSERT(waiting_);  // the current wait: cancel() would have moved the generation
       waiting_ = false;
       if (!active_) return;
       if (clock::now() < when_) {

@@ -83,6 +83,8 @@ std::optional<action> parse_action(std::string_view text) noexcept {
 }
 
 void arm(std::string_view name, const config& cfg) {
+  FL_ASSERT(!name.empty());
+  FL_ASSERT(cfg.probability >= 0.0 && cfg.probability <= 1.0);
   auto& t = the_table();
   std::lock_guard lock(t.mutex);
   auto [it, inserted] = t.points.try_emplace(std::string(name));

@@ -59,6 +59,7 @@ std::uint64_t get(const std::byte* in) noexcept {
 // CRC32C of a whole header with its checksum field counted as zero bytes.
 template <std::size_t Size>
 std::uint32_t header_checksum(const std::byte* frame, std::size_t checksum_offset) noexcept {
+  FL_ASSERT(checksum_offset + checksum_bytes <= Size);
   constexpr std::array<std::byte, checksum_bytes> zero{};
   auto crc = crc32c({frame, checksum_offset});
   crc = crc32c(zero, crc);
@@ -81,6 +82,7 @@ std::optional<decode_error> check_preamble(const std::byte* in, std::uint32_t ma
 
 std::optional<field_layout> find_field(std::span<const field_layout> fields,
                                        std::string_view name) noexcept {
+  FL_ASSERT(!fields.empty());
   auto it = std::find_if(fields.begin(), fields.end(),
                          [&](const field_layout& f) { return f.name == name; });
   if (it == fields.end()) return std::nullopt;
@@ -90,6 +92,9 @@ std::optional<field_layout> find_field(std::span<const field_layout> fields,
 }  // namespace
 
 void encode(const request_frame& frame, std::span<std::byte, request_frame_bytes> out) noexcept {
+  // Tests write malformed headers byte by byte; the encoder only writes frames
+  // with an opcode the protocol has.
+  FL_ASSERT(frame.op == opcode::read || frame.op == opcode::write);
   std::byte* p = out.data();
   put<4>(p + 0, request_magic);
   put<2>(p + 4, protocol_version);
@@ -105,6 +110,7 @@ void encode(const request_frame& frame, std::span<std::byte, request_frame_bytes
 }
 
 void encode(const response_frame& frame, std::span<std::byte, response_frame_bytes> out) noexcept {
+  FL_ASSERT(static_cast<std::uint16_t>(frame.status) <= wire_status_max);
   std::byte* p = out.data();
   put<4>(p + 0, response_magic);
   put<2>(p + 4, protocol_version);
@@ -140,6 +146,7 @@ response_bytes encode(const response_frame& frame) noexcept {
 
 decoded<request_frame> decode_request(std::span<const std::byte> in,
                                       std::uint64_t transfer_bytes_max) noexcept {
+  FL_ASSERT(transfer_bytes_max > 0);  // a receiver that takes nothing is misconfigured
   if (in.size() < request_frame_bytes) return decode_error::truncated;
   const std::byte* p = in.data();
   if (auto e = check_preamble<request_frame_bytes>(p, request_magic, request_checksum_offset)) {

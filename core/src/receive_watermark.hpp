@@ -29,6 +29,7 @@ class receive_watermark {
   }
   // From a completion condition: `transferred` of `total` have arrived.
   void progress(asio::ip::tcp::socket& socket, std::size_t transferred) {
+    FL_ASSERT(transferred <= total_);
     queued_at_check_ = 0;  // the reader took what was waiting
     std::size_t left = total_ - std::min(transferred, total_);
     if (left < current_) set(socket, std::max<std::size_t>(left, 1));

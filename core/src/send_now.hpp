@@ -13,6 +13,8 @@
 #include <array>
 #include <system_error>
 
+#include "faultlane/core/assert.hpp"
+
 namespace faultlane::detail {
 
 using send_buffers = std::array<asio::const_buffer, 2>;
@@ -25,11 +27,13 @@ inline std::size_t send_now(asio::ip::tcp::socket& socket, const send_buffers& o
     ec.clear();
     return 0;
   }
+  FL_ASSERT(ec || sent <= asio::buffer_size(out));
   return ec ? 0 : sent;
 }
 
 // What is left of `out` after `sent` bytes.
 inline send_buffers rest_of(const send_buffers& out, std::size_t sent) {
+  FL_ASSERT(sent < asio::buffer_size(out));  // something must be left
   if (sent < out[0].size()) return {out[0] + sent, out[1]};
   return {asio::const_buffer(), out[1] + (sent - out[0].size())};
 }

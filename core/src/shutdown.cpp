@@ -34,6 +34,7 @@ result<void> transport::impl::shutdown() {
     return detail::run_on_every_shard(rt, std::move(fn), deadline);
   };
 
+  FL_ASSERT(!rt.pool->stopped());  // only shutdown stops the pool, and only once
   rt.closing.store(true, std::memory_order_release);
   rt.admission_control.close();
   bool rounds_done = on_every_shard([this](std::size_t shard) { srv->stop_accepting(shard); });
@@ -60,6 +61,8 @@ result<void> transport::impl::shutdown() {
   auto leases = rt.buffers.close(left());
   if (rounds_done) on_every_shard([](std::size_t) {});  // cancelled timers retire
   rt.pool->stop();
+  FL_ASSERT(rt.pool->stopped());
+  FL_ASSERT(!rt.accepting_work());
 
   if (rt.failed.load(std::memory_order_acquire)) {
     shutdown_result = error{status::runtime_failed,
@@ -92,6 +95,7 @@ result<void> transport::impl::close_segment(segment_id segment) {
                    fmt::format("close_segment: unknown segment {}", segment)};
     }
     group = it->second;
+    FL_ASSERT(group != nullptr && group->id() == segment);
     groups.erase(it);
     closed_groups.push_back(group);
   }

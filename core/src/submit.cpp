@@ -32,10 +32,13 @@ task_status transfer_batch::status(std::size_t index) const {
 }
 
 std::size_t transfer_batch::completed() const {
-  return state_->completed.load(std::memory_order_acquire);
+  const auto done = state_->completed.load(std::memory_order_acquire);
+  FL_ASSERT(done <= size_);
+  return done;
 }
 
 bool transfer_batch::wait(milliseconds timeout) const {
+  FL_ASSERT(timeout.count() >= 0);
   // Small batches on a fast path finish within microseconds; a short spin
   // saves the waiter a sleep and a wake-up, which would double a 4 KiB
   // READ's latency. Past it, the waiter blocks.
@@ -53,6 +56,7 @@ bool transfer_batch::wait(milliseconds timeout) const {
 result<std::uint64_t> transport::impl::check_batch(
     std::span<const transfer_request> requests,
     std::vector<std::shared_ptr<detail::peer_group>>& targets) const {
+  FL_ASSERT(targets.empty());
   std::uint64_t total_bytes = 0;
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const auto& r = requests[i];
@@ -82,6 +86,7 @@ result<std::uint64_t> transport::impl::check_batch(
     total_bytes += r.length;
     targets.push_back(it->second);
   }
+  FL_ASSERT(targets.size() == requests.size());
   return total_bytes;
 }
 
@@ -169,6 +174,8 @@ void transport::impl::dispatch(const transfer_request& r, detail::task_state& ta
     return group.submit(make_op(0, r.length));
   }
   auto plan = plan_read_slices(r.length, group.rail_count());
+  FL_ASSERT(plan.size() == group.rail_count());
+  FL_ASSERT(task.slice_lanes.empty());
   // All lanes are chosen before any slice starts, so a failing slice always
   // finds the full list of siblings to cancel.
   for (const auto& s : plan) task.slice_lanes.push_back(group.lane_for_rail(s.rail));
@@ -181,7 +188,9 @@ void transport::impl::dispatch(const transfer_request& r, detail::task_state& ta
 
 void transport::impl::finalize_task(transfer_batch::state& batch, std::size_t index, status code,
                                     std::uint64_t bytes) {
+  FL_ASSERT(index < batch.size);
   auto& task = batch.tasks[index];
+  FL_ASSERT(!task.done.load(std::memory_order_acquire));  // exactly once
   // Every slice retired: drop the lane references, so a batch the caller
   // keeps never keeps lanes (and their sockets) alive.
   task.slice_lanes.clear();

@@ -56,7 +56,9 @@ result<segment_id> transport::impl::open(const segment_descriptor& d,
     if (source) group->adopt_source(std::move(source));
     return id;
   }
+  FL_ASSERT(!d.endpoints.empty());  // checked above
   auto id = next_segment++;
+  FL_ASSERT(id != 0);  // 0 is never a segment
   groups.emplace(id, std::make_shared<detail::peer_group>(rt, id, d, std::move(source)));
   return id;
 }
@@ -78,6 +80,7 @@ transport::~transport() {
     return;
   }
   (void)impl_->shutdown();
+  FL_ASSERT(impl_->rt.pool->stopped());  // whatever shutdown returned, its threads are joined
 }
 
 result<std::unique_ptr<transport>> transport::start(const transport_config& config) {
@@ -97,6 +100,7 @@ result<std::unique_ptr<transport>> transport::start(const transport_config& conf
 
 segment_descriptor transport::descriptor() const {
   segment_descriptor d;
+  FL_ASSERT(impl_->rt.incarnation != 0);
   d.incarnation = impl_->rt.incarnation;
   d.endpoints = impl_->srv->endpoints();
   d.max_transfer_bytes = impl_->rt.config.max_transfer_bytes;
@@ -112,6 +116,7 @@ segment_descriptor transport::descriptor() const {
 result<registration_id> transport::register_buffer(void* base, std::size_t length, permission perm,
                                                    std::string name) {
   auto id = impl_->rt.buffers.register_buffer(base, length, perm);
+  FL_ASSERT(!id.ok() || id.value() != 0);  // id 0 is never issued
   if (id.ok() && !name.empty()) {
     std::lock_guard lock(impl_->names_mutex);
     impl_->names[id.value()] = std::move(name);
