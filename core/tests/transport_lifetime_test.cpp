@@ -57,7 +57,7 @@ class settle_log : public transport_observer {
 };
 
 // Threads of this process, from /proc.
-std::size_t thread_count() {
+[[maybe_unused]] std::size_t thread_count() {
   std::ifstream status("/proc/self/status");
   std::string line;
   while (std::getline(status, line)) {
