@@ -40,7 +40,7 @@ class rail_observer : public transport_observer {
     std::lock_guard lock(mutex_);
     lanes_.push_back(e);
   }
-  void session_opened(const address_port& local, const address_port& remote) override {
+  void session_opened(const endpoint& local, const endpoint& remote) override {
     std::lock_guard lock(mutex_);
     sessions_.emplace_back(local, remote);
   }
@@ -60,7 +60,7 @@ class rail_observer : public transport_observer {
     std::lock_guard lock(mutex_);
     return lanes_;
   }
-  std::vector<std::pair<address_port, address_port>> sessions() const {
+  std::vector<std::pair<endpoint, endpoint>> sessions() const {
     std::lock_guard lock(mutex_);
     return sessions_;
   }
@@ -73,7 +73,7 @@ class rail_observer : public transport_observer {
   mutable std::mutex mutex_;
   std::map<std::uint64_t, std::vector<slice_event>> slices_;
   std::vector<lane_event> lanes_;
-  std::vector<std::pair<address_port, address_port>> sessions_;
+  std::vector<std::pair<endpoint, endpoint>> sessions_;
   std::map<std::uint64_t, std::vector<status>> finalized_;
 };
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "faultlane/core/endpoint.hpp"
 #include "faultlane/core/frame.hpp"
 #include "faultlane/core/status.hpp"
 
@@ -34,18 +35,13 @@ struct slice_event {
   std::uint64_t length = 0;
 };
 
-struct address_port {
-  std::string address;
-  std::uint16_t port = 0;
-};
-
 struct lane_event {
   std::uint64_t segment = 0;
   std::size_t lane = 0;
   std::size_t rail = 0;
   std::uint64_t epoch = 0;
-  address_port local;   // filled for lane_connected
-  address_port remote;  // filled for lane_connected
+  endpoint local;   // filled for lane_connected
+  endpoint remote;  // filled for lane_connected
 };
 
 struct served_event {
@@ -69,7 +65,7 @@ class transport_observer {
   // Target side: a request was validated and its data moved (outcome ok),
   // or it was rejected (outcome says why).
   virtual void server_executed(const served_event&) {}
-  virtual void session_opened(const address_port& /*local*/, const address_port& /*remote*/) {}
+  virtual void session_opened(const endpoint& /*local*/, const endpoint& /*remote*/) {}
   virtual void lease_acquired(std::uint64_t /*registration_id*/) {}
   virtual void lease_released(std::uint64_t /*registration_id*/) {}
   virtual void admission_changed(std::uint64_t /*tasks*/, std::uint64_t /*bytes*/) {}

@@ -25,18 +25,13 @@
 #include <vector>
 
 #include "faultlane/core/config.hpp"
+#include "faultlane/core/endpoint.hpp"
 #include "faultlane/core/frame.hpp"
 #include "faultlane/core/registry.hpp"
 #include "faultlane/core/stats.hpp"
 #include "faultlane/core/status.hpp"
 
 namespace faultlane {
-
-struct endpoint {
-  std::string address;
-  std::uint16_t port = 0;
-  friend bool operator==(const endpoint&, const endpoint&) = default;
-};
 
 struct advertised_registration {
   registration_id id = 0;
