@@ -14,6 +14,15 @@
 // I/O callback that could touch its buffers has retired. A WRITE whose ACK
 // may have been lost ends `ambiguous_write` and is never replayed.
 // docs/architecture.md describes the threads, lanes and shutdown order.
+//
+// For the user:
+// - Registered memory, a task's local buffer (until the task is done) and
+//   the observer must outlive the transport: work still queued when it is
+//   destroyed settles during its destruction.
+// - Callbacks and observer events run on the transport's io threads (and,
+//   for work that never ran, on the thread destroying it). They may submit
+//   more work; they must not block or call shutdown()/close_segment().
+// - Every method is thread-safe.
 #pragma once
 
 #include <chrono>
@@ -97,7 +106,9 @@ class transfer_batch;
 class transport {
  public:
   static result<std::unique_ptr<transport>> start(const transport_config& config);
-  ~transport();  // shuts down if the owner did not
+  // Shuts down if the owner did not. Safe after any shutdown() result and
+  // from a completion callback (the rest then finishes on another thread).
+  ~transport();
   transport(const transport&) = delete;
   transport& operator=(const transport&) = delete;
 
@@ -105,8 +116,13 @@ class transport {
   // the registrations peers may use.
   segment_descriptor descriptor() const;
 
+  // The range [base, base + length) is served to peers under the returned
+  // id until unregistered; it must stay valid that long (and at least
+  // until the transport is destroyed). `name` (optional) lets initiators
+  // refresh a stale id through a descriptor source.
   result<registration_id> register_buffer(void* base, std::size_t length, permission perm,
                                           std::string name = {});
+  // Hides the id from new requests, then waits for requests in flight on it.
   result<void> unregister_buffer(registration_id id);
 
   // Reaches a peer. Opening the same incarnation again returns the same
