@@ -8,6 +8,7 @@
 #include <future>
 
 #include "connection.hpp"
+#include "faultlane/relays/limits.hpp"
 
 namespace faultlane::relays {
 
@@ -124,17 +125,21 @@ void connection::record(record_kind kind) {
 
 class relay::impl {
  public:
-  explicit impl(relay_config c) : state(std::make_shared<detail::relay_state>()) {
+  explicit impl(relay_config c)
+      : state(std::make_shared<detail::relay_state>()), accept_retry(state->context) {
     state->config = std::move(c);
   }
 
   void accept_next();
   void on_accept(const std::error_code& ec, tcp::socket socket);
+  void accept_later();
   bool refused(tcp::socket& socket, std::uint64_t index);
   void broadcast_recheck();
 
   std::shared_ptr<detail::relay_state> state;
   std::unique_ptr<tcp::acceptor> acceptor;
+  asio::steady_timer accept_retry;  // io thread only
+  std::uint32_t accept_backoff_ms = accept_backoff_ms_min;
   address bound;
   std::thread thread;
   std::vector<std::weak_ptr<detail::connection>> connections;  // io thread only
@@ -260,16 +265,29 @@ bool relay::impl::refused(tcp::socket& socket, std::uint64_t index) {
 
 void relay::impl::on_accept(const std::error_code& ec, tcp::socket socket) {
   if (ec == asio::error::operation_aborted || !acceptor->is_open()) return;
-  if (!ec) {
-    auto index = state->accepted.fetch_add(1, std::memory_order_relaxed);
-    if (!refused(socket, index)) {
-      auto c = std::make_shared<detail::connection>(state, std::move(socket), index);
-      connections.push_back(c);
-      c->start();
-    }
-    std::erase_if(connections, [](const auto& w) { return w.expired(); });
+  if (ec) return accept_later();
+  accept_backoff_ms = accept_backoff_ms_min;
+  auto index = state->accepted.fetch_add(1, std::memory_order_relaxed);
+  if (!refused(socket, index)) {
+    auto c = std::make_shared<detail::connection>(state, std::move(socket), index);
+    connections.push_back(c);
+    c->start();
   }
+  std::erase_if(connections, [](const auto& w) { return w.expired(); });
   accept_next();
+}
+
+// An accept failed (EMFILE, ENFILE, ENOBUFS, ENOMEM, or anything else): the
+// connection waits in the backlog while the listener backs off, so a
+// shortage of descriptors costs a few wake-ups, not a spinning io thread.
+void relay::impl::accept_later() {
+  state->accept_errors.fetch_add(1, std::memory_order_relaxed);
+  accept_retry.expires_after(std::chrono::milliseconds(accept_backoff_ms));
+  accept_backoff_ms = std::min(accept_backoff_ms * 2, accept_backoff_ms_max);
+  accept_retry.async_wait([this](std::error_code ec) {
+    if (ec || !acceptor->is_open()) return;  // stopped
+    accept_next();
+  });
 }
 
 void relay::impl::broadcast_recheck() {
@@ -327,6 +345,7 @@ std::map<std::string, std::uint64_t> relay::counters() const {
   out["faults.overflow"] = s.overflow.load();
   out["connections.accepted"] = s.accepted.load();
   out["connections.refused"] = s.refused.load();
+  out["accept.errors"] = s.accept_errors.load();
   out["frames.decode_errors"] = s.decode_errors.load();
   return out;
 }
@@ -344,6 +363,7 @@ void relay::stop() {
   asio::post(impl_->state->context, [i = impl_.get()] {
     std::error_code ignored;
     i->acceptor->close(ignored);
+    i->accept_retry.cancel();
     for (auto& weak : i->connections) {
       if (auto c = weak.lock()) c->abort(false);
     }

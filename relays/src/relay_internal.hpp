@@ -50,6 +50,7 @@ struct relay_state {
   std::atomic<std::uint64_t> overflow{0};
   std::atomic<std::uint64_t> accepted{0};
   std::atomic<std::uint64_t> refused{0};
+  std::atomic<std::uint64_t> accept_errors{0};
   std::atomic<std::uint64_t> decode_errors{0};
   std::atomic<std::size_t> active_effects{0};
   std::atomic<std::size_t> live{0};

@@ -24,8 +24,8 @@ using namespace std::chrono_literals;
 using asio::ip::tcp;
 
 // A plain TCP server on 127.0.0.1:0, a thread per connection: echo (send
-// back what arrives), sink (count and discard), or source (send
-// `source_bytes`, then FIN).
+// back what arrives, the FIN included), sink (count and keep what arrives),
+// or source (send `source_bytes`, then FIN).
 class plain_peer {
  public:
   enum class mode { echo, sink, source };
@@ -76,6 +76,9 @@ class plain_peer {
       auto n = s.read_some(asio::buffer(buf), ec);
       if (ec) {
         if (ec == asio::error::eof) eof_ = true;
+        if (ec == asio::error::eof && mode_ == mode::echo) {
+          s.shutdown(tcp::socket::shutdown_send, ec);
+        }
         return;
       }
       received_ += n;
@@ -100,7 +103,10 @@ class plain_peer {
 // A blocking client whose reads all have deadlines.
 class client {
  public:
-  explicit client(const address& a) : socket_(context_) {
+  explicit client(const address& a) : socket_(context_) { connect(a); }
+  // Takes its descriptor now and connects later (connecting needs none).
+  client() : socket_(context_) { socket_.open(tcp::v4()); }
+  void connect(const address& a) {
     socket_.connect({asio::ip::make_address(a.host), a.port});
     socket_.set_option(tcp::no_delay(true));
     socket_.non_blocking(true);
@@ -176,9 +182,9 @@ inline relay_config config_to(const address& upstream, std::vector<std::string> 
 
 // Every counter the relay reports must equal `expected`, and any counter not
 // named there must be zero, except connections.accepted, checked on its own.
-inline void expect_counters(const relay& r, const std::map<std::string, std::uint64_t>& expected,
+inline void expect_counters(const std::map<std::string, std::uint64_t>& all,
+                            const std::map<std::string, std::uint64_t>& expected,
                             std::uint64_t accepted) {
-  auto all = r.counters();
   for (const auto& [name, value] : all) {
     if (name == "connections.accepted") {
       EXPECT_EQ(value, accepted) << name;
@@ -190,6 +196,10 @@ inline void expect_counters(const relay& r, const std::map<std::string, std::uin
   for (const auto& [name, value] : expected) {
     EXPECT_TRUE(all.count(name)) << "no counter " << name;
   }
+}
+inline void expect_counters(const relay& r, const std::map<std::string, std::uint64_t>& expected,
+                            std::uint64_t accepted) {
+  expect_counters(r.counters(), expected, accepted);
 }
 
 inline bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout = 10s) {

@@ -76,7 +76,8 @@ class relay {
 
   // Firings per fault name (every configured fault appears, zeros
   // included), plus "faults.overflow" (skipped over active_faults_max),
-  // "connections.accepted", "connections.refused" and
+  // "connections.accepted", "connections.refused", "accept.errors"
+  // (failed accepts, each followed by a backoff) and
   // "frames.decode_errors".
   std::map<std::string, std::uint64_t> counters() const;
   std::uint64_t counter(const std::string& name) const;

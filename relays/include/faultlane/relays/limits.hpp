@@ -1,0 +1,21 @@
+// Every bound in the relays, named with its unit last. Flags, YAML and
+// fault specs are validated against these; a value outside them is an
+// error, never silently clamped. The core's bounds are in
+// faultlane/core/limits.hpp.
+#pragma once
+
+#include <cstdint>
+
+#include "faultlane/core/limits.hpp"
+
+namespace faultlane::relays {
+
+// A failed accept (EMFILE, ENFILE, ENOBUFS, ENOMEM) clears only when
+// something else frees a descriptor or memory, and the listening socket
+// stays readable meanwhile: the listener waits before asking again,
+// doubling from min to max, so it neither spins nor stays deaf for long.
+inline constexpr std::uint32_t accept_backoff_ms_min = 1;
+inline constexpr std::uint32_t accept_backoff_ms_max = 100;
+static_assert(0 < accept_backoff_ms_min && accept_backoff_ms_min <= accept_backoff_ms_max);
+
+}  // namespace faultlane::relays
