@@ -86,7 +86,17 @@ class pipe {
   std::vector<std::byte> held_back_;  // bytes behind a stall
   int splice_pipe_[2] = {-1, -1};     // zero-copy pass-through (Linux splice)
   std::size_t in_splice_pipe_ = 0;
-  std::optional<std::pair<std::uint64_t, std::vector<std::uint64_t>>> payload_corruptions_;
+  // corrupt field=payload faults that fired on the frame whose payload is
+  // passing: which byte of that payload, and the bits to flip.
+  struct payload_flip {
+    std::uint64_t byte = 0;
+    std::byte mask{};
+  };
+  struct payload_flips {
+    std::uint64_t frame = 0;
+    std::vector<payload_flip> flips;
+  };
+  std::optional<payload_flips> payload_flips_;
 };
 
 class connection : public std::enable_shared_from_this<connection> {

@@ -306,10 +306,10 @@ void pipe::apply_frame_faults(piece& p) {
       continue;
     }
     if (spec.field == "payload") {
-      if (!payload_corruptions_ || payload_corruptions_->first != frame.index) {
-        payload_corruptions_.emplace(frame.index, std::vector<std::uint64_t>{});
+      if (!payload_flips_ || payload_flips_->frame != frame.index) {
+        payload_flips_.emplace(payload_flips{frame.index, {}});
       }
-      payload_corruptions_->second.push_back(spec.payload_byte | (std::uint64_t{spec.mask} << 56));
+      payload_flips_->flips.push_back({spec.payload_byte, static_cast<std::byte>(spec.mask)});
       continue;
     }
     auto layout = dir_ == direction::up ? wire::find_request_field(spec.field)
@@ -360,12 +360,10 @@ void pipe::handle_piece(piece& p) {
     apply_frame_faults(p);
   }
   if (p.frame && p.frame->dropped) return;
-  if (p.what == piece::part::payload && payload_corruptions_ &&
-      payload_corruptions_->first == p.frame->index) {
-    for (auto packed : payload_corruptions_->second) {
-      std::uint64_t at = packed & ((1ull << 56) - 1);
-      if (at >= p.offset_in_payload && at < p.offset_in_payload + p.size) {
-        p.data[at - p.offset_in_payload] ^= static_cast<std::byte>(packed >> 56);
+  if (p.what == piece::part::payload && payload_flips_ && payload_flips_->frame == p.frame->index) {
+    for (const auto& flip : payload_flips_->flips) {
+      if (flip.byte >= p.offset_in_payload && flip.byte - p.offset_in_payload < p.size) {
+        p.data[flip.byte - p.offset_in_payload] ^= flip.mask;
       }
     }
   }

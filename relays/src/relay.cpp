@@ -8,6 +8,7 @@
 #include <future>
 
 #include "connection.hpp"
+#include "faultlane/core/assert.hpp"
 #include "faultlane/relays/limits.hpp"
 
 namespace faultlane::relays {
@@ -197,6 +198,9 @@ result<std::unique_ptr<relay>> relay::start(relay_config config) {
     }
   }
   if (config.buffer_bytes < 4096) return error{status::invalid_argument, "buffer_bytes below 4096"};
+  for (const auto& f : config.faults) {
+    if (auto r = validate(f); !r.ok()) return r.error();
+  }
   auto i = std::make_unique<impl>(config);
   auto& s = *i->state;
   for (auto& f : s.config.faults) {
@@ -304,6 +308,7 @@ tap& relay::taps() { return impl_->state->recorder; }
 std::size_t relay::live_connections() const { return impl_->state->live.load(); }
 
 fault_id relay::add_fault(fault_spec spec) {
+  FL_ASSERT(validate(spec).ok());  // the caller parsed or validated it
   auto& s = *impl_->state;
   fault_id id;
   {

@@ -2,7 +2,12 @@
 // counter, zeros included for everything that did not fire.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "faultlane/core/frame.hpp"
 #include "faultlane/relays/fault.hpp"
+#include "faultlane/relays/limits.hpp"
 #include "relay_fixture.hpp"
 
 namespace faultlane::relays {
@@ -175,7 +180,7 @@ TEST(relay, only_loopback_unless_allowed) {
   EXPECT_NE(r.error().message.find("not a loopback address"), std::string::npos);
 }
 
-TEST(fault_parsing, every_problem_is_named) {
+TEST(relay_fault_parsing, every_problem_is_named) {
   struct bad_case {
     const char* text;
     const char* names;
@@ -193,7 +198,9 @@ TEST(fault_parsing, every_problem_is_named) {
                         bad_case{"drop_frame dir=down opcode=erase", "opcode"},
                         bad_case{"reset dir=up probability=2", "probability"},
                         bad_case{"reset dir=up colour=red", "unknown key"},
-                        bad_case{"reset dir=up after_bytes", "key=value"}}) {
+                        bad_case{"reset dir=up after_bytes", "key=value"},
+                        bad_case{"corrupt dir=up field=payload mask=0", "mask=0 is not a byte"},
+                        bad_case{"corrupt dir=up field=flags payload_byte=3", "needs field=payload"}}) {
     auto f = parse_fault(b.text);
     ASSERT_FALSE(f.ok()) << b.text;
     EXPECT_NE(f.error().message.find(b.names), std::string::npos) << b.text << " -> " << f.error().message;
@@ -203,6 +210,90 @@ TEST(fault_parsing, every_problem_is_named) {
   EXPECT_EQ(ok->name, "hold");
   EXPECT_EQ(*ok->when.frame, 3u);
   EXPECT_EQ(*ok->when.header_byte, 7u);
+}
+
+TEST(relay_fault_parsing, corrupt_payload_byte_is_bounded) {
+  auto at = parse_fault(fmt::format("corrupt dir=up field=payload payload_byte={}",
+                                    corrupt_payload_byte_max));
+  ASSERT_TRUE(at.ok()) << at.error().message;
+  EXPECT_EQ(at->payload_byte, corrupt_payload_byte_max);
+  auto past = parse_fault(fmt::format("corrupt dir=up field=payload payload_byte={}",
+                                      corrupt_payload_byte_max + 1));
+  ASSERT_FALSE(past.ok());
+  EXPECT_NE(past.error().message.find(fmt::format("payload_byte={} is past the last byte of the "
+                                                  "longest payload ({})",
+                                                  corrupt_payload_byte_max + 1,
+                                                  corrupt_payload_byte_max)),
+            std::string::npos)
+      << past.error().message;
+}
+
+TEST(relay, start_holds_a_spec_built_in_code_to_the_payload_byte_bound) {
+  plain_peer sink(plain_peer::mode::sink);
+  auto c = config_to(sink.where(), {}, protocol::faultlane);
+  fault_spec f;
+  f.kind = fault_kind::corrupt;
+  f.field = "payload";
+  f.name = "corrupt.up";
+  f.payload_byte = corrupt_payload_byte_max;
+  c.faults = {f};
+  EXPECT_TRUE(relay::start(c).ok());
+  c.faults[0].payload_byte = corrupt_payload_byte_max + 1;
+  auto refused = relay::start(c);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("is past the last byte"), std::string::npos)
+      << refused.error().message;
+}
+
+TEST(relay_fault_parsing, corrupt_mask_is_a_byte_in_hex_or_decimal) {
+  struct mask_case {
+    const char* text;
+    std::uint8_t mask;
+  };
+  for (const auto& m : {mask_case{"0x06", 0x06}, mask_case{"0X06", 0x06}, mask_case{"6", 6},
+                        mask_case{"06", 6}, mask_case{"0xff", 0xff}, mask_case{"0xFF", 0xff},
+                        mask_case{"255", 255}, mask_case{"0x1", 1}}) {
+    auto f = parse_fault(std::string("corrupt dir=up field=flags mask=") + m.text);
+    ASSERT_TRUE(f.ok()) << m.text << ": " << f.error().message;
+    EXPECT_EQ(f->mask, m.mask) << m.text;
+  }
+  for (const char* text : {"0", "0x0", "0x00", "256", "0x100", "0x", "0xg1", "-1", "6x", "0x-1",
+                           "1.5", ""}) {
+    auto f = parse_fault(std::string("corrupt dir=up field=flags mask=") + text);
+    ASSERT_FALSE(f.ok()) << text;
+    EXPECT_NE(f.error().message.find("is not a byte with a bit set (0x01 to 0xff, or 1 to 255)"),
+              std::string::npos)
+        << text << " -> " << f.error().message;
+  }
+  auto yaml = parse_fault(YAML::Load("{type: corrupt, dir: up, field: payload, mask: 0x06}"));
+  ASSERT_TRUE(yaml.ok()) << yaml.error().message;
+  EXPECT_EQ(yaml->mask, 0x06);
+  EXPECT_EQ(describe(yaml.value()), "corrupt dir=up field=payload payload_byte=0 mask=0x06");
+}
+
+TEST(relay, corrupt_flips_payload_bytes_with_a_hex_mask) {
+  plain_peer sink(plain_peer::mode::sink);
+  constexpr std::size_t payload = 4096;
+  auto r = start_relay(config_to(
+      sink.where(),
+      {"corrupt dir=up field=payload payload_byte=0 mask=0x06 name=first",
+       "corrupt dir=up field=payload payload_byte=4095 mask=0xff name=last",
+       "corrupt dir=up field=payload payload_byte=4096 mask=0x01 name=past_the_payload"},
+      protocol::faultlane));
+  auto header = wire::encode(wire::request_frame{wire::opcode::write, 0, 1, 7, 0, payload});
+  auto sent = std::vector<char>(reinterpret_cast<const char*>(header.data()),
+                                reinterpret_cast<const char*>(header.data()) + header.size());
+  auto body = bytes(payload, 3);
+  sent.insert(sent.end(), body.begin(), body.end());
+  client c(r->listen_endpoint());
+  c.send(sent);
+  ASSERT_TRUE(eventually([&] { return sink.received() == sent.size(); }));
+  auto expected = sent;
+  expected[wire::request_frame_bytes] ^= 0x06;
+  expected[wire::request_frame_bytes + payload - 1] ^= static_cast<char>(0xff);
+  EXPECT_EQ(sink.received_bytes(), expected);
+  // Each fault fired on the frame; the one past its payload changed nothing.
+  expect_counters(*r, {{"first", 1}, {"last", 1}, {"past_the_payload", 1}}, 1);
 }
 
 }  // namespace

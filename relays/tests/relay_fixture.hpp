@@ -47,6 +47,11 @@ class plain_peer {
   }
   address where() const { return {"127.0.0.1", acceptor_.local_endpoint().port()}; }
   std::uint64_t received() const { return received_.load(); }
+  // What a sink received, in order, over all its connections.
+  std::vector<char> received_bytes() const {
+    std::lock_guard lock(mutex_);
+    return kept_;
+  }
   bool saw_eof() const { return eof_.load(); }
   std::size_t connections() const { return connections_.load(); }
 
@@ -81,6 +86,10 @@ class plain_peer {
         }
         return;
       }
+      if (mode_ == mode::sink) {
+        std::lock_guard lock(mutex_);
+        kept_.insert(kept_.end(), buf.data(), buf.data() + n);
+      }
       received_ += n;
       if (mode_ == mode::echo) asio::write(s, asio::buffer(buf.data(), n), ec);
     }
@@ -91,8 +100,9 @@ class plain_peer {
   asio::io_context context_;
   tcp::acceptor acceptor_;
   std::thread thread_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::vector<std::shared_ptr<tcp::socket>> sockets_;
+  std::vector<char> kept_;
   std::vector<std::thread> workers_;
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> received_{0};

@@ -75,8 +75,8 @@ struct fault_spec {
   std::uint32_t delay_us = 0;    // slicer
   std::uint64_t bytes = 0;       // truncate
   std::string field;             // corrupt: a header field name, or "payload"
-  std::uint64_t payload_byte = 0;  // corrupt field=payload: byte index in the payload
-  std::uint8_t mask = 0x01;        // corrupt: bits flipped
+  std::uint64_t payload_byte = 0;  // corrupt field=payload: index, to corrupt_payload_byte_max
+  std::uint8_t mask = 0x01;        // corrupt: bits flipped (parsed as 0x06 or 6)
 
   // Faults whose effect lasts (a held stall, a delayed chunk) take a slot in
   // the relay's active-fault cap while it lasts.
@@ -90,6 +90,9 @@ struct fault_spec {
 result<fault_spec> parse_fault(std::string_view text);
 // The same keys as a YAML mapping: {type: latency, dir: down, ms: 5}.
 result<fault_spec> parse_fault(const YAML::Node& node);
+// The checks parse_fault makes on the values (ranges, required keys, known
+// fields), for a spec built in code. relay::start applies them too.
+result<void> validate(const fault_spec& f);
 std::string describe(const fault_spec& f);
 
 }  // namespace faultlane::relays

@@ -18,4 +18,8 @@ inline constexpr std::uint32_t accept_backoff_ms_min = 1;
 inline constexpr std::uint32_t accept_backoff_ms_max = 100;
 static_assert(0 < accept_backoff_ms_min && accept_backoff_ms_min <= accept_backoff_ms_max);
 
+// corrupt field=payload: the last byte of the longest payload the relay's
+// frame decoder follows (it accepts any length the core's codec does).
+inline constexpr std::uint64_t corrupt_payload_byte_max = limits::transfer_bytes_max - 1;
+
 }  // namespace faultlane::relays

@@ -70,7 +70,9 @@ class relay {
   address listen_endpoint() const;
   const relay_config& config() const;
 
-  // Thread-safe, with effect on live connections.
+  // Thread-safe, with effect on live connections. The spec comes from
+  // parse_fault or passed validate(); start() returns validate's error for
+  // a configured fault.
   fault_id add_fault(fault_spec spec);
   bool remove_fault(fault_id id);
 
