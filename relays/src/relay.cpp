@@ -1,4 +1,4 @@
-// relay and connection; see relay.hpp and connection.hpp.
+// relay: configuration, the listener, faults and counters; see relay.hpp.
 #include "faultlane/relays/relay.hpp"
 
 #include <asio/connect.hpp>
@@ -36,88 +36,6 @@ void relay_state::fired(installed_fault& f, const tap_record& where) {
   r.kind = record_kind::fault;
   r.fault = f.spec.name;
   recorder.record(std::move(r));
-}
-
-// --- connection --------------------------------------------------------------------
-
-connection::connection(std::shared_ptr<relay_state> state, tcp::socket client, std::uint64_t index)
-    : state_(std::move(state)), client_(std::move(client)), upstream_(state_->context), index_(index) {
-  state_->live.fetch_add(1, std::memory_order_acq_rel);
-}
-
-connection::~connection() { state_->live.fetch_sub(1, std::memory_order_acq_rel); }
-
-void connection::start() {
-  bool frame_faults = false;
-  for (const auto& f : state_->snapshot()) frame_faults |= f->spec.frame_aware();
-  decode_ = state_->config.proto == protocol::faultlane && (state_->taps_on() || frame_faults);
-  std::error_code ec;
-  client_.set_option(tcp::no_delay(true), ec);
-  auto remote = client_.remote_endpoint(ec);
-  client_address_ = ec ? "?" : fmt::format("{}:{}", remote.address().to_string(), remote.port());
-  const auto& c = state_->config;
-  tcp::endpoint upstream(asio::ip::make_address(c.upstream.host), c.upstream.port);
-  upstream_.open(tcp::v4(), ec);
-  if (!ec && c.upstream_source) {
-    upstream_.bind(tcp::endpoint(asio::ip::make_address(*c.upstream_source), 0), ec);
-  }
-  if (ec) return abort(true);
-  upstream_.async_connect(upstream, [self = shared_from_this()](std::error_code e) {
-    self->on_upstream_connected(e);
-  });
-}
-
-void connection::on_upstream_connected(const std::error_code& ec) {
-  if (closed_) return;
-  if (ec) return abort(true);  // the client sees a reset, as if upstream refused
-  std::error_code ignored;
-  upstream_.set_option(tcp::no_delay(true), ignored);
-  auto local = upstream_.local_endpoint(ignored);
-  auto remote = upstream_.remote_endpoint(ignored);
-  upstream_local_ = fmt::format("{}:{}", local.address().to_string(), local.port());
-  upstream_remote_ = fmt::format("{}:{}", remote.address().to_string(), remote.port());
-  record(record_kind::open);
-  up_ = std::make_unique<pipe>(*this, direction::up, client_, upstream_);
-  down_ = std::make_unique<pipe>(*this, direction::down, upstream_, client_);
-  up_->start();
-  down_->start();
-}
-
-void connection::recheck() {
-  if (closed_) return;
-  if (up_) up_->recheck();
-  if (down_) down_->recheck();
-}
-
-void connection::pipe_finished() {
-  if (up_ && down_ && up_->finished() && down_->finished()) abort(false);
-}
-
-void connection::abort(bool with_reset) {
-  if (closed_) return;
-  closed_ = true;
-  std::error_code ignored;
-  for (auto* s : {&client_, &upstream_}) {
-    if (with_reset && s->is_open()) s->set_option(asio::socket_base::linger(true, 0), ignored);
-    s->close(ignored);
-  }
-  if (up_) up_->cancel();
-  if (down_) down_->cancel();
-  record(record_kind::close);
-}
-
-void connection::record(record_kind kind) {
-  if (!state_->taps_on()) return;
-  tap_record r;
-  r.kind = kind;
-  r.time_us = state_->now_us();
-  r.relay = state_->config.name;
-  r.rail = state_->config.rail;
-  r.connection = index_;
-  r.client_address = client_address_;
-  r.upstream_local = upstream_local_;
-  r.upstream_remote = upstream_remote_;
-  state_->recorder.record(std::move(r));
 }
 
 }  // namespace detail
@@ -197,7 +115,9 @@ result<std::unique_ptr<relay>> relay::start(relay_config config) {
       return r.error();
     }
   }
-  if (config.buffer_bytes < 4096) return error{status::invalid_argument, "buffer_bytes below 4096"};
+  if (config.buffer_bytes < buffer_bytes_min) {
+    return error{status::invalid_argument, fmt::format("buffer_bytes below {}", buffer_bytes_min)};
+  }
   for (const auto& f : config.faults) {
     if (auto r = validate(f); !r.ok()) return r.error();
   }
@@ -285,6 +205,8 @@ void relay::impl::on_accept(const std::error_code& ec, tcp::socket socket) {
 // connection waits in the backlog while the listener backs off, so a
 // shortage of descriptors costs a few wake-ups, not a spinning io thread.
 void relay::impl::accept_later() {
+  FL_ASSERT(accept_backoff_ms >= accept_backoff_ms_min);
+  FL_ASSERT(accept_backoff_ms <= accept_backoff_ms_max);
   state->accept_errors.fetch_add(1, std::memory_order_relaxed);
   accept_retry.expires_after(std::chrono::milliseconds(accept_backoff_ms));
   accept_backoff_ms = std::min(accept_backoff_ms * 2, accept_backoff_ms_max);

@@ -1,5 +1,5 @@
-// Internals of the relay shared by relay.cpp (accept, configuration) and
-// pipe.cpp (one direction of one connection).
+// Internals of the relay shared by relay.cpp (accept, configuration,
+// counters) and each connection: the fault list, the counters, the tap.
 #pragma once
 
 #include <asio/io_context.hpp>
@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "faultlane/core/assert.hpp"
 #include "faultlane/relays/relay.hpp"
 #include "frame_stream.hpp"
 
@@ -72,7 +73,10 @@ struct relay_state {
     overflow.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
-  void release_effect_slot() { active_effects.fetch_sub(1, std::memory_order_acq_rel); }
+  void release_effect_slot() {
+    auto before = active_effects.fetch_sub(1, std::memory_order_acq_rel);
+    FL_ASSERT(before > 0);  // only a slot taken is given back
+  }
   void fired(installed_fault& f, const tap_record& where);
 };
 
