@@ -61,9 +61,11 @@ struct relay_state {
     return faults;
   }
   bool taps_on() const { return config.tap || !config.tap_path.empty(); }
-  std::uint64_t now_us() const {
+  std::uint64_t now_us() const { return us_since_start(clock_type::now()); }
+  std::uint64_t us_since_start(clock_type::time_point t) const {
+    if (t <= started) return 0;
     return static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - started).count());
+        std::chrono::duration_cast<std::chrono::microseconds>(t - started).count());
   }
   // Takes a slot for a lasting effect; false (and counted) over the cap.
   bool take_effect_slot() {

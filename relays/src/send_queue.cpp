@@ -11,9 +11,10 @@ namespace faultlane::relays::detail {
 
 using asio::ip::tcp;
 
-send_queue::send_queue(connection& owner, direction, tcp::socket& dst,
+send_queue::send_queue(connection& owner, direction dir, tcp::socket& dst,
                        std::function<void()> on_room)
     : owner_(owner),
+      dir_(dir),
       dst_(dst),
       timer_(owner.state().context),
       on_room_(std::move(on_room)) {}
@@ -72,6 +73,8 @@ void send_queue::write_front() {
   auto& bytes = items_.front().bytes;
   FL_ASSERT(!bytes.empty());
   state_ = state::writing;
+  record_write(bytes.size(), items_.front().not_before);
+  written_ += bytes.size();
   asio::async_write(dst_, asio::buffer(bytes),
                     [self = owner_.self(), this](std::error_code ec, std::size_t) {
                       on_written(ec);
@@ -108,6 +111,19 @@ void send_queue::cancel() {
   // Items stay: an async_write in flight may still hold the front one's bytes.
   state_ = state::closed;
   timer_.cancel();
+}
+
+// With taps on, every write goes through this queue (nothing bypasses it),
+// so the records give each write the relay made, in order.
+void send_queue::record_write(std::size_t size, clock_type::time_point due) {
+  auto& relay = owner_.state();
+  if (!relay.taps_on()) return;
+  auto r = owner_.record_for(dir_);
+  r.kind = record_kind::write;
+  r.stream_offset = written_;
+  r.length = size;
+  r.due_us = relay.us_since_start(due);
+  relay.recorder.record(std::move(r));
 }
 
 }  // namespace faultlane::relays::detail

@@ -65,13 +65,16 @@ class send_queue {
   void write_front();
   void on_written(const std::error_code& ec);
   void end_direction();
+  void record_write(std::size_t size, clock_type::time_point due);
 
   connection& owner_;
+  const direction dir_;
   asio::ip::tcp::socket& dst_;
   asio::steady_timer timer_;
   std::function<void()> on_room_;
   std::deque<out_item> items_;
   std::size_t queued_bytes_ = 0;
+  std::uint64_t written_ = 0;  // bytes written so far (taps)
   state state_ = state::idle;
 };
 

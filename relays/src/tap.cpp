@@ -13,6 +13,7 @@ const char* kind_name(record_kind k) {
     case record_kind::frame: return "frame";
     case record_kind::fault: return "fault";
     case record_kind::decode_error: return "decode_error";
+    case record_kind::write: return "write";
   }
   return "?";
 }
@@ -59,6 +60,10 @@ std::string to_json(const tap_record& r) {
       break;
     case record_kind::decode_error:
       out += fmt::format(R"(, "dir": "{}", "error": {})", to_string(r.dir), quoted(r.fault));
+      break;
+    case record_kind::write:
+      out += fmt::format(R"(, "dir": "{}", "stream_offset": {}, "bytes": {}, "due_us": {})",
+                         to_string(r.dir), r.stream_offset, r.length, r.due_us);
       break;
   }
   return out + "}";

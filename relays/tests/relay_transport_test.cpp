@@ -62,6 +62,10 @@ TEST(relay_transport, dropped_write_ack_is_ambiguous_executed_once_and_not_repla
   auto source = core_testing::pattern(4096, 77);
   auto w = core_testing::run_one(*p.initiator, core_testing::write_req(p.segment, id, 0, source.data(), 4096));
   EXPECT_EQ(w.code, status::ambiguous_write);
+  // The target executes the WRITE on the old connection at its own pace;
+  // the READ on a new one must come after it.
+  ASSERT_TRUE(core_testing::eventually(
+      [&] { return p.target_view.served_count(wire::opcode::write, status::ok) == 1; }));
   std::vector<std::byte> back(4096);
   ASSERT_EQ(core_testing::run_one(*p.initiator, core_testing::read_req(p.segment, id, 0, back.data(), 4096)).code,
             status::ok);
@@ -72,24 +76,34 @@ TEST(relay_transport, dropped_write_ack_is_ambiguous_executed_once_and_not_repla
 }
 
 TEST(relay_transport, stall_inside_a_request_header_times_out_and_frees_the_session) {
+  // Only the target's deadline is under test: the initiator's is far longer,
+  // so the stuck READ ends when the target gives up and closes, never by a
+  // race between two equal deadlines.
   auto target_config = core_testing::loopback_config();
   target_config.progress_timeout_ms = 300;
   // Registered memory outlives the transports (declared before them).
   std::vector<std::byte> memory(4096);
-  relayed_pair p({"stall dir=up frame=0 header_byte=7"}, one_lane(300), target_config);
+  relayed_pair p({"stall dir=up frame=0 header_byte=7"}, one_lane(60'000), target_config);
   auto healthy_target = core_testing::start(core_testing::loopback_config());
   auto id = p.target->register_buffer(memory.data(), 4096, permission::remote_read).value();
-  auto healthy_id = healthy_target->register_buffer(memory.data(), 4096, permission::remote_read).value();
+  auto healthy_id =
+      healthy_target->register_buffer(memory.data(), 4096, permission::remote_read).value();
   auto healthy = p.initiator->open_segment(healthy_target->descriptor()).value();
   std::vector<std::byte> back(4096);
-  auto stuck = p.initiator->submit(std::vector{core_testing::read_req(p.segment, id, 0, back.data(), 4096)}).value();
+  auto stuck = p.initiator
+                   ->submit(std::vector{core_testing::read_req(p.segment, id, 0, back.data(), 4096)})
+                   .value();
   std::vector<std::byte> other(4096);
-  EXPECT_EQ(core_testing::run_one(*p.initiator, core_testing::read_req(healthy, healthy_id, 0, other.data(), 4096)).code,
+  auto other_read = core_testing::read_req(healthy, healthy_id, 0, other.data(), 4096);
+  EXPECT_EQ(core_testing::run_one(*p.initiator, other_read).code,
             status::ok);  // another peer is not held up
-  ASSERT_TRUE(stuck->wait(10s));
-  EXPECT_EQ(stuck->status(0).code, status::timeout);
-  ASSERT_TRUE(core_testing::eventually([&] { return p.target->stats().sessions_timed_out == 1; }));
+  ASSERT_TRUE(stuck->wait(30s));
+  // The target timed the session out and closed it; the relay passed that
+  // FIN on, so the initiator saw the connection end under its READ.
+  EXPECT_EQ(stuck->status(0).code, status::connection_failed);
+  EXPECT_EQ(p.target->stats().sessions_timed_out, 1u);
   ASSERT_TRUE(core_testing::eventually([&] { return p.target->stats().sessions_live == 0; }));
+  EXPECT_EQ(p.initiator->stats().timeouts, 0u);
   expect_counters(*p.relays[0], {{"stall.up", 1}}, 1);
   EXPECT_TRUE(healthy_target->shutdown().ok());
 }
