@@ -52,9 +52,8 @@ void connection::start() {
     upstream_.bind(tcp::endpoint(asio::ip::make_address(*c.upstream_source), 0), ec);
   }
   if (ec) return abort(true);
-  upstream_.async_connect(upstream, [self = shared_from_this()](std::error_code e) {
-    self->on_upstream_connected(e);
-  });
+  upstream_.async_connect(
+      upstream, [self = shared_from_this()](std::error_code e) { self->on_upstream_connected(e); });
 }
 
 void connection::on_upstream_connected(const std::error_code& ec) {

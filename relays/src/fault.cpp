@@ -15,8 +15,8 @@ namespace faultlane::relays {
 namespace {
 
 constexpr std::array<std::string_view, 12> kind_names{
-    "latency", "bandwidth", "slicer",     "truncate",   "reset",     "stall",
-    "blackhole", "refuse",  "drop_frame", "corrupt",    "half_close", "slow_close"};
+    "latency",   "bandwidth", "slicer",     "truncate", "reset",      "stall",
+    "blackhole", "refuse",    "drop_frame", "corrupt",  "half_close", "slow_close"};
 
 error bad(const std::string& what) { return error{status::invalid_argument, "fault: " + what}; }
 
@@ -33,7 +33,8 @@ template <typename T>
 result<void> small_number(std::string_view key, std::string_view value, T& out) {
   auto n = number(key, value);
   if (!n.ok()) return n.error();
-  if (n.value() > std::numeric_limits<T>::max()) return bad(fmt::format("{}={} is too large", key, value));
+  if (n.value() > std::numeric_limits<T>::max())
+    return bad(fmt::format("{}={} is too large", key, value));
   out = static_cast<T>(n.value());
   return {};
 }
@@ -43,10 +44,11 @@ result<std::uint8_t> mask_number(std::string_view value) {
   bool hex = value.size() > 2 && value[0] == '0' && (value[1] == 'x' || value[1] == 'X');
   auto digits = hex ? value.substr(2) : value;
   unsigned out = 0;
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out, hex ? 16 : 10);
+  auto [end, ec] =
+      std::from_chars(digits.data(), digits.data() + digits.size(), out, hex ? 16 : 10);
   if (ec != std::errc() || end != digits.data() + digits.size() || out == 0 || out > 0xff) {
-    return bad(fmt::format("mask={} is not a byte with a bit set (0x01 to 0xff, or 1 to 255)",
-                           value));
+    return bad(
+        fmt::format("mask={} is not a byte with a bit set (0x01 to 0xff, or 1 to 255)", value));
   }
   return static_cast<std::uint8_t>(out);
 }
@@ -75,8 +77,14 @@ result<void> apply(fault_spec& f, std::string_view key, std::string_view value) 
     else return bad(fmt::format("dir must be up or down, got {}", value));
     return {};
   }
-  if (key == "name") { f.name = value; return {}; }
-  if (key == "field") { f.field = value; return {}; }
+  if (key == "name") {
+    f.name = value;
+    return {};
+  }
+  if (key == "field") {
+    f.field = value;
+    return {};
+  }
   if (key == "ms") return small_number(key, value, f.ms);
   if (key == "jitter_ms") return small_number(key, value, f.jitter_ms);
   if (key == "bytes_per_s") return small_number(key, value, f.bytes_per_s);
@@ -165,7 +173,9 @@ result<void> check(fault_spec& f, bool dir_given) {
 
 }  // namespace
 
-std::string_view to_string(fault_kind k) noexcept { return kind_names[static_cast<std::size_t>(k)]; }
+std::string_view to_string(fault_kind k) noexcept {
+  return kind_names[static_cast<std::size_t>(k)];
+}
 
 std::string_view to_string(direction d) noexcept { return d == direction::up ? "up" : "down"; }
 

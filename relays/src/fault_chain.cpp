@@ -245,7 +245,8 @@ void fault_chain::apply_frame_faults(piece& p) {
 }
 
 void fault_chain::flip_payload(piece& p) {
-  if (p.what != piece::part::payload || !payload_flips_ || payload_flips_->frame != p.frame->index) {
+  if (p.what != piece::part::payload || !payload_flips_ ||
+      payload_flips_->frame != p.frame->index) {
     return;
   }
   for (const auto& flip : payload_flips_->flips) {
@@ -354,8 +355,10 @@ void fault_chain::forward(const std::byte* data, std::size_t n) {
     count_once(s);
     if (!s.applies) continue;  // over the active-fault cap
     if (spec.kind == fault_kind::latency) {
-      std::int64_t jitter = spec.jitter_ms == 0 ? 0
-          : static_cast<std::int64_t>(jitter_() % (2 * spec.jitter_ms + 1)) - spec.jitter_ms;
+      std::int64_t jitter =
+          spec.jitter_ms == 0
+              ? 0
+              : static_cast<std::int64_t>(jitter_() % (2 * spec.jitter_ms + 1)) - spec.jitter_ms;
       ready = std::max(ready, now + std::chrono::milliseconds(spec.ms + jitter));
     } else if (spec.kind == fault_kind::slicer) {
       slicer = &spec;
@@ -374,7 +377,8 @@ void fault_chain::forward(const std::byte* data, std::size_t n) {
     }
     if (bandwidth) {
       // Pieces of at most 1/200 s of the budget keep the rate smooth.
-      size = std::min<std::size_t>(size, std::max<std::uint64_t>(1024, bandwidth->bytes_per_s / 200));
+      size =
+          std::min<std::size_t>(size, std::max<std::uint64_t>(1024, bandwidth->bytes_per_s / 200));
       auto start = std::max(bandwidth_free_, when);
       bandwidth_free_ =
           start + std::chrono::nanoseconds(size * 1'000'000'000ull / bandwidth->bytes_per_s);

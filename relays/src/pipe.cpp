@@ -70,10 +70,9 @@ void pipe::read_next() {
     return;
   }
   state_ = state::reading;
-  src_.async_read_some(asio::buffer(buffer_),
-                       [self = owner_.self(), this](std::error_code ec, std::size_t n) {
-                         on_read(ec, n);
-                       });
+  src_.async_read_some(
+      asio::buffer(buffer_),
+      [self = owner_.self(), this](std::error_code ec, std::size_t n) { on_read(ec, n); });
 }
 
 void pipe::on_read(const std::error_code& ec, std::size_t n) {

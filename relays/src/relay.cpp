@@ -62,7 +62,7 @@ class relay::impl {
   address bound;
   std::thread thread;
   std::vector<std::weak_ptr<detail::connection>> connections;  // io thread only
-  std::map<std::string, std::uint64_t> retired_counts;        // removed faults
+  std::map<std::string, std::uint64_t> retired_counts;         // removed faults
   std::mutex stop_mutex;
   bool stopped = false;
 };
@@ -80,7 +80,8 @@ result<address> parse_address(std::string_view text) {
     return error{status::invalid_argument, fmt::format("'{}': bad port", text)};
   }
   for (char c : digits) {
-    if (c < '0' || c > '9') return error{status::invalid_argument, fmt::format("'{}': bad port", text)};
+    if (c < '0' || c > '9')
+      return error{status::invalid_argument, fmt::format("'{}': bad port", text)};
     port = port * 10 + static_cast<std::uint32_t>(c - '0');
   }
   if (port > 65535) return error{status::invalid_argument, fmt::format("'{}': bad port", text)};
@@ -94,12 +95,14 @@ result<void> check_loopback(const std::string& what, const std::string& host, bo
   std::error_code ec;
   auto ip = asio::ip::make_address(host, ec);
   if (ec || !ip.is_v4()) {
-    return error{status::invalid_argument, fmt::format("{} '{}' is not a numeric IPv4 address", what, host)};
+    return error{status::invalid_argument,
+                 fmt::format("{} '{}' is not a numeric IPv4 address", what, host)};
   }
   if (!allowed && !ip.is_loopback()) {
     return error{status::invalid_argument,
                  fmt::format("{} {} is not a loopback address (pass --allow-non-loopback to "
-                             "relay elsewhere)", what, host)};
+                             "relay elsewhere)",
+                             what, host)};
   }
   return {};
 }
@@ -107,11 +110,15 @@ result<void> check_loopback(const std::string& what, const std::string& host, bo
 }  // namespace
 
 result<std::unique_ptr<relay>> relay::start(relay_config config) {
-  if (auto r = check_loopback("listen", config.listen.host, config.allow_non_loopback); !r) return r.error();
-  if (auto r = check_loopback("upstream", config.upstream.host, config.allow_non_loopback); !r) return r.error();
+  if (auto r = check_loopback("listen", config.listen.host, config.allow_non_loopback); !r)
+    return r.error();
+  if (auto r = check_loopback("upstream", config.upstream.host, config.allow_non_loopback); !r)
+    return r.error();
   if (config.upstream.port == 0) return error{status::invalid_argument, "upstream needs a port"};
   if (config.upstream_source) {
-    if (auto r = check_loopback("upstream_source", *config.upstream_source, config.allow_non_loopback); !r) {
+    if (auto r =
+            check_loopback("upstream_source", *config.upstream_source, config.allow_non_loopback);
+        !r) {
       return r.error();
     }
   }
@@ -132,7 +139,8 @@ result<std::unique_ptr<relay>> relay::start(relay_config config) {
     s.faults.push_back(installed);
   }
   if (!s.config.tap_path.empty() && !s.recorder.open_file(s.config.tap_path)) {
-    return error{status::invalid_argument, fmt::format("cannot write tap file {}", s.config.tap_path)};
+    return error{status::invalid_argument,
+                 fmt::format("cannot write tap file {}", s.config.tap_path)};
   }
   std::error_code ec;
   tcp::endpoint ep(asio::ip::make_address(s.config.listen.host), s.config.listen.port);
@@ -142,7 +150,8 @@ result<std::unique_ptr<relay>> relay::start(relay_config config) {
   if (!ec) i->acceptor->bind(ep, ec);
   if (!ec) i->acceptor->listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
-    return error{status::connection_failed, fmt::format("listen on {}: {}", s.config.listen.str(), ec.message())};
+    return error{status::connection_failed,
+                 fmt::format("listen on {}: {}", s.config.listen.str(), ec.message())};
   }
   i->bound = {s.config.listen.host, i->acceptor->local_endpoint().port()};
   i->accept_next();
@@ -167,7 +176,8 @@ bool relay::impl::refused(tcp::socket& socket, std::uint64_t index) {
     const auto& spec = f->spec;
     const auto& w = spec.when;
     if (spec.kind != fault_kind::refuse) continue;
-    if ((w.connection && *w.connection != index) || (w.rail && *w.rail != state->config.rail)) continue;
+    if ((w.connection && *w.connection != index) || (w.rail && *w.rail != state->config.rail))
+      continue;
     if (detail::draw(state->config.seed, f->order, index, 0) >= w.probability) continue;
     auto left = f->remaining.load();
     if (left == 0) continue;
@@ -251,7 +261,8 @@ bool relay::remove_fault(fault_id id) {
   auto& s = *impl_->state;
   {
     std::lock_guard lock(s.faults_mutex);
-    auto it = std::find_if(s.faults.begin(), s.faults.end(), [&](const auto& f) { return f->id == id; });
+    auto it =
+        std::find_if(s.faults.begin(), s.faults.end(), [&](const auto& f) { return f->id == id; });
     if (it == s.faults.end()) return false;
     impl_->retired_counts[(*it)->spec.name] += (*it)->fired.load();
     s.faults.erase(it);

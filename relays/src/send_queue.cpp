@@ -75,10 +75,9 @@ void send_queue::write_front() {
   state_ = state::writing;
   record_write(bytes.size(), items_.front().not_before);
   written_ += bytes.size();
-  asio::async_write(dst_, asio::buffer(bytes),
-                    [self = owner_.self(), this](std::error_code ec, std::size_t) {
-                      on_written(ec);
-                    });
+  asio::async_write(
+      dst_, asio::buffer(bytes),
+      [self = owner_.self(), this](std::error_code ec, std::size_t) { on_written(ec); });
 }
 
 void send_queue::on_written(const std::error_code& ec) {

@@ -5,8 +5,8 @@
 // RLIMIT_NOFILE is per process, so the relay, its upstream and its clients
 // run in a forked child. The child measures and reports on a pipe, one
 // `key value` line each; the test process asserts on the report.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -121,10 +121,11 @@ std::string run_child() {
   // Streams only from here: the window above meets nothing new (see above).
   std::ostringstream out;
   out << "seen " << seen << "\nseen_later " << seen_later << "\nbetween_ms " << between_ms
-      << "\nwindow_ms " << window_ms << "\naccepted_while_low " << accepted_while_low
-      << "\nlow_ms " << low_ms << "\n";
+      << "\nwindow_ms " << window_ms << "\naccepted_while_low " << accepted_while_low << "\nlow_ms "
+      << low_ms << "\n";
   std::size_t echoed = 0;
-  for (std::size_t i = 0; i < waiting.size(); ++i) echoed += echoes(*waiting[i], static_cast<int>(i));
+  for (std::size_t i = 0; i < waiting.size(); ++i)
+    echoed += echoes(*waiting[i], static_cast<int>(i));
   late.connect(r.listen_endpoint());
   out << "echoed " << echoed << "\nlate_echoed " << echoes(late, 99) << "\n";
   for (const auto& [name, value] : r.counters()) out << "counter." << name << " " << value << "\n";

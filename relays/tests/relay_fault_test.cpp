@@ -28,7 +28,8 @@ TEST(relay, passes_bytes_through_untouched) {
 
 TEST(relay, latency_delays_each_chunk_by_at_least_ms) {
   plain_peer echo(plain_peer::mode::echo);
-  auto r = start_relay(config_to(echo.where(), {"latency dir=up ms=60", "reset dir=down after_bytes=999999999"}));
+  auto r = start_relay(
+      config_to(echo.where(), {"latency dir=up ms=60", "reset dir=down after_bytes=999999999"}));
   client c(r->listen_endpoint());
   auto start = std::chrono::steady_clock::now();
   c.send(bytes(100));
@@ -164,7 +165,7 @@ TEST(relay, blackhole_swallows_and_keeps_the_connection) {
   ASSERT_TRUE(eventually([&] { return r->counter("blackhole.up") == 1; }));
   auto got = c.read(1, 200ms);
   EXPECT_EQ(got.end, asio::error::would_block);  // not closed
-  EXPECT_EQ(sink.received(), 0u);  // it fired at byte 0: nothing went on
+  EXPECT_EQ(sink.received(), 0u);                // it fired at byte 0: nothing went on
   expect_counters(*r, {{"blackhole.up", 1}}, 1);
 }
 
@@ -234,25 +235,26 @@ TEST(relay_fault_parsing, every_problem_is_named) {
     const char* text;
     const char* names;
   };
-  for (const auto& b : {bad_case{"", "empty"}, bad_case{"teleport dir=up", "unknown fault type"},
-                        bad_case{"latency ms=5", "needs dir"},
-                        bad_case{"latency dir=sideways ms=5", "dir must be"},
-                        bad_case{"latency dir=up", "needs ms"},
-                        bad_case{"latency dir=up ms=five", "not a non-negative integer"},
-                        bad_case{"bandwidth dir=up", "bytes_per_s"},
-                        bad_case{"slicer dir=up size=10 variation=10", "variation"},
-                        bad_case{"stall dir=up header_byte=3", "header_byte needs frame"},
-                        bad_case{"corrupt dir=up", "field"},
-                        bad_case{"corrupt dir=down field=registration_id", "no field"},
-                        bad_case{"drop_frame dir=down opcode=erase", "opcode"},
-                        bad_case{"reset dir=up probability=2", "probability"},
-                        bad_case{"reset dir=up colour=red", "unknown key"},
-                        bad_case{"reset dir=up after_bytes", "key=value"},
-                        bad_case{"corrupt dir=up field=payload mask=0", "mask=0 is not a byte"},
-                        bad_case{"corrupt dir=up field=flags payload_byte=3", "needs field=payload"}}) {
+  for (const auto& b :
+       {bad_case{"", "empty"}, bad_case{"teleport dir=up", "unknown fault type"},
+        bad_case{"latency ms=5", "needs dir"}, bad_case{"latency dir=sideways ms=5", "dir must be"},
+        bad_case{"latency dir=up", "needs ms"},
+        bad_case{"latency dir=up ms=five", "not a non-negative integer"},
+        bad_case{"bandwidth dir=up", "bytes_per_s"},
+        bad_case{"slicer dir=up size=10 variation=10", "variation"},
+        bad_case{"stall dir=up header_byte=3", "header_byte needs frame"},
+        bad_case{"corrupt dir=up", "field"},
+        bad_case{"corrupt dir=down field=registration_id", "no field"},
+        bad_case{"drop_frame dir=down opcode=erase", "opcode"},
+        bad_case{"reset dir=up probability=2", "probability"},
+        bad_case{"reset dir=up colour=red", "unknown key"},
+        bad_case{"reset dir=up after_bytes", "key=value"},
+        bad_case{"corrupt dir=up field=payload mask=0", "mask=0 is not a byte"},
+        bad_case{"corrupt dir=up field=flags payload_byte=3", "needs field=payload"}}) {
     auto f = parse_fault(b.text);
     ASSERT_FALSE(f.ok()) << b.text;
-    EXPECT_NE(f.error().message.find(b.names), std::string::npos) << b.text << " -> " << f.error().message;
+    EXPECT_NE(f.error().message.find(b.names), std::string::npos)
+        << b.text << " -> " << f.error().message;
   }
   auto ok = parse_fault("stall dir=up frame=3 header_byte=7 name=hold");
   ASSERT_TRUE(ok.ok());
@@ -262,12 +264,12 @@ TEST(relay_fault_parsing, every_problem_is_named) {
 }
 
 TEST(relay_fault_parsing, corrupt_payload_byte_is_bounded) {
-  auto at = parse_fault(fmt::format("corrupt dir=up field=payload payload_byte={}",
-                                    corrupt_payload_byte_max));
+  auto at = parse_fault(
+      fmt::format("corrupt dir=up field=payload payload_byte={}", corrupt_payload_byte_max));
   ASSERT_TRUE(at.ok()) << at.error().message;
   EXPECT_EQ(at->payload_byte, corrupt_payload_byte_max);
-  auto past = parse_fault(fmt::format("corrupt dir=up field=payload payload_byte={}",
-                                      corrupt_payload_byte_max + 1));
+  auto past = parse_fault(
+      fmt::format("corrupt dir=up field=payload payload_byte={}", corrupt_payload_byte_max + 1));
   ASSERT_FALSE(past.ok());
   EXPECT_NE(past.error().message.find(fmt::format("payload_byte={} is past the last byte of the "
                                                   "longest payload ({})",
@@ -306,8 +308,8 @@ TEST(relay_fault_parsing, corrupt_mask_is_a_byte_in_hex_or_decimal) {
     ASSERT_TRUE(f.ok()) << m.text << ": " << f.error().message;
     EXPECT_EQ(f->mask, m.mask) << m.text;
   }
-  for (const char* text : {"0", "0x0", "0x00", "256", "0x100", "0x", "0xg1", "-1", "6x", "0x-1",
-                           "1.5", ""}) {
+  for (const char* text :
+       {"0", "0x0", "0x00", "256", "0x100", "0x", "0xg1", "-1", "6x", "0x-1", "1.5", ""}) {
     auto f = parse_fault(std::string("corrupt dir=up field=flags mask=") + text);
     ASSERT_FALSE(f.ok()) << text;
     EXPECT_NE(f.error().message.find("is not a byte with a bit set (0x01 to 0xff, or 1 to 255)"),
@@ -323,12 +325,12 @@ TEST(relay_fault_parsing, corrupt_mask_is_a_byte_in_hex_or_decimal) {
 TEST(relay, corrupt_flips_payload_bytes_with_a_hex_mask) {
   plain_peer sink(plain_peer::mode::sink);
   constexpr std::size_t payload = 4096;
-  auto r = start_relay(config_to(
-      sink.where(),
-      {"corrupt dir=up field=payload payload_byte=0 mask=0x06 name=first",
-       "corrupt dir=up field=payload payload_byte=4095 mask=0xff name=last",
-       "corrupt dir=up field=payload payload_byte=4096 mask=0x01 name=past_the_payload"},
-      protocol::faultlane));
+  auto r = start_relay(
+      config_to(sink.where(),
+                {"corrupt dir=up field=payload payload_byte=0 mask=0x06 name=first",
+                 "corrupt dir=up field=payload payload_byte=4095 mask=0xff name=last",
+                 "corrupt dir=up field=payload payload_byte=4096 mask=0x01 name=past_the_payload"},
+                protocol::faultlane));
   auto header = wire::encode(wire::request_frame{wire::opcode::write, 0, 1, 7, 0, payload});
   auto sent = std::vector<char>(reinterpret_cast<const char*>(header.data()),
                                 reinterpret_cast<const char*>(header.data()) + header.size());

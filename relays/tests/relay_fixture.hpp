@@ -30,7 +30,9 @@ class plain_peer {
  public:
   enum class mode { echo, sink, source };
   explicit plain_peer(mode m, std::size_t source_bytes = 0)
-      : mode_(m), source_bytes_(source_bytes), acceptor_(context_, {asio::ip::make_address("127.0.0.1"), 0}) {
+      : mode_(m),
+        source_bytes_(source_bytes),
+        acceptor_(context_, {asio::ip::make_address("127.0.0.1"), 0}) {
     thread_ = std::thread([this] { accept_loop(); });
   }
   ~plain_peer() {
@@ -140,7 +142,8 @@ class client {
     std::vector<char> buf(1 << 20);
     while (r.data.size() < want) {
       std::error_code ec;
-      auto n = socket_.read_some(asio::buffer(buf.data(), std::min(buf.size(), want - r.data.size())), ec);
+      auto n = socket_.read_some(
+          asio::buffer(buf.data(), std::min(buf.size(), want - r.data.size())), ec);
       if (ec == asio::error::would_block) {
         if (std::chrono::steady_clock::now() > deadline) {
           r.end = ec;
@@ -212,7 +215,8 @@ inline void expect_counters(const relay& r, const std::map<std::string, std::uin
   expect_counters(r.counters(), expected, accepted);
 }
 
-inline bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout = 10s) {
+inline bool eventually(const std::function<bool()>& condition,
+                       std::chrono::milliseconds timeout = 10s) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!condition()) {
     if (std::chrono::steady_clock::now() > deadline) return false;

@@ -94,8 +94,7 @@ int start_all(const std::vector<relays::relay_config>& configs,
   for (const auto& rc : configs) {
     auto r = relays::relay::start(rc);
     if (!r.ok()) {
-      std::fprintf(stderr, "faultlane-relay: %s: %s\n", rc.name.c_str(),
-                   r.error().message.c_str());
+      std::fprintf(stderr, "faultlane-relay: %s: %s\n", rc.name.c_str(), r.error().message.c_str());
       return r.code() == faultlane::status::invalid_argument ? 2 : 1;
     }
     std::printf("relay %s listening on %s -> %s (%zu fault%s)\n", rc.name.c_str(),

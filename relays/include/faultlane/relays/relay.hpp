@@ -42,15 +42,15 @@ result<address> parse_address(std::string_view text);
 
 struct relay_config {
   std::string name = "relay";
-  address listen;              // port 0 picks a free port
+  address listen;  // port 0 picks a free port
   address upstream;
   std::optional<std::string> upstream_source;  // bind the upstream side (rails)
-  std::size_t rail = 0;        // reported in taps; matched by rail= triggers
+  std::size_t rail = 0;                        // reported in taps; matched by rail= triggers
   protocol proto = protocol::faultlane;
   std::vector<fault_spec> faults;
   std::uint64_t seed = 0;
-  bool tap = false;             // record to memory
-  std::string tap_path;         // and to this JSONL file
+  bool tap = false;      // record to memory
+  std::string tap_path;  // and to this JSONL file
   bool allow_non_loopback = false;
   std::size_t active_faults_max = 1024;
   std::size_t buffer_bytes = 1u << 20;

@@ -46,7 +46,7 @@ struct tap_record {
   std::uint64_t remote_offset = 0;
   std::uint64_t length = 0;  // request length, committed bytes, or bytes written
   std::uint16_t status = 0;
-  std::string fault;         // fault name, or the decode error
+  std::string fault;  // fault name, or the decode error
   // write: when the faults let these bytes leave (time_us is when they
   // did; later when the relay fell behind), in microseconds since start
   std::uint64_t due_us = 0;
