@@ -9,11 +9,13 @@
 //   r->counters();                          // every fault's firings, zeros included
 //
 // Each direction runs the bytes through its faults in order. With no fault
-// and no tap on a direction the relay is a plain copy loop with 1 MiB
-// buffers and no decoding. With `protocol::faultlane` the relay decodes
-// frames (with the core's codec) across any read boundaries, which is what
-// frame triggers, drop_frame, corrupt and taps need; `protocol::raw` relays
-// any TCP protocol.
+// and no tap on a direction the bytes do not pass through user space: they
+// go socket -> kernel pipe -> socket with splice(2) (or, on a connection
+// that decodes frames, are written out of the read buffer as they came).
+// With `protocol::faultlane` the relay decodes frames (with the core's
+// codec) across any read boundaries, which is what frame triggers,
+// drop_frame, corrupt and taps need; `protocol::raw` relays any TCP
+// protocol. docs/faults.md is the reference.
 #pragma once
 
 #include <atomic>
