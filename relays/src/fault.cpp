@@ -62,15 +62,56 @@ result<std::uint16_t> parse_status(std::string_view value) {
   return n;
 }
 
-// Applies one key=value to the spec.
-result<void> apply(fault_spec& f, std::string_view key, std::string_view value) {
-  auto& w = f.when;
+result<void> apply_probability(trigger& w, std::string_view value) {
+  std::string text(value);
+  char* end = nullptr;
+  double p = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0' || !(p >= 0.0 && p <= 1.0)) {
+    return bad(fmt::format("probability must be in [0, 1], got {}", value));
+  }
+  w.probability = p;
+  return {};
+}
+
+// Applies one trigger key=value; nothing if `key` is not a trigger key.
+std::optional<result<void>> apply_trigger(trigger& w, std::string_view key,
+                                          std::string_view value) {
   auto set_u64 = [&](std::optional<std::uint64_t>& field) -> result<void> {
     auto n = number(key, value);
     if (!n.ok()) return n.error();
     field = n.value();
     return {};
   };
+  if (key == "after_bytes") return set_u64(w.after_bytes);
+  if (key == "frame") return set_u64(w.frame);
+  if (key == "header_byte") return set_u64(w.header_byte);
+  if (key == "request_id") return set_u64(w.request_id);
+  if (key == "connection") return set_u64(w.connection);
+  if (key == "count") return set_u64(w.count);
+  if (key == "probability") return apply_probability(w, value);
+  if (key == "rail") {
+    std::size_t rail = 0;
+    if (auto r = small_number(key, value, rail); !r.ok()) return r;
+    w.rail = rail;
+    return result<void>{};
+  }
+  if (key == "opcode") {
+    if (value == "read") w.opcode = wire::opcode::read;
+    else if (value == "write") w.opcode = wire::opcode::write;
+    else return bad(fmt::format("opcode must be read or write, got {}", value));
+    return result<void>{};
+  }
+  if (key == "status") {
+    auto s = parse_status(value);
+    if (!s.ok()) return s.error();
+    w.status = s.value();
+    return result<void>{};
+  }
+  return std::nullopt;
+}
+
+// Applies one key=value to the spec.
+result<void> apply(fault_spec& f, std::string_view key, std::string_view value) {
   if (key == "dir") {
     if (value == "up") f.dir = direction::up;
     else if (value == "down") f.dir = direction::down;
@@ -99,40 +140,7 @@ result<void> apply(fault_spec& f, std::string_view key, std::string_view value) 
     f.mask = n.value();
     return {};
   }
-  if (key == "after_bytes") return set_u64(w.after_bytes);
-  if (key == "frame") return set_u64(w.frame);
-  if (key == "header_byte") return set_u64(w.header_byte);
-  if (key == "request_id") return set_u64(w.request_id);
-  if (key == "connection") return set_u64(w.connection);
-  if (key == "count") return set_u64(w.count);
-  if (key == "rail") {
-    std::size_t rail = 0;
-    if (auto r = small_number(key, value, rail); !r.ok()) return r;
-    w.rail = rail;
-    return {};
-  }
-  if (key == "opcode") {
-    if (value == "read") w.opcode = wire::opcode::read;
-    else if (value == "write") w.opcode = wire::opcode::write;
-    else return bad(fmt::format("opcode must be read or write, got {}", value));
-    return {};
-  }
-  if (key == "status") {
-    auto s = parse_status(value);
-    if (!s.ok()) return s.error();
-    w.status = s.value();
-    return {};
-  }
-  if (key == "probability") {
-    std::string text(value);
-    char* end = nullptr;
-    double p = std::strtod(text.c_str(), &end);
-    if (end == text.c_str() || *end != '\0' || !(p >= 0.0 && p <= 1.0)) {
-      return bad(fmt::format("probability must be in [0, 1], got {}", value));
-    }
-    w.probability = p;
-    return {};
-  }
+  if (auto r = apply_trigger(f.when, key, value)) return *r;
   return bad(fmt::format("unknown key '{}'", key));
 }
 
