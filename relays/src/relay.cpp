@@ -157,6 +157,7 @@ result<std::unique_ptr<relay>> relay::start(relay_config config) {
   i->accept_next();
   auto* raw = i.get();
   i->thread = std::thread([raw] { raw->state->context.run(); });
+  // new-ok: the constructor is private, out of make_unique's reach
   return std::unique_ptr<relay>(new relay(std::move(i)));
 }
 

@@ -149,6 +149,7 @@ class client {
           r.end = ec;
           return r;
         }
+        // sleep-ok: polls a non-blocking socket until data or the deadline
         std::this_thread::sleep_for(200us);
         continue;
       }
@@ -220,7 +221,7 @@ inline bool eventually(const std::function<bool()>& condition,
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!condition()) {
     if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(1ms);  // sleep-ok: polls the condition until the deadline
   }
   return true;
 }
