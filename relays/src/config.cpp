@@ -28,7 +28,9 @@ result<relay_config> parse_one(const YAML::Node& node, std::uint64_t seed, std::
   relay_config c;
   c.seed = seed;
   c.name = node["name"] ? node["name"].as<std::string>() : fmt::format("relay{}", index);
-  if (!node["upstream"]) return bad(node, fmt::format("relay {} needs upstream: HOST:PORT", c.name));
+  if (!node["upstream"]) {
+    return bad(node, fmt::format("relay {} needs upstream: HOST:PORT", c.name));
+  }
   auto upstream = parse_address(node["upstream"].as<std::string>());
   if (!upstream.ok()) return bad(node["upstream"], upstream.error().message);
   c.upstream = upstream.value();
@@ -98,7 +100,9 @@ result<std::vector<relay_config>> load_relays_file(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   auto parsed = parse_relays_yaml(text.str());
-  if (!parsed.ok()) return error{parsed.code(), fmt::format("{}: {}", path, parsed.error().message)};
+  if (!parsed.ok()) {
+    return error{parsed.code(), fmt::format("{}: {}", path, parsed.error().message)};
+  }
   return parsed;
 }
 

@@ -9,12 +9,14 @@
 #include <map>
 #include <sstream>
 
+#include "faultlane/relays/limits.hpp"
+
 namespace faultlane::relays {
 namespace {
 
 constexpr std::array<std::string_view, 12> kind_names{
-    "latency", "bandwidth", "slicer",     "truncate",   "reset",     "stall",
-    "blackhole", "refuse",  "drop_frame", "corrupt",    "half_close", "slow_close"};
+    "latency",   "bandwidth", "slicer",     "truncate", "reset",      "stall",
+    "blackhole", "refuse",    "drop_frame", "corrupt",  "half_close", "slow_close"};
 
 error bad(const std::string& what) { return error{status::invalid_argument, "fault: " + what}; }
 
@@ -31,9 +33,24 @@ template <typename T>
 result<void> small_number(std::string_view key, std::string_view value, T& out) {
   auto n = number(key, value);
   if (!n.ok()) return n.error();
-  if (n.value() > std::numeric_limits<T>::max()) return bad(fmt::format("{}={} is too large", key, value));
+  if (n.value() > std::numeric_limits<T>::max())
+    return bad(fmt::format("{}={} is too large", key, value));
   out = static_cast<T>(n.value());
   return {};
+}
+
+// A byte, in hex (0x06, as masks are usually written) or in decimal.
+result<std::uint8_t> mask_number(std::string_view value) {
+  bool hex = value.size() > 2 && value[0] == '0' && (value[1] == 'x' || value[1] == 'X');
+  auto digits = hex ? value.substr(2) : value;
+  unsigned out = 0;
+  auto [end, ec] =
+      std::from_chars(digits.data(), digits.data() + digits.size(), out, hex ? 16 : 10);
+  if (ec != std::errc() || end != digits.data() + digits.size() || out == 0 || out > 0xff) {
+    return bad(
+        fmt::format("mask={} is not a byte with a bit set (0x01 to 0xff, or 1 to 255)", value));
+  }
+  return static_cast<std::uint8_t>(out);
 }
 
 result<std::uint16_t> parse_status(std::string_view value) {
@@ -45,23 +62,70 @@ result<std::uint16_t> parse_status(std::string_view value) {
   return n;
 }
 
-// Applies one key=value to the spec.
-result<void> apply(fault_spec& f, std::string_view key, std::string_view value) {
-  auto& w = f.when;
+result<void> apply_probability(trigger& w, std::string_view value) {
+  std::string text(value);
+  char* end = nullptr;
+  double p = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0' || !(p >= 0.0 && p <= 1.0)) {
+    return bad(fmt::format("probability must be in [0, 1], got {}", value));
+  }
+  w.probability = p;
+  return {};
+}
+
+// Applies one trigger key=value; nothing if `key` is not a trigger key.
+std::optional<result<void>> apply_trigger(trigger& w, std::string_view key,
+                                          std::string_view value) {
   auto set_u64 = [&](std::optional<std::uint64_t>& field) -> result<void> {
     auto n = number(key, value);
     if (!n.ok()) return n.error();
     field = n.value();
     return {};
   };
+  if (key == "after_bytes") return set_u64(w.after_bytes);
+  if (key == "frame") return set_u64(w.frame);
+  if (key == "header_byte") return set_u64(w.header_byte);
+  if (key == "request_id") return set_u64(w.request_id);
+  if (key == "connection") return set_u64(w.connection);
+  if (key == "count") return set_u64(w.count);
+  if (key == "probability") return apply_probability(w, value);
+  if (key == "rail") {
+    std::size_t rail = 0;
+    if (auto r = small_number(key, value, rail); !r.ok()) return r;
+    w.rail = rail;
+    return result<void>{};
+  }
+  if (key == "opcode") {
+    if (value == "read") w.opcode = wire::opcode::read;
+    else if (value == "write") w.opcode = wire::opcode::write;
+    else return bad(fmt::format("opcode must be read or write, got {}", value));
+    return result<void>{};
+  }
+  if (key == "status") {
+    auto s = parse_status(value);
+    if (!s.ok()) return s.error();
+    w.status = s.value();
+    return result<void>{};
+  }
+  return std::nullopt;
+}
+
+// Applies one key=value to the spec.
+result<void> apply(fault_spec& f, std::string_view key, std::string_view value) {
   if (key == "dir") {
     if (value == "up") f.dir = direction::up;
     else if (value == "down") f.dir = direction::down;
     else return bad(fmt::format("dir must be up or down, got {}", value));
     return {};
   }
-  if (key == "name") { f.name = value; return {}; }
-  if (key == "field") { f.field = value; return {}; }
+  if (key == "name") {
+    f.name = value;
+    return {};
+  }
+  if (key == "field") {
+    f.field = value;
+    return {};
+  }
   if (key == "ms") return small_number(key, value, f.ms);
   if (key == "jitter_ms") return small_number(key, value, f.jitter_ms);
   if (key == "bytes_per_s") return small_number(key, value, f.bytes_per_s);
@@ -70,78 +134,44 @@ result<void> apply(fault_spec& f, std::string_view key, std::string_view value) 
   if (key == "delay_us") return small_number(key, value, f.delay_us);
   if (key == "bytes") return small_number(key, value, f.bytes);
   if (key == "payload_byte") return small_number(key, value, f.payload_byte);
-  if (key == "mask") return small_number(key, value, f.mask);
-  if (key == "after_bytes") return set_u64(w.after_bytes);
-  if (key == "frame") return set_u64(w.frame);
-  if (key == "header_byte") return set_u64(w.header_byte);
-  if (key == "request_id") return set_u64(w.request_id);
-  if (key == "connection") return set_u64(w.connection);
-  if (key == "count") return set_u64(w.count);
-  if (key == "rail") {
-    std::size_t rail = 0;
-    if (auto r = small_number(key, value, rail); !r.ok()) return r;
-    w.rail = rail;
+  if (key == "mask") {
+    auto n = mask_number(value);
+    if (!n.ok()) return n.error();
+    f.mask = n.value();
     return {};
   }
-  if (key == "opcode") {
-    if (value == "read") w.opcode = wire::opcode::read;
-    else if (value == "write") w.opcode = wire::opcode::write;
-    else return bad(fmt::format("opcode must be read or write, got {}", value));
-    return {};
-  }
-  if (key == "status") {
-    auto s = parse_status(value);
-    if (!s.ok()) return s.error();
-    w.status = s.value();
-    return {};
-  }
-  if (key == "probability") {
-    std::string text(value);
-    char* end = nullptr;
-    double p = std::strtod(text.c_str(), &end);
-    if (end == text.c_str() || *end != '\0' || !(p >= 0.0 && p <= 1.0)) {
-      return bad(fmt::format("probability must be in [0, 1], got {}", value));
-    }
-    w.probability = p;
-    return {};
-  }
+  if (auto r = apply_trigger(f.when, key, value)) return *r;
   return bad(fmt::format("unknown key '{}'", key));
 }
 
+result<void> validate_corrupt(const fault_spec& f) {
+  if (f.field.empty()) return bad("corrupt needs field=<header field>|payload");
+  if (f.mask == 0) return bad("corrupt mask must flip at least one bit");
+  if (f.field == "payload") {
+    if (f.payload_byte > corrupt_payload_byte_max) {
+      return bad(fmt::format("payload_byte={} is past the last byte of the longest payload ({})",
+                             f.payload_byte, corrupt_payload_byte_max));
+    }
+    return {};
+  }
+  if (f.payload_byte != 0) return bad("payload_byte needs field=payload");
+  auto layout = f.dir == direction::up ? wire::find_request_field(f.field)
+                                       : wire::find_response_field(f.field);
+  if (!layout) {
+    return bad(fmt::format("corrupt: no field '{}' in a {} header", f.field,
+                           f.dir == direction::up ? "request" : "response"));
+  }
+  return {};
+}
+
+// What the text form adds to validate(): a direction is required, and the
+// counter name defaults to TYPE.DIR.
 result<void> check(fault_spec& f, bool dir_given) {
   auto kind = to_string(f.kind);
-  if (!dir_given && f.kind != fault_kind::refuse) return bad(fmt::format("{} needs dir=up|down", kind));
-  if (f.when.header_byte && !f.when.frame) return bad("header_byte needs frame=");
-  switch (f.kind) {
-    case fault_kind::latency:
-      if (f.ms == 0 && f.jitter_ms == 0) return bad("latency needs ms=");
-      if (f.jitter_ms > f.ms) return bad("latency jitter_ms must not exceed ms");
-      break;
-    case fault_kind::bandwidth:
-      if (f.bytes_per_s == 0) return bad("bandwidth needs bytes_per_s= > 0");
-      break;
-    case fault_kind::slicer:
-      if (f.size == 0) return bad("slicer needs size= > 0");
-      if (f.variation >= f.size) return bad("slicer variation must be smaller than size");
-      break;
-    case fault_kind::slow_close:
-      if (f.ms == 0) return bad("slow_close needs ms=");
-      break;
-    case fault_kind::corrupt: {
-      if (f.field.empty()) return bad("corrupt needs field=<header field>|payload");
-      if (f.mask == 0) return bad("corrupt mask must flip at least one bit");
-      if (f.field != "payload") {
-        auto layout = f.dir == direction::up ? wire::find_request_field(f.field)
-                                              : wire::find_response_field(f.field);
-        if (!layout) {
-          return bad(fmt::format("corrupt: no field '{}' in a {} header", f.field,
-                                 f.dir == direction::up ? "request" : "response"));
-        }
-      }
-      break;
-    }
-    default: break;
+  if (!dir_given && f.kind != fault_kind::refuse) {
+    return bad(fmt::format("{} needs dir=up|down", kind));
   }
+  if (auto r = validate(f); !r.ok()) return r;
   if (f.name.empty()) {
     f.name = f.kind == fault_kind::refuse ? std::string(kind)
                                           : fmt::format("{}.{}", kind, to_string(f.dir));
@@ -151,9 +181,36 @@ result<void> check(fault_spec& f, bool dir_given) {
 
 }  // namespace
 
-std::string_view to_string(fault_kind k) noexcept { return kind_names[static_cast<std::size_t>(k)]; }
+std::string_view to_string(fault_kind k) noexcept {
+  return kind_names[static_cast<std::size_t>(k)];
+}
 
 std::string_view to_string(direction d) noexcept { return d == direction::up ? "up" : "down"; }
+
+result<void> validate(const fault_spec& f) {
+  if (f.when.header_byte && !f.when.frame) return bad("header_byte needs frame=");
+  if (!(f.when.probability >= 0.0 && f.when.probability <= 1.0)) {
+    return bad(fmt::format("probability must be in [0, 1], got {}", f.when.probability));
+  }
+  switch (f.kind) {
+    case fault_kind::latency:
+      if (f.ms == 0 && f.jitter_ms == 0) return bad("latency needs ms=");
+      if (f.jitter_ms > f.ms) return bad("latency jitter_ms must not exceed ms");
+      return {};
+    case fault_kind::bandwidth:
+      if (f.bytes_per_s == 0) return bad("bandwidth needs bytes_per_s= > 0");
+      return {};
+    case fault_kind::slicer:
+      if (f.size == 0) return bad("slicer needs size= > 0");
+      if (f.variation >= f.size) return bad("slicer variation must be smaller than size");
+      return {};
+    case fault_kind::slow_close:
+      if (f.ms == 0) return bad("slow_close needs ms=");
+      return {};
+    case fault_kind::corrupt: return validate_corrupt(f);
+    default: return {};
+  }
+}
 
 result<fault_spec> parse_fault(std::string_view text) {
   std::istringstream in{std::string(text)};
@@ -215,6 +272,8 @@ std::string describe(const fault_spec& f) {
   if (f.delay_us) add("delay_us", f.delay_us);
   if (f.kind == fault_kind::truncate) add("bytes", f.bytes);
   if (!f.field.empty()) add("field", f.field);
+  if (f.field == "payload") add("payload_byte", f.payload_byte);
+  if (f.kind == fault_kind::corrupt) out += fmt::format(" mask={:#04x}", f.mask);
   const auto& w = f.when;
   if (w.after_bytes) add("after_bytes", *w.after_bytes);
   if (w.frame) add("frame", *w.frame);

@@ -1,4 +1,4 @@
-// relay and connection; see relay.hpp and connection.hpp.
+// relay: configuration, the listener, faults and counters; see relay.hpp.
 #include "faultlane/relays/relay.hpp"
 
 #include <asio/connect.hpp>
@@ -8,6 +8,8 @@
 #include <future>
 
 #include "connection.hpp"
+#include "faultlane/core/assert.hpp"
+#include "faultlane/relays/limits.hpp"
 
 namespace faultlane::relays {
 
@@ -36,109 +38,31 @@ void relay_state::fired(installed_fault& f, const tap_record& where) {
   recorder.record(std::move(r));
 }
 
-// --- connection --------------------------------------------------------------------
-
-connection::connection(std::shared_ptr<relay_state> state, tcp::socket client, std::uint64_t index)
-    : state_(std::move(state)), client_(std::move(client)), upstream_(state_->context), index_(index) {
-  state_->live.fetch_add(1, std::memory_order_acq_rel);
-}
-
-connection::~connection() { state_->live.fetch_sub(1, std::memory_order_acq_rel); }
-
-void connection::start() {
-  bool frame_faults = false;
-  for (const auto& f : state_->snapshot()) frame_faults |= f->spec.frame_aware();
-  decode_ = state_->config.proto == protocol::faultlane && (state_->taps_on() || frame_faults);
-  std::error_code ec;
-  client_.set_option(tcp::no_delay(true), ec);
-  auto remote = client_.remote_endpoint(ec);
-  client_address_ = ec ? "?" : fmt::format("{}:{}", remote.address().to_string(), remote.port());
-  const auto& c = state_->config;
-  tcp::endpoint upstream(asio::ip::make_address(c.upstream.host), c.upstream.port);
-  upstream_.open(tcp::v4(), ec);
-  if (!ec && c.upstream_source) {
-    upstream_.bind(tcp::endpoint(asio::ip::make_address(*c.upstream_source), 0), ec);
-  }
-  if (ec) return abort(true);
-  upstream_.async_connect(upstream, [self = shared_from_this()](std::error_code e) {
-    self->on_upstream_connected(e);
-  });
-}
-
-void connection::on_upstream_connected(const std::error_code& ec) {
-  if (closed_) return;
-  if (ec) return abort(true);  // the client sees a reset, as if upstream refused
-  std::error_code ignored;
-  upstream_.set_option(tcp::no_delay(true), ignored);
-  auto local = upstream_.local_endpoint(ignored);
-  auto remote = upstream_.remote_endpoint(ignored);
-  upstream_local_ = fmt::format("{}:{}", local.address().to_string(), local.port());
-  upstream_remote_ = fmt::format("{}:{}", remote.address().to_string(), remote.port());
-  record(record_kind::open);
-  up_ = std::make_unique<pipe>(*this, direction::up, client_, upstream_);
-  down_ = std::make_unique<pipe>(*this, direction::down, upstream_, client_);
-  up_->start();
-  down_->start();
-}
-
-void connection::recheck() {
-  if (closed_) return;
-  if (up_) up_->recheck();
-  if (down_) down_->recheck();
-}
-
-void connection::pipe_finished() {
-  if (up_ && down_ && up_->finished() && down_->finished()) abort(false);
-}
-
-void connection::abort(bool with_reset) {
-  if (closed_) return;
-  closed_ = true;
-  std::error_code ignored;
-  for (auto* s : {&client_, &upstream_}) {
-    if (with_reset && s->is_open()) s->set_option(asio::socket_base::linger(true, 0), ignored);
-    s->close(ignored);
-  }
-  if (up_) up_->cancel();
-  if (down_) down_->cancel();
-  record(record_kind::close);
-}
-
-void connection::record(record_kind kind) {
-  if (!state_->taps_on()) return;
-  tap_record r;
-  r.kind = kind;
-  r.time_us = state_->now_us();
-  r.relay = state_->config.name;
-  r.rail = state_->config.rail;
-  r.connection = index_;
-  r.client_address = client_address_;
-  r.upstream_local = upstream_local_;
-  r.upstream_remote = upstream_remote_;
-  state_->recorder.record(std::move(r));
-}
-
 }  // namespace detail
 
 // --- relay ------------------------------------------------------------------------------
 
 class relay::impl {
  public:
-  explicit impl(relay_config c) : state(std::make_shared<detail::relay_state>()) {
+  explicit impl(relay_config c)
+      : state(std::make_shared<detail::relay_state>()), accept_retry(state->context) {
     state->config = std::move(c);
   }
 
   void accept_next();
   void on_accept(const std::error_code& ec, tcp::socket socket);
+  void accept_later();
   bool refused(tcp::socket& socket, std::uint64_t index);
   void broadcast_recheck();
 
   std::shared_ptr<detail::relay_state> state;
   std::unique_ptr<tcp::acceptor> acceptor;
+  asio::steady_timer accept_retry;  // io thread only
+  std::uint32_t accept_backoff_ms = accept_backoff_ms_min;
   address bound;
   std::thread thread;
   std::vector<std::weak_ptr<detail::connection>> connections;  // io thread only
-  std::map<std::string, std::uint64_t> retired_counts;        // removed faults
+  std::map<std::string, std::uint64_t> retired_counts;         // removed faults
   std::mutex stop_mutex;
   bool stopped = false;
 };
@@ -156,7 +80,8 @@ result<address> parse_address(std::string_view text) {
     return error{status::invalid_argument, fmt::format("'{}': bad port", text)};
   }
   for (char c : digits) {
-    if (c < '0' || c > '9') return error{status::invalid_argument, fmt::format("'{}': bad port", text)};
+    if (c < '0' || c > '9')
+      return error{status::invalid_argument, fmt::format("'{}': bad port", text)};
     port = port * 10 + static_cast<std::uint32_t>(c - '0');
   }
   if (port > 65535) return error{status::invalid_argument, fmt::format("'{}': bad port", text)};
@@ -170,12 +95,14 @@ result<void> check_loopback(const std::string& what, const std::string& host, bo
   std::error_code ec;
   auto ip = asio::ip::make_address(host, ec);
   if (ec || !ip.is_v4()) {
-    return error{status::invalid_argument, fmt::format("{} '{}' is not a numeric IPv4 address", what, host)};
+    return error{status::invalid_argument,
+                 fmt::format("{} '{}' is not a numeric IPv4 address", what, host)};
   }
   if (!allowed && !ip.is_loopback()) {
     return error{status::invalid_argument,
                  fmt::format("{} {} is not a loopback address (pass --allow-non-loopback to "
-                             "relay elsewhere)", what, host)};
+                             "relay elsewhere)",
+                             what, host)};
   }
   return {};
 }
@@ -183,15 +110,24 @@ result<void> check_loopback(const std::string& what, const std::string& host, bo
 }  // namespace
 
 result<std::unique_ptr<relay>> relay::start(relay_config config) {
-  if (auto r = check_loopback("listen", config.listen.host, config.allow_non_loopback); !r) return r.error();
-  if (auto r = check_loopback("upstream", config.upstream.host, config.allow_non_loopback); !r) return r.error();
+  if (auto r = check_loopback("listen", config.listen.host, config.allow_non_loopback); !r)
+    return r.error();
+  if (auto r = check_loopback("upstream", config.upstream.host, config.allow_non_loopback); !r)
+    return r.error();
   if (config.upstream.port == 0) return error{status::invalid_argument, "upstream needs a port"};
   if (config.upstream_source) {
-    if (auto r = check_loopback("upstream_source", *config.upstream_source, config.allow_non_loopback); !r) {
+    if (auto r =
+            check_loopback("upstream_source", *config.upstream_source, config.allow_non_loopback);
+        !r) {
       return r.error();
     }
   }
-  if (config.buffer_bytes < 4096) return error{status::invalid_argument, "buffer_bytes below 4096"};
+  if (config.buffer_bytes < buffer_bytes_min) {
+    return error{status::invalid_argument, fmt::format("buffer_bytes below {}", buffer_bytes_min)};
+  }
+  for (const auto& f : config.faults) {
+    if (auto r = validate(f); !r.ok()) return r.error();
+  }
   auto i = std::make_unique<impl>(config);
   auto& s = *i->state;
   for (auto& f : s.config.faults) {
@@ -203,7 +139,8 @@ result<std::unique_ptr<relay>> relay::start(relay_config config) {
     s.faults.push_back(installed);
   }
   if (!s.config.tap_path.empty() && !s.recorder.open_file(s.config.tap_path)) {
-    return error{status::invalid_argument, fmt::format("cannot write tap file {}", s.config.tap_path)};
+    return error{status::invalid_argument,
+                 fmt::format("cannot write tap file {}", s.config.tap_path)};
   }
   std::error_code ec;
   tcp::endpoint ep(asio::ip::make_address(s.config.listen.host), s.config.listen.port);
@@ -213,12 +150,14 @@ result<std::unique_ptr<relay>> relay::start(relay_config config) {
   if (!ec) i->acceptor->bind(ep, ec);
   if (!ec) i->acceptor->listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
-    return error{status::connection_failed, fmt::format("listen on {}: {}", s.config.listen.str(), ec.message())};
+    return error{status::connection_failed,
+                 fmt::format("listen on {}: {}", s.config.listen.str(), ec.message())};
   }
   i->bound = {s.config.listen.host, i->acceptor->local_endpoint().port()};
   i->accept_next();
   auto* raw = i.get();
   i->thread = std::thread([raw] { raw->state->context.run(); });
+  // new-ok: the constructor is private, out of make_unique's reach
   return std::unique_ptr<relay>(new relay(std::move(i)));
 }
 
@@ -238,7 +177,8 @@ bool relay::impl::refused(tcp::socket& socket, std::uint64_t index) {
     const auto& spec = f->spec;
     const auto& w = spec.when;
     if (spec.kind != fault_kind::refuse) continue;
-    if ((w.connection && *w.connection != index) || (w.rail && *w.rail != state->config.rail)) continue;
+    if ((w.connection && *w.connection != index) || (w.rail && *w.rail != state->config.rail))
+      continue;
     if (detail::draw(state->config.seed, f->order, index, 0) >= w.probability) continue;
     auto left = f->remaining.load();
     if (left == 0) continue;
@@ -260,16 +200,31 @@ bool relay::impl::refused(tcp::socket& socket, std::uint64_t index) {
 
 void relay::impl::on_accept(const std::error_code& ec, tcp::socket socket) {
   if (ec == asio::error::operation_aborted || !acceptor->is_open()) return;
-  if (!ec) {
-    auto index = state->accepted.fetch_add(1, std::memory_order_relaxed);
-    if (!refused(socket, index)) {
-      auto c = std::make_shared<detail::connection>(state, std::move(socket), index);
-      connections.push_back(c);
-      c->start();
-    }
-    std::erase_if(connections, [](const auto& w) { return w.expired(); });
+  if (ec) return accept_later();
+  accept_backoff_ms = accept_backoff_ms_min;
+  auto index = state->accepted.fetch_add(1, std::memory_order_relaxed);
+  if (!refused(socket, index)) {
+    auto c = std::make_shared<detail::connection>(state, std::move(socket), index);
+    connections.push_back(c);
+    c->start();
   }
+  std::erase_if(connections, [](const auto& w) { return w.expired(); });
   accept_next();
+}
+
+// An accept failed (EMFILE, ENFILE, ENOBUFS, ENOMEM, or anything else): the
+// connection waits in the backlog while the listener backs off, so a
+// shortage of descriptors costs a few wake-ups, not a spinning io thread.
+void relay::impl::accept_later() {
+  FL_ASSERT(accept_backoff_ms >= accept_backoff_ms_min);
+  FL_ASSERT(accept_backoff_ms <= accept_backoff_ms_max);
+  state->accept_errors.fetch_add(1, std::memory_order_relaxed);
+  accept_retry.expires_after(std::chrono::milliseconds(accept_backoff_ms));
+  accept_backoff_ms = std::min(accept_backoff_ms * 2, accept_backoff_ms_max);
+  accept_retry.async_wait([this](std::error_code ec) {
+    if (ec || !acceptor->is_open()) return;  // stopped
+    accept_next();
+  });
 }
 
 void relay::impl::broadcast_recheck() {
@@ -286,6 +241,7 @@ tap& relay::taps() { return impl_->state->recorder; }
 std::size_t relay::live_connections() const { return impl_->state->live.load(); }
 
 fault_id relay::add_fault(fault_spec spec) {
+  FL_ASSERT(validate(spec).ok());  // the caller parsed or validated it
   auto& s = *impl_->state;
   fault_id id;
   {
@@ -306,7 +262,8 @@ bool relay::remove_fault(fault_id id) {
   auto& s = *impl_->state;
   {
     std::lock_guard lock(s.faults_mutex);
-    auto it = std::find_if(s.faults.begin(), s.faults.end(), [&](const auto& f) { return f->id == id; });
+    auto it =
+        std::find_if(s.faults.begin(), s.faults.end(), [&](const auto& f) { return f->id == id; });
     if (it == s.faults.end()) return false;
     impl_->retired_counts[(*it)->spec.name] += (*it)->fired.load();
     s.faults.erase(it);
@@ -327,6 +284,7 @@ std::map<std::string, std::uint64_t> relay::counters() const {
   out["faults.overflow"] = s.overflow.load();
   out["connections.accepted"] = s.accepted.load();
   out["connections.refused"] = s.refused.load();
+  out["accept.errors"] = s.accept_errors.load();
   out["frames.decode_errors"] = s.decode_errors.load();
   return out;
 }
@@ -344,6 +302,7 @@ void relay::stop() {
   asio::post(impl_->state->context, [i = impl_.get()] {
     std::error_code ignored;
     i->acceptor->close(ignored);
+    i->accept_retry.cancel();
     for (auto& weak : i->connections) {
       if (auto c = weak.lock()) c->abort(false);
     }

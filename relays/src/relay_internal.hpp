@@ -1,5 +1,5 @@
-// Internals of the relay shared by relay.cpp (accept, configuration) and
-// pipe.cpp (one direction of one connection).
+// Internals of the relay shared by relay.cpp (accept, configuration,
+// counters) and each connection: the fault list, the counters, the tap.
 #pragma once
 
 #include <asio/io_context.hpp>
@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "faultlane/core/assert.hpp"
 #include "faultlane/relays/relay.hpp"
 #include "frame_stream.hpp"
 
@@ -50,6 +51,7 @@ struct relay_state {
   std::atomic<std::uint64_t> overflow{0};
   std::atomic<std::uint64_t> accepted{0};
   std::atomic<std::uint64_t> refused{0};
+  std::atomic<std::uint64_t> accept_errors{0};
   std::atomic<std::uint64_t> decode_errors{0};
   std::atomic<std::size_t> active_effects{0};
   std::atomic<std::size_t> live{0};
@@ -59,9 +61,11 @@ struct relay_state {
     return faults;
   }
   bool taps_on() const { return config.tap || !config.tap_path.empty(); }
-  std::uint64_t now_us() const {
+  std::uint64_t now_us() const { return us_since_start(clock_type::now()); }
+  std::uint64_t us_since_start(clock_type::time_point t) const {
+    if (t <= started) return 0;
     return static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - started).count());
+        std::chrono::duration_cast<std::chrono::microseconds>(t - started).count());
   }
   // Takes a slot for a lasting effect; false (and counted) over the cap.
   bool take_effect_slot() {
@@ -71,7 +75,10 @@ struct relay_state {
     overflow.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
-  void release_effect_slot() { active_effects.fetch_sub(1, std::memory_order_acq_rel); }
+  void release_effect_slot() {
+    auto before = active_effects.fetch_sub(1, std::memory_order_acq_rel);
+    FL_ASSERT(before > 0);  // only a slot taken is given back
+  }
   void fired(installed_fault& f, const tap_record& where);
 };
 

@@ -13,6 +13,7 @@ const char* kind_name(record_kind k) {
     case record_kind::frame: return "frame";
     case record_kind::fault: return "fault";
     case record_kind::decode_error: return "decode_error";
+    case record_kind::write: return "write";
   }
   return "?";
 }
@@ -33,16 +34,19 @@ std::string quoted(const std::string& s) {
 }  // namespace
 
 std::string to_json(const tap_record& r) {
-  std::string out = fmt::format(R"({{"kind": "{}", "t_us": {}, "relay": {}, "rail": {}, "conn": {})",
-                                kind_name(r.kind), r.time_us, quoted(r.relay), r.rail, r.connection);
+  std::string out =
+      fmt::format(R"({{"kind": "{}", "t_us": {}, "relay": {}, "rail": {}, "conn": {})",
+                  kind_name(r.kind), r.time_us, quoted(r.relay), r.rail, r.connection);
   switch (r.kind) {
     case record_kind::open:
     case record_kind::close:
       out += fmt::format(R"(, "client": {}, "upstream_local": {}, "upstream_remote": {})",
-                         quoted(r.client_address), quoted(r.upstream_local), quoted(r.upstream_remote));
+                         quoted(r.client_address), quoted(r.upstream_local),
+                         quoted(r.upstream_remote));
       break;
     case record_kind::frame:
-      out += fmt::format(R"(, "dir": "{}", "frame": {}, "stream_offset": {}, "type": "{}", "op": "{}", "request_id": {})",
+      out += fmt::format(R"(, "dir": "{}", "frame": {}, "stream_offset": {}, )"
+                         R"("type": "{}", "op": "{}", "request_id": {})",
                          to_string(r.dir), r.frame_index, r.stream_offset,
                          r.request ? "request" : "response", wire::to_string(r.op), r.request_id);
       if (r.request) {
@@ -59,6 +63,10 @@ std::string to_json(const tap_record& r) {
       break;
     case record_kind::decode_error:
       out += fmt::format(R"(, "dir": "{}", "error": {})", to_string(r.dir), quoted(r.fault));
+      break;
+    case record_kind::write:
+      out += fmt::format(R"(, "dir": "{}", "stream_offset": {}, "bytes": {}, "due_us": {})",
+                         to_string(r.dir), r.stream_offset, r.length, r.due_us);
       break;
   }
   return out + "}";
@@ -95,9 +103,8 @@ std::vector<tap_record> tap::frames(const std::function<bool(const tap_record&)>
 
 std::map<std::size_t, std::vector<tap_record>> tap::read_requests_by_rail() const {
   std::map<std::size_t, std::vector<tap_record>> out;
-  for (auto& r : frames([](const tap_record& f) {
-         return f.request && f.op == wire::opcode::read;
-       })) {
+  for (auto& r :
+       frames([](const tap_record& f) { return f.request && f.op == wire::opcode::read; })) {
     out[r.rail].push_back(r);
   }
   return out;

@@ -8,8 +8,10 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <string>
 
+#include "faultlane/relays/config.hpp"
 #include "relay_fixture.hpp"
 
 extern char** environ;
@@ -96,19 +98,55 @@ TEST(relay_cli, bad_input_names_the_problem_and_exits_2) {
     std::ofstream f(yaml);
     f << "relays:\n  - upstream: 127.0.0.1:9\n    faults:\n      - {type: stall, dir: sideways}\n";
   }
-  for (const auto& b : {bad_case{{"--upstream", "127.0.0.1"}, "HOST:PORT"},
-                        bad_case{{"--listen", "127.0.0.1:0"}, "--upstream is required"},
-                        bad_case{{"--upstream", "127.0.0.1:9", "--fault", "latency dir=up"}, "needs ms"},
-                        bad_case{{"--upstream", "127.0.0.1:9", "--bogus", "1"}, "unknown flag"},
-                        bad_case{{"--upstream", "192.0.2.1:9"}, "not a loopback"},
-                        bad_case{{"--config", yaml}, "line 4"},
-                        bad_case{{"--config", "/nonexistent.yaml"}, "cannot open"}}) {
+  for (const auto& b :
+       {bad_case{{"--upstream", "127.0.0.1"}, "HOST:PORT"},
+        bad_case{{"--listen", "127.0.0.1:0"}, "--upstream is required"},
+        bad_case{{"--upstream", "127.0.0.1:9", "--fault", "latency dir=up"}, "needs ms"},
+        bad_case{{"--upstream", "127.0.0.1:9", "--bogus", "1"}, "unknown flag"},
+        bad_case{{"--upstream", "192.0.2.1:9"}, "not a loopback"},
+        bad_case{{"--config", yaml}, "line 4"},
+        bad_case{{"--config", "/nonexistent.yaml"}, "cannot open"}}) {
     running_program p(b.args);
     auto output = p.rest();
     EXPECT_EQ(p.wait(), 2) << output;
     EXPECT_NE(output.find(b.names), std::string::npos) << output;
   }
   std::remove(yaml.c_str());
+}
+
+// The text between each `open` and the next `close` after it.
+std::vector<std::string> between(const std::string& text, const std::string& open,
+                                 const std::string& close) {
+  std::vector<std::string> out;
+  for (auto at = text.find(open); at != std::string::npos; at = text.find(open, at)) {
+    at += open.size();
+    auto end = text.find(close, at);
+    if (end == std::string::npos) break;
+    out.push_back(text.substr(at, end - at));
+    at = end + close.size();
+  }
+  return out;
+}
+
+TEST(relay_cli, the_examples_in_docs_faults_md_parse) {
+  std::ifstream in(std::string(FAULTLANE_SOURCE_DIR) + "/docs/faults.md");
+  ASSERT_TRUE(in) << "docs/faults.md";
+  std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto yamls = between(doc, "```yaml\n", "```");
+  ASSERT_EQ(yamls.size(), 1u);
+  for (const auto& y : yamls) {
+    auto parsed = parse_relays_yaml(y);
+    EXPECT_TRUE(parsed.ok()) << y << "\n" << (parsed.ok() ? "" : parsed.error().message);
+  }
+  std::size_t faults = 0;
+  for (const auto& block : between(doc, "```sh\n", "```")) {
+    for (const auto& text : between(block, "--fault \"", "\"")) {
+      auto f = parse_fault(text);
+      EXPECT_TRUE(f.ok()) << text << ": " << (f.ok() ? "" : f.error().message);
+      ++faults;
+    }
+  }
+  EXPECT_EQ(faults, 3u);  // every --fault in a command there
 }
 
 }  // namespace

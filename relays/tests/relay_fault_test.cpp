@@ -2,7 +2,12 @@
 // counter, zeros included for everything that did not fire.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "faultlane/core/frame.hpp"
 #include "faultlane/relays/fault.hpp"
+#include "faultlane/relays/limits.hpp"
 #include "relay_fixture.hpp"
 
 namespace faultlane::relays {
@@ -23,7 +28,8 @@ TEST(relay, passes_bytes_through_untouched) {
 
 TEST(relay, latency_delays_each_chunk_by_at_least_ms) {
   plain_peer echo(plain_peer::mode::echo);
-  auto r = start_relay(config_to(echo.where(), {"latency dir=up ms=60", "reset dir=down after_bytes=999999999"}));
+  auto r = start_relay(
+      config_to(echo.where(), {"latency dir=up ms=60", "reset dir=down after_bytes=999999999"}));
   client c(r->listen_endpoint());
   auto start = std::chrono::steady_clock::now();
   c.send(bytes(100));
@@ -34,36 +40,82 @@ TEST(relay, latency_delays_each_chunk_by_at_least_ms) {
   expect_counters(*r, {{"latency.up", 1}, {"reset.down", 0}}, 1);
 }
 
-TEST(relay, bandwidth_caps_the_rate_within_15_percent) {
+// The writes the relay made, in order (the tap records each one).
+std::vector<tap_record> writes_of(relay& r) {
+  std::vector<tap_record> out;
+  for (auto& w : r.taps().records()) {
+    if (w.kind == record_kind::write) out.push_back(std::move(w));
+  }
+  return out;
+}
+
+TEST(relay, bandwidth_paces_the_direction_at_the_rate) {
   constexpr std::uint64_t rate = 2'000'000;
-  plain_peer source(plain_peer::mode::source, 3 * rate);
-  auto r = start_relay(config_to(source.where(), {"bandwidth dir=down bytes_per_s=2000000"}));
-  client c(r->listen_endpoint());
+  constexpr std::uint64_t total = 3 * rate;
+  constexpr std::uint64_t piece_max = rate / 200;  // 1/200 s of the budget
+  plain_peer source(plain_peer::mode::source, total);
+  auto c = config_to(source.where(), {"bandwidth dir=down bytes_per_s=2000000"});
+  c.tap = true;
+  auto r = start_relay(c);
+  client cl(r->listen_endpoint());
   auto start = std::chrono::steady_clock::now();
-  auto got = c.read(3 * rate, 30s);
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  ASSERT_EQ(got.data.size(), 3 * rate);
-  double measured = static_cast<double>(got.data.size()) / seconds;
-  EXPECT_GT(measured, rate * 0.85) << measured;
-  EXPECT_LT(measured, rate * 1.15) << measured;
+  auto got = cl.read(total, 60s);
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  ASSERT_EQ(got.data.size(), total);
+  // What the relay did: the stream in order, in pieces of at most
+  // piece_max, each due no sooner than the one before it plus that one's
+  // size at the rate, and none written before it was due.
+  auto writes = writes_of(*r);
+  ASSERT_FALSE(writes.empty());
+  std::uint64_t offset = 0;
+  for (std::size_t i = 0; i < writes.size(); ++i) {
+    const auto& w = writes[i];
+    ASSERT_EQ(w.stream_offset, offset) << i;
+    ASSERT_LE(w.length, piece_max) << i;
+    ASSERT_GE(w.time_us, w.due_us) << i;
+    if (i > 0) {
+      const auto& before = writes[i - 1];
+      // + 1: both times are truncated to microseconds
+      ASSERT_GE(w.due_us + 1, before.due_us + before.length * 1'000'000 / rate) << i;
+    }
+    offset += w.length;
+  }
+  EXPECT_EQ(offset, total);
+  // The relay read ahead, so its schedule ran at the rate, not slower.
+  const std::uint64_t ideal_us = (total - writes.back().length) * 1'000'000 / rate;
+  EXPECT_LE(writes.back().due_us - writes.front().due_us, ideal_us * 115 / 100);
+  // And so no reader, however fast, could have had the bytes sooner.
+  EXPECT_GE(elapsed + 1ms, std::chrono::microseconds(ideal_us));
   expect_counters(*r, {{"bandwidth.down", 1}}, 1);
 }
 
 TEST(relay, slicer_fragments_into_small_writes) {
   plain_peer source(plain_peer::mode::source, 2000);
-  auto r = start_relay(config_to(source.where(), {"slicer dir=down size=100 variation=20 delay_us=3000"}));
-  client c(r->listen_endpoint());
-  auto got = c.read(2000, 10s);
+  auto c = config_to(source.where(), {"slicer dir=down size=100 variation=20 delay_us=3000"});
+  c.tap = true;  // records every write the relay makes
+  auto r = start_relay(c);
+  client cl(r->listen_endpoint());
+  auto got = cl.read(2000, 10s);
   ASSERT_EQ(got.data.size(), 2000u);
   EXPECT_EQ(got.data, [] {
     std::vector<char> v(2000);
     for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<char>(i * 131 + 7);
     return v;
   }());
-  // Pieces of 80..120 bytes, 3 ms apart: a reader sees them one by one
-  // (rarely two at once), never the whole burst.
-  EXPECT_GE(got.chunks.size(), 9u);
-  for (auto n : got.chunks) EXPECT_LE(n, 240u);
+  // What the relay wrote, not what a reader happened to see at once: the
+  // stream in order, in writes of at most size + variation bytes, so at
+  // least 2000 / 120 of them (a write shorter than 80 ends a read).
+  std::uint64_t offset = 0;
+  auto writes = writes_of(*r);
+  for (const auto& w : writes) {
+    EXPECT_EQ(w.dir, direction::down);
+    EXPECT_EQ(w.stream_offset, offset);
+    EXPECT_GE(w.length, 1u);
+    EXPECT_LE(w.length, 120u);
+    offset += w.length;
+  }
+  EXPECT_EQ(offset, 2000u);
+  EXPECT_GE(writes.size(), (2000u + 119) / 120);
   expect_counters(*r, {{"slicer.down", 1}}, 1);
 }
 
@@ -93,10 +145,12 @@ TEST(relay, stall_holds_and_releases_when_removed) {
   auto r = start_relay(c0);
   auto stall = r->add_fault(parse_fault("stall dir=down after_bytes=500").value());
   client c(r->listen_endpoint());
-  auto first = c.read(5000, 300ms);
+  auto first = c.read(500, 10s);
   EXPECT_EQ(first.data.size(), 500u);
-  EXPECT_EQ(first.end, asio::error::would_block);  // held, socket still open
-  EXPECT_EQ(r->counter("stall.down"), 1u);
+  EXPECT_EQ(r->counter("stall.down"), 1u);  // it fired before byte 500 went out
+  auto held = c.read(1, 200ms);
+  EXPECT_EQ(held.data.size(), 0u);
+  EXPECT_EQ(held.end, asio::error::would_block);  // held, socket still open
   ASSERT_TRUE(r->remove_fault(stall));
   auto rest = c.read(4500, 10s);
   EXPECT_EQ(rest.data.size(), 4500u);
@@ -108,9 +162,10 @@ TEST(relay, blackhole_swallows_and_keeps_the_connection) {
   auto r = start_relay(config_to(sink.where(), {"blackhole dir=up"}));
   client c(r->listen_endpoint());
   c.send(bytes(10000));
+  ASSERT_TRUE(eventually([&] { return r->counter("blackhole.up") == 1; }));
   auto got = c.read(1, 200ms);
   EXPECT_EQ(got.end, asio::error::would_block);  // not closed
-  EXPECT_EQ(sink.received(), 0u);
+  EXPECT_EQ(sink.received(), 0u);                // it fired at byte 0: nothing went on
   expect_counters(*r, {{"blackhole.up", 1}}, 1);
 }
 
@@ -175,34 +230,121 @@ TEST(relay, only_loopback_unless_allowed) {
   EXPECT_NE(r.error().message.find("not a loopback address"), std::string::npos);
 }
 
-TEST(fault_parsing, every_problem_is_named) {
+TEST(relay_fault_parsing, every_problem_is_named) {
   struct bad_case {
     const char* text;
     const char* names;
   };
-  for (const auto& b : {bad_case{"", "empty"}, bad_case{"teleport dir=up", "unknown fault type"},
-                        bad_case{"latency ms=5", "needs dir"},
-                        bad_case{"latency dir=sideways ms=5", "dir must be"},
-                        bad_case{"latency dir=up", "needs ms"},
-                        bad_case{"latency dir=up ms=five", "not a non-negative integer"},
-                        bad_case{"bandwidth dir=up", "bytes_per_s"},
-                        bad_case{"slicer dir=up size=10 variation=10", "variation"},
-                        bad_case{"stall dir=up header_byte=3", "header_byte needs frame"},
-                        bad_case{"corrupt dir=up", "field"},
-                        bad_case{"corrupt dir=down field=registration_id", "no field"},
-                        bad_case{"drop_frame dir=down opcode=erase", "opcode"},
-                        bad_case{"reset dir=up probability=2", "probability"},
-                        bad_case{"reset dir=up colour=red", "unknown key"},
-                        bad_case{"reset dir=up after_bytes", "key=value"}}) {
+  for (const auto& b :
+       {bad_case{"", "empty"}, bad_case{"teleport dir=up", "unknown fault type"},
+        bad_case{"latency ms=5", "needs dir"}, bad_case{"latency dir=sideways ms=5", "dir must be"},
+        bad_case{"latency dir=up", "needs ms"},
+        bad_case{"latency dir=up ms=five", "not a non-negative integer"},
+        bad_case{"bandwidth dir=up", "bytes_per_s"},
+        bad_case{"slicer dir=up size=10 variation=10", "variation"},
+        bad_case{"stall dir=up header_byte=3", "header_byte needs frame"},
+        bad_case{"corrupt dir=up", "field"},
+        bad_case{"corrupt dir=down field=registration_id", "no field"},
+        bad_case{"drop_frame dir=down opcode=erase", "opcode"},
+        bad_case{"reset dir=up probability=2", "probability"},
+        bad_case{"reset dir=up colour=red", "unknown key"},
+        bad_case{"reset dir=up after_bytes", "key=value"},
+        bad_case{"corrupt dir=up field=payload mask=0", "mask=0 is not a byte"},
+        bad_case{"corrupt dir=up field=flags payload_byte=3", "needs field=payload"}}) {
     auto f = parse_fault(b.text);
     ASSERT_FALSE(f.ok()) << b.text;
-    EXPECT_NE(f.error().message.find(b.names), std::string::npos) << b.text << " -> " << f.error().message;
+    EXPECT_NE(f.error().message.find(b.names), std::string::npos)
+        << b.text << " -> " << f.error().message;
   }
   auto ok = parse_fault("stall dir=up frame=3 header_byte=7 name=hold");
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok->name, "hold");
   EXPECT_EQ(*ok->when.frame, 3u);
   EXPECT_EQ(*ok->when.header_byte, 7u);
+}
+
+TEST(relay_fault_parsing, corrupt_payload_byte_is_bounded) {
+  auto at = parse_fault(
+      fmt::format("corrupt dir=up field=payload payload_byte={}", corrupt_payload_byte_max));
+  ASSERT_TRUE(at.ok()) << at.error().message;
+  EXPECT_EQ(at->payload_byte, corrupt_payload_byte_max);
+  auto past = parse_fault(
+      fmt::format("corrupt dir=up field=payload payload_byte={}", corrupt_payload_byte_max + 1));
+  ASSERT_FALSE(past.ok());
+  EXPECT_NE(past.error().message.find(fmt::format("payload_byte={} is past the last byte of the "
+                                                  "longest payload ({})",
+                                                  corrupt_payload_byte_max + 1,
+                                                  corrupt_payload_byte_max)),
+            std::string::npos)
+      << past.error().message;
+}
+
+TEST(relay, start_holds_a_spec_built_in_code_to_the_payload_byte_bound) {
+  plain_peer sink(plain_peer::mode::sink);
+  auto c = config_to(sink.where(), {}, protocol::faultlane);
+  fault_spec f;
+  f.kind = fault_kind::corrupt;
+  f.field = "payload";
+  f.name = "corrupt.up";
+  f.payload_byte = corrupt_payload_byte_max;
+  c.faults = {f};
+  EXPECT_TRUE(relay::start(c).ok());
+  c.faults[0].payload_byte = corrupt_payload_byte_max + 1;
+  auto refused = relay::start(c);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("is past the last byte"), std::string::npos)
+      << refused.error().message;
+}
+
+TEST(relay_fault_parsing, corrupt_mask_is_a_byte_in_hex_or_decimal) {
+  struct mask_case {
+    const char* text;
+    std::uint8_t mask;
+  };
+  for (const auto& m : {mask_case{"0x06", 0x06}, mask_case{"0X06", 0x06}, mask_case{"6", 6},
+                        mask_case{"06", 6}, mask_case{"0xff", 0xff}, mask_case{"0xFF", 0xff},
+                        mask_case{"255", 255}, mask_case{"0x1", 1}}) {
+    auto f = parse_fault(std::string("corrupt dir=up field=flags mask=") + m.text);
+    ASSERT_TRUE(f.ok()) << m.text << ": " << f.error().message;
+    EXPECT_EQ(f->mask, m.mask) << m.text;
+  }
+  for (const char* text :
+       {"0", "0x0", "0x00", "256", "0x100", "0x", "0xg1", "-1", "6x", "0x-1", "1.5", ""}) {
+    auto f = parse_fault(std::string("corrupt dir=up field=flags mask=") + text);
+    ASSERT_FALSE(f.ok()) << text;
+    EXPECT_NE(f.error().message.find("is not a byte with a bit set (0x01 to 0xff, or 1 to 255)"),
+              std::string::npos)
+        << text << " -> " << f.error().message;
+  }
+  auto yaml = parse_fault(YAML::Load("{type: corrupt, dir: up, field: payload, mask: 0x06}"));
+  ASSERT_TRUE(yaml.ok()) << yaml.error().message;
+  EXPECT_EQ(yaml->mask, 0x06);
+  EXPECT_EQ(describe(yaml.value()), "corrupt dir=up field=payload payload_byte=0 mask=0x06");
+}
+
+TEST(relay, corrupt_flips_payload_bytes_with_a_hex_mask) {
+  plain_peer sink(plain_peer::mode::sink);
+  constexpr std::size_t payload = 4096;
+  auto r = start_relay(
+      config_to(sink.where(),
+                {"corrupt dir=up field=payload payload_byte=0 mask=0x06 name=first",
+                 "corrupt dir=up field=payload payload_byte=4095 mask=0xff name=last",
+                 "corrupt dir=up field=payload payload_byte=4096 mask=0x01 name=past_the_payload"},
+                protocol::faultlane));
+  auto header = wire::encode(wire::request_frame{wire::opcode::write, 0, 1, 7, 0, payload});
+  auto sent = std::vector<char>(reinterpret_cast<const char*>(header.data()),
+                                reinterpret_cast<const char*>(header.data()) + header.size());
+  auto body = bytes(payload, 3);
+  sent.insert(sent.end(), body.begin(), body.end());
+  client c(r->listen_endpoint());
+  c.send(sent);
+  ASSERT_TRUE(eventually([&] { return sink.received() == sent.size(); }));
+  auto expected = sent;
+  expected[wire::request_frame_bytes] ^= 0x06;
+  expected[wire::request_frame_bytes + payload - 1] ^= static_cast<char>(0xff);
+  EXPECT_EQ(sink.received_bytes(), expected);
+  // Each fault fired on the frame; the one past its payload changed nothing.
+  expect_counters(*r, {{"first", 1}, {"last", 1}, {"past_the_payload", 1}}, 1);
 }
 
 }  // namespace

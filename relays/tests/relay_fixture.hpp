@@ -24,13 +24,15 @@ using namespace std::chrono_literals;
 using asio::ip::tcp;
 
 // A plain TCP server on 127.0.0.1:0, a thread per connection: echo (send
-// back what arrives), sink (count and discard), or source (send
-// `source_bytes`, then FIN).
+// back what arrives, the FIN included), sink (count and keep what arrives),
+// or source (send `source_bytes`, then FIN).
 class plain_peer {
  public:
   enum class mode { echo, sink, source };
   explicit plain_peer(mode m, std::size_t source_bytes = 0)
-      : mode_(m), source_bytes_(source_bytes), acceptor_(context_, {asio::ip::make_address("127.0.0.1"), 0}) {
+      : mode_(m),
+        source_bytes_(source_bytes),
+        acceptor_(context_, {asio::ip::make_address("127.0.0.1"), 0}) {
     thread_ = std::thread([this] { accept_loop(); });
   }
   ~plain_peer() {
@@ -47,6 +49,11 @@ class plain_peer {
   }
   address where() const { return {"127.0.0.1", acceptor_.local_endpoint().port()}; }
   std::uint64_t received() const { return received_.load(); }
+  // What a sink received, in order, over all its connections.
+  std::vector<char> received_bytes() const {
+    std::lock_guard lock(mutex_);
+    return kept_;
+  }
   bool saw_eof() const { return eof_.load(); }
   std::size_t connections() const { return connections_.load(); }
 
@@ -76,7 +83,14 @@ class plain_peer {
       auto n = s.read_some(asio::buffer(buf), ec);
       if (ec) {
         if (ec == asio::error::eof) eof_ = true;
+        if (ec == asio::error::eof && mode_ == mode::echo) {
+          s.shutdown(tcp::socket::shutdown_send, ec);
+        }
         return;
+      }
+      if (mode_ == mode::sink) {
+        std::lock_guard lock(mutex_);
+        kept_.insert(kept_.end(), buf.data(), buf.data() + n);
       }
       received_ += n;
       if (mode_ == mode::echo) asio::write(s, asio::buffer(buf.data(), n), ec);
@@ -88,8 +102,9 @@ class plain_peer {
   asio::io_context context_;
   tcp::acceptor acceptor_;
   std::thread thread_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::vector<std::shared_ptr<tcp::socket>> sockets_;
+  std::vector<char> kept_;
   std::vector<std::thread> workers_;
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> received_{0};
@@ -100,7 +115,10 @@ class plain_peer {
 // A blocking client whose reads all have deadlines.
 class client {
  public:
-  explicit client(const address& a) : socket_(context_) {
+  explicit client(const address& a) : socket_(context_) { connect(a); }
+  // Takes its descriptor now and connects later (connecting needs none).
+  client() : socket_(context_) { socket_.open(tcp::v4()); }
+  void connect(const address& a) {
     socket_.connect({asio::ip::make_address(a.host), a.port});
     socket_.set_option(tcp::no_delay(true));
     socket_.non_blocking(true);
@@ -124,12 +142,14 @@ class client {
     std::vector<char> buf(1 << 20);
     while (r.data.size() < want) {
       std::error_code ec;
-      auto n = socket_.read_some(asio::buffer(buf.data(), std::min(buf.size(), want - r.data.size())), ec);
+      auto n = socket_.read_some(
+          asio::buffer(buf.data(), std::min(buf.size(), want - r.data.size())), ec);
       if (ec == asio::error::would_block) {
         if (std::chrono::steady_clock::now() > deadline) {
           r.end = ec;
           return r;
         }
+        // sleep-ok: polls a non-blocking socket until data or the deadline
         std::this_thread::sleep_for(200us);
         continue;
       }
@@ -176,9 +196,9 @@ inline relay_config config_to(const address& upstream, std::vector<std::string> 
 
 // Every counter the relay reports must equal `expected`, and any counter not
 // named there must be zero, except connections.accepted, checked on its own.
-inline void expect_counters(const relay& r, const std::map<std::string, std::uint64_t>& expected,
+inline void expect_counters(const std::map<std::string, std::uint64_t>& all,
+                            const std::map<std::string, std::uint64_t>& expected,
                             std::uint64_t accepted) {
-  auto all = r.counters();
   for (const auto& [name, value] : all) {
     if (name == "connections.accepted") {
       EXPECT_EQ(value, accepted) << name;
@@ -191,12 +211,17 @@ inline void expect_counters(const relay& r, const std::map<std::string, std::uin
     EXPECT_TRUE(all.count(name)) << "no counter " << name;
   }
 }
+inline void expect_counters(const relay& r, const std::map<std::string, std::uint64_t>& expected,
+                            std::uint64_t accepted) {
+  expect_counters(r.counters(), expected, accepted);
+}
 
-inline bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout = 10s) {
+inline bool eventually(const std::function<bool()>& condition,
+                       std::chrono::milliseconds timeout = 10s) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!condition()) {
     if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(1ms);  // sleep-ok: polls the condition until the deadline
   }
   return true;
 }

@@ -11,7 +11,11 @@
 
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "faultlane/relays/config.hpp"
 #include "faultlane/relays/relay.hpp"
@@ -40,12 +44,83 @@ int usage_error(const std::string& what) {
   return 2;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  relays::relay_config c;
+struct options {
+  relays::relay_config single;  // the relay the flags describe
   std::string config_path;
   bool have_upstream = false;
+};
+
+// Applies one `--flag value`: the problem, or an empty string.
+std::string apply_flag(options& o, std::string_view flag, const std::string& value) {
+  auto& c = o.single;
+  if (flag == "--listen" || flag == "--upstream") {
+    auto a = relays::parse_address(value);
+    if (!a.ok()) return fmt::format("{}: {}", flag, a.error().message);
+    (flag == "--listen" ? c.listen : c.upstream) = a.value();
+    o.have_upstream |= flag == "--upstream";
+  } else if (flag == "--upstream-source") {
+    c.upstream_source = value;
+  } else if (flag == "--fault") {
+    auto f = relays::parse_fault(value);
+    if (!f.ok()) return f.error().message;
+    c.faults.push_back(f.value());
+  } else if (flag == "--protocol") {
+    if (value == "faultlane") c.proto = relays::protocol::faultlane;
+    else if (value == "raw") c.proto = relays::protocol::raw;
+    else return "--protocol must be faultlane or raw";
+  } else if (flag == "--tap") {
+    c.tap = true;
+    c.tap_path = value;
+  } else if (flag == "--seed" || flag == "--rail") {
+    char* end = nullptr;
+    auto n = std::strtoull(value.c_str(), &end, 10);
+    if (end == value.c_str() || *end != '\0') return fmt::format("bad {} {}", flag, value);
+    if (flag == "--seed") c.seed = n;
+    else c.rail = n;
+  } else if (flag == "--name") {
+    c.name = value;
+  } else if (flag == "--config") {
+    o.config_path = value;
+  } else {
+    return fmt::format("unknown flag {}", flag);
+  }
+  return {};
+}
+
+// Starts each relay and prints where it listens and its faults; an exit
+// status if one would not start.
+int start_all(const std::vector<relays::relay_config>& configs,
+              std::vector<std::unique_ptr<relays::relay>>& running) {
+  for (const auto& rc : configs) {
+    auto r = relays::relay::start(rc);
+    if (!r.ok()) {
+      std::fprintf(stderr, "faultlane-relay: %s: %s\n", rc.name.c_str(), r.error().message.c_str());
+      return r.code() == faultlane::status::invalid_argument ? 2 : 1;
+    }
+    std::printf("relay %s listening on %s -> %s (%zu fault%s)\n", rc.name.c_str(),
+                r.value()->listen_endpoint().str().c_str(), rc.upstream.str().c_str(),
+                rc.faults.size(), rc.faults.size() == 1 ? "" : "s");
+    for (const auto& f : rc.faults) {
+      std::printf("  %s: %s\n", f.name.c_str(), relays::describe(f).c_str());
+    }
+    running.push_back(std::move(r).value());
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+void stop_and_report(std::vector<std::unique_ptr<relays::relay>>& running) {
+  for (auto& r : running) {
+    r->stop();
+    std::printf("relay %s counters:\n", r->config().name.c_str());
+    for (const auto& [name, count] : r->counters()) {
+      std::printf("  %-28s %llu\n", name.c_str(), static_cast<unsigned long long>(count));
+    }
+  }
+}
+
+int run(int argc, char** argv) {
+  options o;
   for (int i = 1; i < argc; ++i) {
     std::string_view flag = argv[i];
     if (flag == "--help" || flag == "-h") {
@@ -53,51 +128,22 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (flag == "--allow-non-loopback") {
-      c.allow_non_loopback = true;
+      o.single.allow_non_loopback = true;
       continue;
     }
     if (i + 1 >= argc) return usage_error(fmt::format("{} needs a value", flag));
-    std::string value = argv[++i];
-    if (flag == "--listen" || flag == "--upstream") {
-      auto a = relays::parse_address(value);
-      if (!a.ok()) return usage_error(fmt::format("{}: {}", flag, a.error().message));
-      (flag == "--listen" ? c.listen : c.upstream) = a.value();
-      have_upstream |= flag == "--upstream";
-    } else if (flag == "--upstream-source") {
-      c.upstream_source = value;
-    } else if (flag == "--fault") {
-      auto f = relays::parse_fault(value);
-      if (!f.ok()) return usage_error(f.error().message);
-      c.faults.push_back(f.value());
-    } else if (flag == "--protocol") {
-      if (value == "faultlane") c.proto = relays::protocol::faultlane;
-      else if (value == "raw") c.proto = relays::protocol::raw;
-      else return usage_error("--protocol must be faultlane or raw");
-    } else if (flag == "--tap") {
-      c.tap = true;
-      c.tap_path = value;
-    } else if (flag == "--seed" || flag == "--rail") {
-      char* end = nullptr;
-      auto n = std::strtoull(value.c_str(), &end, 10);
-      if (end == value.c_str() || *end != '\0') return usage_error(fmt::format("bad {} {}", flag, value));
-      if (flag == "--seed") c.seed = n;
-      else c.rail = n;
-    } else if (flag == "--name") {
-      c.name = value;
-    } else if (flag == "--config") {
-      config_path = value;
-    } else {
-      return usage_error(fmt::format("unknown flag {}", flag));
+    if (auto problem = apply_flag(o, flag, argv[++i]); !problem.empty()) {
+      return usage_error(problem);
     }
   }
   std::vector<relays::relay_config> configs;
-  if (!config_path.empty()) {
-    auto loaded = relays::load_relays_file(config_path);
+  if (!o.config_path.empty()) {
+    auto loaded = relays::load_relays_file(o.config_path);
     if (!loaded.ok()) return usage_error(loaded.error().message);
     configs = std::move(loaded).value();
   } else {
-    if (!have_upstream) return usage_error("--upstream is required (or --config)");
-    configs.push_back(c);
+    if (!o.have_upstream) return usage_error("--upstream is required (or --config)");
+    configs.push_back(o.single);
   }
 
   sigset_t signals;
@@ -107,27 +153,20 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before any thread starts
 
   std::vector<std::unique_ptr<relays::relay>> running;
-  for (auto& rc : configs) {
-    auto r = relays::relay::start(rc);
-    if (!r.ok()) {
-      std::fprintf(stderr, "faultlane-relay: %s: %s\n", rc.name.c_str(), r.error().message.c_str());
-      return r.code() == faultlane::status::invalid_argument ? 2 : 1;
-    }
-    std::printf("relay %s listening on %s -> %s (%zu fault%s)\n", rc.name.c_str(),
-                r.value()->listen_endpoint().str().c_str(), rc.upstream.str().c_str(),
-                rc.faults.size(), rc.faults.size() == 1 ? "" : "s");
-    for (const auto& f : rc.faults) std::printf("  %s: %s\n", f.name.c_str(), relays::describe(f).c_str());
-    running.push_back(std::move(r).value());
-  }
-  std::fflush(stdout);
+  if (int status = start_all(configs, running); status != 0) return status;
   int received = 0;
   sigwait(&signals, &received);
-  for (auto& r : running) {
-    r->stop();
-    std::printf("relay %s counters:\n", r->config().name.c_str());
-    for (const auto& [name, count] : r->counters()) {
-      std::printf("  %-28s %llu\n", name.c_str(), static_cast<unsigned long long>(count));
-    }
-  }
+  stop_and_report(running);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {  // a YAML or formatting failure we did not foresee
+    std::fprintf(stderr, "faultlane-relay: %s\n", e.what());
+    return 1;
+  }
 }

@@ -50,15 +50,13 @@ struct trigger {
   std::optional<wire::opcode> opcode;        // a response matches its request's opcode
   std::optional<std::uint16_t> status;       // response status
   std::optional<std::uint64_t> request_id;
-  std::optional<std::uint64_t> connection;   // accepted connection index, from 0
-  std::optional<std::size_t> rail;           // the relay's rail
-  std::optional<std::uint64_t> count;        // fire at most this many times (relay-wide)
+  std::optional<std::uint64_t> connection;  // accepted connection index, from 0
+  std::optional<std::size_t> rail;          // the relay's rail
+  std::optional<std::uint64_t> count;       // fire at most this many times (relay-wide)
   double probability = 1.0;
 
   // Conditions that need a decoded frame header.
-  bool needs_frame() const noexcept {
-    return frame || opcode || status || request_id;
-  }
+  bool needs_frame() const noexcept { return frame || opcode || status || request_id; }
 };
 
 struct fault_spec {
@@ -67,16 +65,16 @@ struct fault_spec {
   trigger when;
   std::string name;  // counter name; defaults to "<kind>.<dir>"
 
-  std::uint32_t ms = 0;          // latency, slow_close
-  std::uint32_t jitter_ms = 0;   // latency
-  std::uint64_t bytes_per_s = 0; // bandwidth
-  std::size_t size = 0;          // slicer: average write size
-  std::size_t variation = 0;     // slicer
-  std::uint32_t delay_us = 0;    // slicer
-  std::uint64_t bytes = 0;       // truncate
-  std::string field;             // corrupt: a header field name, or "payload"
-  std::uint64_t payload_byte = 0;  // corrupt field=payload: byte index in the payload
-  std::uint8_t mask = 0x01;        // corrupt: bits flipped
+  std::uint32_t ms = 0;            // latency, slow_close
+  std::uint32_t jitter_ms = 0;     // latency
+  std::uint64_t bytes_per_s = 0;   // bandwidth
+  std::size_t size = 0;            // slicer: average write size
+  std::size_t variation = 0;       // slicer
+  std::uint32_t delay_us = 0;      // slicer
+  std::uint64_t bytes = 0;         // truncate
+  std::string field;               // corrupt: a header field name, or "payload"
+  std::uint64_t payload_byte = 0;  // corrupt field=payload: index, to corrupt_payload_byte_max
+  std::uint8_t mask = 0x01;        // corrupt: bits flipped (parsed as 0x06 or 6)
 
   // Faults whose effect lasts (a held stall, a delayed chunk) take a slot in
   // the relay's active-fault cap while it lasts.
@@ -90,6 +88,9 @@ struct fault_spec {
 result<fault_spec> parse_fault(std::string_view text);
 // The same keys as a YAML mapping: {type: latency, dir: down, ms: 5}.
 result<fault_spec> parse_fault(const YAML::Node& node);
+// The checks parse_fault makes on the values (ranges, required keys, known
+// fields), for a spec built in code. relay::start applies them too.
+result<void> validate(const fault_spec& f);
 std::string describe(const fault_spec& f);
 
 }  // namespace faultlane::relays

@@ -9,11 +9,13 @@
 //   r->counters();                          // every fault's firings, zeros included
 //
 // Each direction runs the bytes through its faults in order. With no fault
-// and no tap on a direction the relay is a plain copy loop with 1 MiB
-// buffers and no decoding. With `protocol::faultlane` the relay decodes
-// frames (with the core's codec) across any read boundaries, which is what
-// frame triggers, drop_frame, corrupt and taps need; `protocol::raw` relays
-// any TCP protocol.
+// and no tap on a direction the bytes do not pass through user space: they
+// go socket -> kernel pipe -> socket with splice(2) (or, on a connection
+// that decodes frames, are written out of the read buffer as they came).
+// With `protocol::faultlane` the relay decodes frames (with the core's
+// codec) across any read boundaries, which is what frame triggers,
+// drop_frame, corrupt and taps need; `protocol::raw` relays any TCP
+// protocol. docs/faults.md is the reference.
 #pragma once
 
 #include <atomic>
@@ -42,15 +44,15 @@ result<address> parse_address(std::string_view text);
 
 struct relay_config {
   std::string name = "relay";
-  address listen;              // port 0 picks a free port
+  address listen;  // port 0 picks a free port
   address upstream;
   std::optional<std::string> upstream_source;  // bind the upstream side (rails)
-  std::size_t rail = 0;        // reported in taps; matched by rail= triggers
+  std::size_t rail = 0;                        // reported in taps; matched by rail= triggers
   protocol proto = protocol::faultlane;
   std::vector<fault_spec> faults;
   std::uint64_t seed = 0;
-  bool tap = false;             // record to memory
-  std::string tap_path;         // and to this JSONL file
+  bool tap = false;      // record to memory
+  std::string tap_path;  // and to this JSONL file
   bool allow_non_loopback = false;
   std::size_t active_faults_max = 1024;
   std::size_t buffer_bytes = 1u << 20;
@@ -70,13 +72,16 @@ class relay {
   address listen_endpoint() const;
   const relay_config& config() const;
 
-  // Thread-safe, with effect on live connections.
+  // Thread-safe, with effect on live connections. The spec comes from
+  // parse_fault or passed validate(); start() returns validate's error for
+  // a configured fault.
   fault_id add_fault(fault_spec spec);
   bool remove_fault(fault_id id);
 
   // Firings per fault name (every configured fault appears, zeros
   // included), plus "faults.overflow" (skipped over active_faults_max),
-  // "connections.accepted", "connections.refused" and
+  // "connections.accepted", "connections.refused", "accept.errors"
+  // (failed accepts, each followed by a backoff) and
   // "frames.decode_errors".
   std::map<std::string, std::uint64_t> counters() const;
   std::uint64_t counter(const std::string& name) const;

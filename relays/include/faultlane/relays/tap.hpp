@@ -2,8 +2,8 @@
 //
 // A tap records connection events (open/close with both addresses and the
 // relay's rail), every decoded frame (direction, opcode, request id,
-// registration, offset, length, status, byte offset in its stream) and
-// every fault that fired, in order, to memory and optionally to a JSONL
+// registration, offset, length, status, byte offset in its stream), every
+// fault that fired and every write the relay made, in order, to memory and optionally to a JSONL
 // file (docs/taps.md). Tests query it: "all READ requests per rail" is how a
 // test proves which bytes crossed which rail.
 #pragma once
@@ -23,7 +23,7 @@
 
 namespace faultlane::relays {
 
-enum class record_kind : std::uint8_t { open, close, frame, fault, decode_error };
+enum class record_kind : std::uint8_t { open, close, frame, fault, decode_error, write };
 
 struct tap_record {
   record_kind kind = record_kind::frame;
@@ -44,9 +44,12 @@ struct tap_record {
   std::uint64_t request_id = 0;
   std::uint64_t registration_id = 0;
   std::uint64_t remote_offset = 0;
-  std::uint64_t length = 0;  // request length, or committed bytes
+  std::uint64_t length = 0;  // request length, committed bytes, or bytes written
   std::uint16_t status = 0;
-  std::string fault;         // fault name, or the decode error
+  std::string fault;  // fault name, or the decode error
+  // write: when the faults let these bytes leave (time_us is when they
+  // did; later when the relay fell behind), in microseconds since start
+  std::uint64_t due_us = 0;
 };
 
 std::string to_json(const tap_record& r);

@@ -1,0 +1,34 @@
+// Every bound in the relays, named with its unit last. Flags, YAML and
+// fault specs are validated against these; a value outside them is an
+// error, never silently clamped. The core's bounds are in
+// faultlane/core/limits.hpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "faultlane/core/limits.hpp"
+
+namespace faultlane::relays {
+
+// A failed accept (EMFILE, ENFILE, ENOBUFS, ENOMEM) clears only when
+// something else frees a descriptor or memory, and the listening socket
+// stays readable meanwhile: the listener waits before asking again,
+// doubling from min to max, so it neither spins nor stays deaf for long.
+inline constexpr std::uint32_t accept_backoff_ms_min = 1;
+inline constexpr std::uint32_t accept_backoff_ms_max = 100;
+static_assert(0 < accept_backoff_ms_min && accept_backoff_ms_min <= accept_backoff_ms_max);
+
+// One read of one direction (relay_config::buffer_bytes) at least this.
+inline constexpr std::size_t buffer_bytes_min = 4096;
+
+// A direction stops reading while more than this waits in its send queue
+// (held back by latency, slicer or bandwidth), and reads again below it.
+inline constexpr std::size_t queued_bytes_max = 8u << 20;
+static_assert(buffer_bytes_min <= queued_bytes_max, "one read must fit before reading pauses");
+
+// corrupt field=payload: the last byte of the longest payload the relay's
+// frame decoder follows (it accepts any length the core's codec does).
+inline constexpr std::uint64_t corrupt_payload_byte_max = limits::transfer_bytes_max - 1;
+
+}  // namespace faultlane::relays
