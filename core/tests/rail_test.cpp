@@ -7,7 +7,7 @@
 
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/slice_plan.hpp"
-#include "transport_fixture.hpp"
+#include "faultlane/testing/transport_fixture.hpp"
 
 namespace faultlane {
 namespace {

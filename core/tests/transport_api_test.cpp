@@ -6,7 +6,7 @@
 #include <future>
 
 #include "faultlane/core/limits.hpp"
-#include "transport_fixture.hpp"
+#include "faultlane/testing/transport_fixture.hpp"
 
 namespace faultlane {
 namespace {

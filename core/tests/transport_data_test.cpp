@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "faultlane/core/failpoint.hpp"
-#include "transport_fixture.hpp"
+#include "faultlane/testing/transport_fixture.hpp"
 
 namespace faultlane {
 namespace {

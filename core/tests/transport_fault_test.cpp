@@ -9,7 +9,7 @@
 #include <set>
 
 #include "faultlane/core/failpoint.hpp"
-#include "transport_fixture.hpp"
+#include "faultlane/testing/transport_fixture.hpp"
 
 namespace faultlane {
 namespace {

@@ -17,7 +17,7 @@
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/limits.hpp"
 #include "receive_watermark.hpp"
-#include "transport_fixture.hpp"
+#include "faultlane/testing/transport_fixture.hpp"
 
 namespace faultlane {
 namespace {

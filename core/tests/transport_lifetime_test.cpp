@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "faultlane/core/failpoint.hpp"
-#include "transport_fixture.hpp"
+#include "faultlane/testing/transport_fixture.hpp"
 
 namespace faultlane {
 namespace {

@@ -31,11 +31,11 @@ result<relay_config> parse_one(const YAML::Node& node, std::uint64_t seed, std::
   if (!node["upstream"]) {
     return bad(node, fmt::format("relay {} needs upstream: HOST:PORT", c.name));
   }
-  auto upstream = parse_address(node["upstream"].as<std::string>());
+  auto upstream = parse_endpoint(node["upstream"].as<std::string>());
   if (!upstream.ok()) return bad(node["upstream"], upstream.error().message);
   c.upstream = upstream.value();
   if (node["listen"]) {
-    auto listen = parse_address(node["listen"].as<std::string>());
+    auto listen = parse_endpoint(node["listen"].as<std::string>());
     if (!listen.ok()) return bad(node["listen"], listen.error().message);
     c.listen = listen.value();
   }

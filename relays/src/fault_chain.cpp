@@ -5,6 +5,7 @@
 
 #include "connection.hpp"
 #include "faultlane/core/assert.hpp"
+#include "faultlane/core/hash.hpp"
 
 namespace faultlane::relays::detail {
 
@@ -44,8 +45,8 @@ fault_chain::fault_chain(connection& owner, direction dir, send_queue& out)
       relay_(owner.state()),
       dir_(dir),
       out_(out),
-      jitter_(relay_.config.seed ^ (owner.index() * 0x9e3779b97f4a7c15ull) ^
-              static_cast<std::uint64_t>(dir)) {
+      jitter_(stable_hash(relay_.config.seed ^ stable_hash(owner.index()) ^
+                          static_cast<std::uint64_t>(dir))) {
   if (owner.decoding()) decoder_.emplace(dir, owner.pairs());
 }
 

@@ -9,6 +9,7 @@
 
 #include "connection.hpp"
 #include "faultlane/core/assert.hpp"
+#include "faultlane/core/hash.hpp"
 #include "faultlane/relays/limits.hpp"
 
 namespace faultlane::relays {
@@ -19,13 +20,8 @@ namespace detail {
 
 double draw(std::uint64_t seed, std::size_t fault_order, std::uint64_t connection,
             std::uint64_t frame) {
-  auto mix = [](std::uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-  };
-  auto h = mix(seed ^ mix(fault_order ^ mix(connection ^ mix(frame))));
+  auto h =
+      stable_hash(seed ^ stable_hash(fault_order ^ stable_hash(connection ^ stable_hash(frame))));
   return static_cast<double>(h >> 11) * 0x1.0p-53;
 }
 
@@ -67,28 +63,6 @@ class relay::impl {
   bool stopped = false;
 };
 
-result<address> parse_address(std::string_view text) {
-  auto colon = text.rfind(':');
-  if (colon == std::string_view::npos || colon == 0) {
-    return error{status::invalid_argument, fmt::format("'{}' is not HOST:PORT", text)};
-  }
-  address a;
-  a.host = std::string(text.substr(0, colon));
-  std::uint32_t port = 0;
-  auto digits = text.substr(colon + 1);
-  if (digits.empty() || digits.size() > 5) {
-    return error{status::invalid_argument, fmt::format("'{}': bad port", text)};
-  }
-  for (char c : digits) {
-    if (c < '0' || c > '9')
-      return error{status::invalid_argument, fmt::format("'{}': bad port", text)};
-    port = port * 10 + static_cast<std::uint32_t>(c - '0');
-  }
-  if (port > 65535) return error{status::invalid_argument, fmt::format("'{}': bad port", text)};
-  a.port = static_cast<std::uint16_t>(port);
-  return a;
-}
-
 namespace {
 
 result<void> check_loopback(const std::string& what, const std::string& host, bool allowed) {
@@ -110,9 +84,9 @@ result<void> check_loopback(const std::string& what, const std::string& host, bo
 }  // namespace
 
 result<std::unique_ptr<relay>> relay::start(relay_config config) {
-  if (auto r = check_loopback("listen", config.listen.host, config.allow_non_loopback); !r)
+  if (auto r = check_loopback("listen", config.listen.address, config.allow_non_loopback); !r)
     return r.error();
-  if (auto r = check_loopback("upstream", config.upstream.host, config.allow_non_loopback); !r)
+  if (auto r = check_loopback("upstream", config.upstream.address, config.allow_non_loopback); !r)
     return r.error();
   if (config.upstream.port == 0) return error{status::invalid_argument, "upstream needs a port"};
   if (config.upstream_source) {
@@ -143,7 +117,7 @@ result<std::unique_ptr<relay>> relay::start(relay_config config) {
                  fmt::format("cannot write tap file {}", s.config.tap_path)};
   }
   std::error_code ec;
-  tcp::endpoint ep(asio::ip::make_address(s.config.listen.host), s.config.listen.port);
+  tcp::endpoint ep(asio::ip::make_address(s.config.listen.address), s.config.listen.port);
   i->acceptor = std::make_unique<tcp::acceptor>(s.context);
   i->acceptor->open(ep.protocol(), ec);
   if (!ec) i->acceptor->set_option(tcp::acceptor::reuse_address(true), ec);
@@ -153,7 +127,7 @@ result<std::unique_ptr<relay>> relay::start(relay_config config) {
     return error{status::connection_failed,
                  fmt::format("listen on {}: {}", s.config.listen.str(), ec.message())};
   }
-  i->bound = {s.config.listen.host, i->acceptor->local_endpoint().port()};
+  i->bound = {s.config.listen.address, i->acceptor->local_endpoint().port()};
   i->accept_next();
   auto* raw = i.get();
   i->thread = std::thread([raw] { raw->state->context.run(); });

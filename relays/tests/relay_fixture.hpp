@@ -119,7 +119,7 @@ class client {
   // Takes its descriptor now and connects later (connecting needs none).
   client() : socket_(context_) { socket_.open(tcp::v4()); }
   void connect(const address& a) {
-    socket_.connect({asio::ip::make_address(a.host), a.port});
+    socket_.connect({asio::ip::make_address(a.address), a.port});
     socket_.set_option(tcp::no_delay(true));
     socket_.non_blocking(true);
   }

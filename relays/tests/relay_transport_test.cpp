@@ -4,8 +4,8 @@
 
 #include <set>
 
-#include "../../core/tests/transport_fixture.hpp"
 #include "faultlane/core/slice_plan.hpp"
+#include "faultlane/testing/transport_fixture.hpp"
 #include "relay_fixture.hpp"
 
 namespace faultlane::relays {
@@ -291,15 +291,22 @@ namespace {
 TEST(relay_transport, damaged_write_header_is_a_definite_failure) {
   std::vector<std::byte> memory(4096);
   relayed_pair p({"corrupt dir=up opcode=write count=1 field=flags"}, one_lane());
-  auto id = p.target->register_buffer(memory.data(), memory.size(), permission::remote_read_write).value();
+  auto id = p.target->register_buffer(memory.data(), memory.size(), permission::remote_read_write)
+                .value();
   auto first = core_testing::pattern(4096, 31);
   auto second = core_testing::pattern(4096, 32);
-  EXPECT_EQ(core_testing::run_one(*p.initiator, core_testing::write_req(p.segment, id, 0, first.data(), 4096)).code,
+  EXPECT_EQ(core_testing::run_one(*p.initiator,
+                                  core_testing::write_req(p.segment, id, 0, first.data(), 4096))
+                .code,
             status::protocol_error);
-  EXPECT_EQ(core_testing::run_one(*p.initiator, core_testing::write_req(p.segment, id, 0, second.data(), 4096)).code,
+  EXPECT_EQ(core_testing::run_one(*p.initiator,
+                                  core_testing::write_req(p.segment, id, 0, second.data(), 4096))
+                .code,
             status::ok);
   std::vector<std::byte> back(4096);
-  ASSERT_EQ(core_testing::run_one(*p.initiator, core_testing::read_req(p.segment, id, 0, back.data(), 4096)).code,
+  ASSERT_EQ(core_testing::run_one(*p.initiator,
+                                  core_testing::read_req(p.segment, id, 0, back.data(), 4096))
+                .code,
             status::ok);
   EXPECT_EQ(back, second);
   EXPECT_EQ(p.target_view.served_count(wire::opcode::write, status::ok), 1u);
@@ -314,9 +321,12 @@ TEST(relay_transport, damaged_write_header_is_a_definite_failure) {
 TEST(relay_transport, damaged_write_ack_is_ambiguous_not_a_different_answer) {
   std::vector<std::byte> memory(4096);
   relayed_pair p({"corrupt dir=down opcode=write count=1 field=status mask=6"}, one_lane());
-  auto id = p.target->register_buffer(memory.data(), memory.size(), permission::remote_read_write).value();
+  auto id = p.target->register_buffer(memory.data(), memory.size(), permission::remote_read_write)
+                .value();
   auto source = core_testing::pattern(4096, 33);
-  EXPECT_EQ(core_testing::run_one(*p.initiator, core_testing::write_req(p.segment, id, 0, source.data(), 4096)).code,
+  EXPECT_EQ(core_testing::run_one(*p.initiator,
+                                  core_testing::write_req(p.segment, id, 0, source.data(), 4096))
+                .code,
             status::ambiguous_write);
   EXPECT_EQ(p.target_view.served_count(wire::opcode::write, status::ok), 1u);  // it ran, once
   expect_counters(*p.relays[0], {{"corrupt.down", 1}}, 1);
@@ -330,9 +340,12 @@ TEST(relay_transport, damaged_write_ack_is_ambiguous_not_a_different_answer) {
 TEST(relay_transport, slow_steady_read_payload_below_the_watermark_is_progress) {
   auto memory = core_testing::pattern(3u << 19, 34);
   relayed_pair p({"bandwidth dir=down bytes_per_s=400000"}, one_lane(500));
-  auto id = p.target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
+  auto id =
+      p.target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
   std::vector<std::byte> back(memory.size());
-  EXPECT_EQ(core_testing::run_one(*p.initiator, core_testing::read_req(p.segment, id, 0, back.data(), back.size())).code,
+  EXPECT_EQ(core_testing::run_one(
+                *p.initiator, core_testing::read_req(p.segment, id, 0, back.data(), back.size()))
+                .code,
             status::ok);
   EXPECT_EQ(back, memory);
   EXPECT_GE(p.initiator->stats().deadline_checks_with_queued_bytes, 1u);
@@ -348,9 +361,12 @@ TEST(relay_transport, slow_steady_write_body_below_the_watermark_is_progress) {
   target_config.progress_timeout_ms = 500;
   std::vector<std::byte> memory(1u << 20);
   relayed_pair p({"bandwidth dir=up bytes_per_s=400000"}, one_lane(60000), target_config);
-  auto id = p.target->register_buffer(memory.data(), memory.size(), permission::remote_read_write).value();
+  auto id = p.target->register_buffer(memory.data(), memory.size(), permission::remote_read_write)
+                .value();
   auto source = core_testing::pattern(memory.size(), 35);
-  EXPECT_EQ(core_testing::run_one(*p.initiator, core_testing::write_req(p.segment, id, 0, source.data(), source.size())).code,
+  EXPECT_EQ(core_testing::run_one(*p.initiator, core_testing::write_req(
+                                                    p.segment, id, 0, source.data(), source.size()))
+                .code,
             status::ok);
   EXPECT_GE(p.target->stats().deadline_checks_with_queued_bytes, 1u);
   EXPECT_EQ(p.target->stats().sessions_timed_out, 0u);
@@ -364,9 +380,12 @@ TEST(relay_transport, slow_steady_write_body_below_the_watermark_is_progress) {
 TEST(relay_transport, stalled_link_below_the_watermark_still_times_out) {
   auto memory = core_testing::pattern(1u << 20, 36);
   relayed_pair p({"stall dir=down after_bytes=600000"}, one_lane(300));
-  auto id = p.target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
+  auto id =
+      p.target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
   std::vector<std::byte> back(memory.size());
-  EXPECT_EQ(core_testing::run_one(*p.initiator, core_testing::read_req(p.segment, id, 0, back.data(), back.size())).code,
+  EXPECT_EQ(core_testing::run_one(
+                *p.initiator, core_testing::read_req(p.segment, id, 0, back.data(), back.size()))
+                .code,
             status::timeout);
   EXPECT_EQ(p.initiator->stats().timeouts, 1u);
   expect_counters(*p.relays[0], {{"stall.down", 1}}, 1);

@@ -54,7 +54,7 @@ struct options {
 std::string apply_flag(options& o, std::string_view flag, const std::string& value) {
   auto& c = o.single;
   if (flag == "--listen" || flag == "--upstream") {
-    auto a = relays::parse_address(value);
+    auto a = faultlane::parse_endpoint(value);
     if (!a.ok()) return fmt::format("{}: {}", flag, a.error().message);
     (flag == "--listen" ? c.listen : c.upstream) = a.value();
     o.have_upstream |= flag == "--upstream";

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "faultlane/core/endpoint.hpp"
 #include "faultlane/core/status.hpp"
 #include "faultlane/relays/fault.hpp"
 #include "faultlane/relays/tap.hpp"
@@ -34,17 +35,13 @@ namespace faultlane::relays {
 
 enum class protocol : std::uint8_t { faultlane, raw };
 
-struct address {
-  std::string host = "127.0.0.1";
-  std::uint16_t port = 0;
-  std::string str() const { return host + ":" + std::to_string(port); }
-};
-
-result<address> parse_address(std::string_view text);
+// The relays use the core's one address type; HOST:PORT text is read with
+// faultlane::parse_endpoint.
+using address = faultlane::endpoint;
 
 struct relay_config {
   std::string name = "relay";
-  address listen;  // port 0 picks a free port
+  address listen{"127.0.0.1", 0};  // port 0 picks a free port
   address upstream;
   std::optional<std::string> upstream_source;  // bind the upstream side (rails)
   std::size_t rail = 0;                        // reported in taps; matched by rail= triggers
