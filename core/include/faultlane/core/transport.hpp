@@ -47,14 +47,17 @@ struct advertised_registration {
   std::uint64_t length = 0;
   permission perm = permission::remote_read;
   std::string name;  // optional, stable across restarts; used to refresh ids
+  friend bool operator==(const advertised_registration&, const advertised_registration&) = default;
 };
 
-// What an initiator needs to reach a target.
+// What an initiator needs to reach a target. descriptor_text.hpp writes it
+// as text and reads it back, for exchange between processes.
 struct segment_descriptor {
   std::uint64_t incarnation = 0;    // random per transport instance
   std::vector<endpoint> endpoints;  // one per rail, in rail order
   std::uint64_t max_transfer_bytes = 0;
   std::vector<advertised_registration> registrations;
+  friend bool operator==(const segment_descriptor&, const segment_descriptor&) = default;
 };
 
 // Where a segment's descriptor comes from. open_segment(source) keeps it:

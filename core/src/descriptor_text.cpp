@@ -1,0 +1,440 @@
+// The text form of segment_descriptor (docs/descriptors.md): written with
+// yaml-cpp's emitter, read with its parser, then checked field by field.
+// Every rejection is an invalid_argument naming the line and the field path
+// (`registrations[1].id`); nothing thrown by yaml-cpp escapes.
+#include "faultlane/core/descriptor_text.hpp"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <limits>
+#include <map>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "faultlane/core/limits.hpp"
+#include "faultlane/core/registry.hpp"
+
+namespace faultlane {
+namespace {
+
+constexpr std::string_view version_key = "faultlane_descriptor";
+constexpr std::array<std::string_view, 5> descriptor_keys{
+    version_key, "incarnation", "max_transfer_bytes", "endpoints", "registrations"};
+constexpr std::array<std::string_view, 2> endpoint_keys{"address", "port"};
+constexpr std::array<std::string_view, 4> registration_keys{"id", "length", "permission", "name"};
+
+// Ids and the incarnation are hex strings, written with exactly this many
+// digits (fewer are read): tools that hold YAML integers as doubles would
+// round a 64-bit integer.
+constexpr std::size_t hex_digits_max = 16;
+
+std::string hex(std::uint64_t value) { return fmt::format("0x{:016x}", value); }
+
+// --- writing -------------------------------------------------------------------
+
+void write_endpoints(YAML::Emitter& out, const std::vector<endpoint>& endpoints) {
+  out << YAML::Key << "endpoints" << YAML::Value;
+  if (endpoints.empty()) out << YAML::Flow;
+  out << YAML::BeginSeq;
+  for (const auto& e : endpoints) {
+    out << YAML::BeginMap;
+    out << YAML::Key << "address" << YAML::Value << e.address;
+    out << YAML::Key << "port" << YAML::Value << e.port;
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+}
+
+void write_registrations(YAML::Emitter& out, const std::vector<advertised_registration>& regs) {
+  out << YAML::Key << "registrations" << YAML::Value;
+  if (regs.empty()) out << YAML::Flow;
+  out << YAML::BeginSeq;
+  for (const auto& r : regs) {
+    out << YAML::BeginMap;
+    out << YAML::Key << "id" << YAML::Value << YAML::DoubleQuoted << hex(r.id);
+    out << YAML::Key << "length" << YAML::Value << r.length;
+    out << YAML::Key << "permission" << YAML::Value << std::string(to_string(r.perm));
+    out << YAML::Key << "name" << YAML::Value << YAML::DoubleQuoted << r.name;
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+}
+
+// --- reading: one field at a time ------------------------------------------------
+
+// A value found under a key, with where it was found for error messages.
+struct field {
+  std::string path;  // `incarnation`, `endpoints[0].port`
+  int line = 0;      // 1-based line of the key
+  YAML::Node value;
+};
+
+int line_of(const YAML::Node& node, int fallback) {
+  return node.Mark().is_null() ? fallback : node.Mark().line + 1;
+}
+
+error text_error(int line, std::string_view path, std::string_view what) {
+  return error{status::invalid_argument,
+               fmt::format("descriptor: line {}: {}: {}", line, path, what)};
+}
+
+error field_error(const field& f, std::string_view what) {
+  return text_error(f.line, f.path, what);
+}
+
+std::string join(std::string_view where, std::string_view key) {
+  return where.empty() ? std::string(key) : fmt::format("{}.{}", where, key);
+}
+
+// Text from the document as an error shows it: quoted, escaped, and cut
+// short, so a control character or a megabyte value stays readable.
+std::string quoted(std::string_view text) {
+  constexpr std::size_t shown_bytes_max = 64;
+  if (text.size() <= shown_bytes_max) return fmt::format("{:?}", text);
+  return fmt::format("{:?}...", text.substr(0, shown_bytes_max));
+}
+
+// A key as part of a field path: as it is when it is a plain name.
+std::string key_text(std::string_view key) {
+  const bool plain = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+  return plain ? std::string(key) : quoted(key);
+}
+
+std::string kind_of(const YAML::Node& node) {
+  if (node.IsNull()) return "nothing";
+  if (node.IsSequence()) return "a list";
+  if (node.IsMap()) return "a mapping";
+  return quoted(node.Scalar());
+}
+
+// The fields of one mapping: each of the expected keys exactly once, no
+// other key.
+class field_set {
+ public:
+  static result<field_set> read(const YAML::Node& map, std::string_view where, int line,
+                                std::span<const std::string_view> keys);
+
+  const field& operator[](std::string_view key) const {
+    const field* f = find(key);
+    FL_ASSERT(f != nullptr);  // read() made sure every expected key is there
+    return *f;
+  }
+
+ private:
+  const field* find(std::string_view key) const {
+    for (const auto& [k, f] : fields_) {
+      if (k == key) return &f;
+    }
+    return nullptr;
+  }
+
+  std::vector<std::pair<std::string, field>> fields_;
+};
+
+result<field_set> field_set::read(const YAML::Node& map, std::string_view where, int line,
+                                  std::span<const std::string_view> keys) {
+  const std::string what = where.empty() ? "(document)" : std::string(where);
+  if (!map.IsMap()) {
+    return text_error(line_of(map, line), what,
+                      fmt::format("expected a mapping, got {}", kind_of(map)));
+  }
+  field_set set;
+  for (const auto& kv : map) {
+    const int key_line = line_of(kv.first, line);
+    if (!kv.first.IsScalar()) return text_error(key_line, what, "a key is not a plain name");
+    std::string key = kv.first.Scalar();
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      return text_error(key_line, join(where, key_text(key)),
+                        fmt::format("unknown key; expected {}", fmt::join(keys, ", ")));
+    }
+    if (const field* first = set.find(key)) {
+      return text_error(key_line, first->path,
+                        fmt::format("appears twice (first on line {})", first->line));
+    }
+    field f{join(where, key), key_line, kv.second};
+    set.fields_.emplace_back(std::move(key), std::move(f));
+  }
+  for (auto key : keys) {
+    if (!set.find(key)) return text_error(line_of(map, line), join(where, key), "missing");
+  }
+  return set;
+}
+
+result<std::string> read_scalar(const field& f, std::string_view expected) {
+  if (!f.value.IsScalar()) {
+    return field_error(f, fmt::format("expected {}, got {}", expected, kind_of(f.value)));
+  }
+  return f.value.Scalar();
+}
+
+// A plain (unquoted) decimal integer without sign or leading zeros: the one
+// spelling every YAML reader takes for the same unsigned value.
+result<std::uint64_t> read_decimal(const field& f, std::uint64_t low, std::uint64_t high) {
+  auto text = read_scalar(f, "a decimal integer");
+  if (!text) return text.error();
+  const std::string& s = text.value();
+  if (s.starts_with('-')) return field_error(f, "must not be negative, got " + quoted(s));
+  if (f.value.Tag() != "?") {
+    return field_error(f,
+                       "expected a plain decimal integer, got " + quoted(s) + " quoted or tagged");
+  }
+  const bool digits = !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits || (s.size() > 1 && s[0] == '0')) {
+    return field_error(
+        f, "expected a decimal integer without sign or leading zeros, got " + quoted(s));
+  }
+  std::uint64_t value = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec == std::errc::result_out_of_range) {
+    return field_error(f, quoted(s) + " does not fit in 64 bits");
+  }
+  FL_ASSERT(ec == std::errc() && end == s.data() + s.size());
+  if (value < low || value > high) {
+    return field_error(f, fmt::format("must be in [{}, {}], got {}", low, high, value));
+  }
+  return value;
+}
+
+// `0x` and 1 to 16 hex digits; zero is never a valid id or incarnation.
+result<std::uint64_t> read_hex_id(const field& f) {
+  auto text = read_scalar(f, "a hex string like \"0x00000000000000ff\"");
+  if (!text) return text.error();
+  const std::string& s = text.value();
+  if (s.starts_with('-')) return field_error(f, "must not be negative, got " + quoted(s));
+  const auto digits = std::string_view(s).substr(std::min<std::size_t>(2, s.size()));
+  if (!s.starts_with("0x") || digits.empty() ||
+      digits.find_first_not_of("0123456789abcdefABCDEF") != std::string_view::npos) {
+    return field_error(f, "expected a hex string like \"0x00000000000000ff\", got " + quoted(s));
+  }
+  if (digits.size() > hex_digits_max) {
+    return field_error(f, fmt::format("{} does not fit in 64 bits (at most {} hex digits)",
+                                      quoted(s), hex_digits_max));
+  }
+  std::uint64_t value = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value, 16);
+  FL_ASSERT(ec == std::errc() && end == digits.data() + digits.size());
+  if (value == 0) return field_error(f, "must not be zero");
+  return value;
+}
+
+result<endpoint> read_endpoint(const YAML::Node& node, std::string_view where, int line) {
+  auto fields = field_set::read(node, where, line, endpoint_keys);
+  if (!fields) return fields.error();
+  const auto& address = fields.value()["address"];
+  auto text = read_scalar(address, "a numeric IPv4 address");
+  if (!text) return text.error();
+  in_addr parsed{};
+  if (inet_pton(AF_INET, text.value().c_str(), &parsed) != 1 || parsed.s_addr == INADDR_ANY) {
+    return field_error(address, quoted(text.value()) + " is not a specific numeric IPv4 address");
+  }
+  auto port = read_decimal(fields.value()["port"], 1, std::numeric_limits<std::uint16_t>::max());
+  if (!port) return port.error();
+  return endpoint{text.value(), static_cast<std::uint16_t>(port.value())};
+}
+
+result<permission> read_permission(const field& f) {
+  auto text = read_scalar(f, "remote_read or remote_read_write");
+  if (!text) return text.error();
+  auto perm = parse_permission(text.value());
+  if (perm == permission::local_only) {
+    return field_error(f, "local_only registrations are never advertised");
+  }
+  if (!perm) {
+    return field_error(f, "unknown permission " + quoted(text.value()) +
+                              "; expected remote_read or remote_read_write");
+  }
+  return *perm;
+}
+
+result<advertised_registration> read_registration(const YAML::Node& node, std::string_view where,
+                                                  int line) {
+  auto fields = field_set::read(node, where, line, registration_keys);
+  if (!fields) return fields.error();
+  const auto& set = fields.value();
+  advertised_registration r;
+  auto id = read_hex_id(set["id"]);
+  if (!id) return id.error();
+  r.id = id.value();
+  auto length = read_decimal(set["length"], 1, std::numeric_limits<std::uint64_t>::max());
+  if (!length) return length.error();
+  r.length = length.value();
+  auto perm = read_permission(set["permission"]);
+  if (!perm) return perm.error();
+  r.perm = perm.value();
+  auto name = read_scalar(set["name"], "a string (\"\" for no name)");
+  if (!name) return name.error();
+  if (!valid_registration_name(name.value())) {
+    return field_error(set["name"], "not valid UTF-8 text (or holds a surrogate or noncharacter)");
+  }
+  r.name = std::move(name).value();
+  return r;
+}
+
+result<void> check_list(const field& f, std::size_t count_min, std::size_t count_max) {
+  if (!f.value.IsSequence()) {
+    return field_error(f, fmt::format("expected a list{}, got {}",
+                                      count_min == 0 ? " ([] for none)" : "", kind_of(f.value)));
+  }
+  if (f.value.size() < count_min || f.value.size() > count_max) {
+    return field_error(
+        f, fmt::format("must hold {} to {} entries, got {}", count_min, count_max, f.value.size()));
+  }
+  return {};
+}
+
+result<std::vector<endpoint>> read_endpoints(const field& f) {
+  if (auto list = check_list(f, 1, limits::rail_count_max); !list) return list.error();
+  std::vector<endpoint> endpoints;
+  for (const auto& node : f.value) {
+    auto e = read_endpoint(node, fmt::format("endpoints[{}]", endpoints.size()), f.line);
+    if (!e) return e.error();
+    endpoints.push_back(std::move(e).value());
+  }
+  return endpoints;
+}
+
+result<std::vector<advertised_registration>> read_registrations(const field& f) {
+  if (auto list = check_list(f, 0, std::numeric_limits<std::size_t>::max()); !list) {
+    return list.error();
+  }
+  std::vector<advertised_registration> regs;
+  std::map<registration_id, std::size_t> index_of;  // a list may be long: no quadratic scan
+  for (const auto& node : f.value) {
+    const auto where = fmt::format("registrations[{}]", regs.size());
+    auto r = read_registration(node, where, f.line);
+    if (!r) return r.error();
+    auto [seen, added] = index_of.emplace(r.value().id, regs.size());
+    if (!added) {
+      return text_error(
+          line_of(node, f.line), where + ".id",
+          fmt::format("{} is also the id of registrations[{}]", hex(r.value().id), seen->second));
+    }
+    regs.push_back(std::move(r).value());
+  }
+  return regs;
+}
+
+// The version key comes first, and is read before anything else, so a
+// document of a later version is refused for its version, not its keys.
+result<void> read_version(const YAML::Node& root) {
+  if (!root.IsMap()) {
+    return text_error(line_of(root, 1), "(document)",
+                      fmt::format("expected a mapping, got {}", kind_of(root)));
+  }
+  bool first = true;
+  for (const auto& kv : root) {
+    if (kv.first.IsScalar() && kv.first.Scalar() == version_key) {
+      const field f{std::string(version_key), line_of(kv.first, 1), kv.second};
+      if (!first) return field_error(f, "must be the first key");
+      auto version = read_decimal(f, 0, std::numeric_limits<std::uint64_t>::max());
+      if (!version) return version.error();
+      if (version.value() != descriptor_text_version) {
+        return field_error(f, fmt::format("unsupported version {}; this build reads version {}",
+                                          version.value(), descriptor_text_version));
+      }
+      return {};
+    }
+    first = false;
+  }
+  return text_error(line_of(root, 1), version_key, "missing: not a faultlane descriptor");
+}
+
+result<segment_descriptor> read_document(const YAML::Node& root) {
+  if (auto version = read_version(root); !version) return version.error();
+  auto fields = field_set::read(root, "", 1, descriptor_keys);
+  if (!fields) return fields.error();
+  const auto& set = fields.value();
+  segment_descriptor d;
+  auto incarnation = read_hex_id(set["incarnation"]);
+  if (!incarnation) return incarnation.error();
+  d.incarnation = incarnation.value();
+  auto max_transfer = read_decimal(set["max_transfer_bytes"], 1, limits::transfer_bytes_max);
+  if (!max_transfer) return max_transfer.error();
+  d.max_transfer_bytes = max_transfer.value();
+  auto endpoints = read_endpoints(set["endpoints"]);
+  if (!endpoints) return endpoints.error();
+  d.endpoints = std::move(endpoints).value();
+  auto regs = read_registrations(set["registrations"]);
+  if (!regs) return regs.error();
+  d.registrations = std::move(regs).value();
+  return d;
+}
+
+// The code point of the UTF-8 sequence at `at`, advancing past it; nullopt
+// for a malformed, overlong or surrogate sequence.
+std::optional<char32_t> next_code_point(std::string_view text, std::size_t& at) {
+  const auto lead = static_cast<unsigned char>(text[at]);
+  const std::size_t size = lead < 0x80           ? 1
+                           : (lead >> 5) == 0x6  ? 2
+                           : (lead >> 4) == 0xe  ? 3
+                           : (lead >> 3) == 0x1e ? 4
+                                                 : 0;
+  if (size == 0 || text.size() - at < size) return std::nullopt;
+  char32_t cp = size == 1 ? lead : lead & (0x7f >> size);
+  for (std::size_t i = 1; i < size; ++i) {
+    const auto next = static_cast<unsigned char>(text[at + i]);
+    if ((next & 0xc0) != 0x80) return std::nullopt;
+    cp = (cp << 6) | (next & 0x3f);
+  }
+  constexpr std::array<char32_t, 5> smallest{0, 0, 0x80, 0x800, 0x10000};
+  if (cp < smallest[size] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return std::nullopt;
+  at += size;
+  return cp;
+}
+
+}  // namespace
+
+std::string to_text(const segment_descriptor& d) {
+  YAML::Emitter out;
+  out << YAML::EscapeNonAscii;
+  out << YAML::BeginMap;
+  out << YAML::Key << std::string(version_key) << YAML::Value << descriptor_text_version;
+  out << YAML::Key << "incarnation" << YAML::Value << YAML::DoubleQuoted << hex(d.incarnation);
+  out << YAML::Key << "max_transfer_bytes" << YAML::Value << d.max_transfer_bytes;
+  write_endpoints(out, d.endpoints);
+  write_registrations(out, d.registrations);
+  out << YAML::EndMap;
+  FL_ASSERT(out.good());
+  return std::string(out.c_str()) + "\n";
+}
+
+result<segment_descriptor> parse_descriptor(std::string_view text) {
+  try {
+    const auto documents = YAML::LoadAll(std::string(text));
+    if (documents.empty()) return text_error(1, version_key, "missing: the text is empty");
+    if (documents.size() > 1) {
+      return text_error(line_of(documents[1], 1), "(document)", "more than one YAML document");
+    }
+    return read_document(documents[0]);
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's own message for this is "bad file".
+    return text_error(e.mark.is_null() ? 1 : e.mark.line + 1, "(YAML)", "nested too deeply");
+  } catch (const YAML::Exception& e) {
+    return text_error(e.mark.is_null() ? 1 : e.mark.line + 1, "(YAML)", e.msg);
+  } catch (const std::exception& e) {
+    return error{status::invalid_argument, fmt::format("descriptor: {}", e.what())};
+  }
+}
+
+bool valid_registration_name(std::string_view name) noexcept {
+  for (std::size_t at = 0; at < name.size();) {
+    const auto cp = next_code_point(name, at);
+    if (!cp) return false;
+    const bool noncharacter = (*cp >= 0xfdd0 && *cp <= 0xfdef) || (*cp & 0xfffe) == 0xfffe;
+    if (noncharacter) return false;
+  }
+  return true;
+}
+
+}  // namespace faultlane
