@@ -6,6 +6,7 @@
 
 #include <thread>
 
+#include "faultlane/core/descriptor_text.hpp"
 #include "faultlane/core/limits.hpp"
 #include "transport_impl.hpp"
 
@@ -115,6 +116,12 @@ segment_descriptor transport::descriptor() const {
 
 result<registration_id> transport::register_buffer(void* base, std::size_t length, permission perm,
                                                    std::string name) {
+  // A name travels in the descriptor's text form, which carries only these.
+  if (!valid_registration_name(name)) {
+    return error{status::invalid_argument,
+                 "register_buffer: name is not valid UTF-8 text (or holds a surrogate or "
+                 "noncharacter)"};
+  }
   auto id = impl_->rt.buffers.register_buffer(base, length, perm);
   FL_ASSERT(!id.ok() || id.value() != 0);  // id 0 is never issued
   if (id.ok() && !name.empty()) {

@@ -86,6 +86,23 @@ TEST(descriptor_text, round_trips_a_started_transport_with_awkward_names) {
   EXPECT_TRUE(t->shutdown().ok());
 }
 
+// A name the text form could not carry is refused at registration, so a
+// started transport's descriptor always round-trips.
+TEST(descriptor_text, register_buffer_refuses_names_the_text_cannot_carry) {
+  auto t = testing::start(testing::loopback_config());
+  ASSERT_TRUE(t);
+  std::vector<std::byte> memory(64);
+  for (std::string_view bad : {"\xff", "ok\xc3", "\xed\xa0\x80", "\xef\xbf\xbf"}) {
+    auto id =
+        t->register_buffer(memory.data(), memory.size(), permission::remote_read, std::string(bad));
+    ASSERT_FALSE(id.ok()) << ::testing::PrintToString(bad);
+    EXPECT_EQ(id.code(), status::invalid_argument);
+    EXPECT_NE(id.error().message.find("name"), std::string::npos) << id.error().message;
+  }
+  EXPECT_TRUE(t->descriptor().registrations.empty());
+  EXPECT_TRUE(t->shutdown().ok());
+}
+
 // What docs/descriptors.md shows: the target writes its descriptor to a
 // file, the initiator reads it, opens the segment and READs.
 TEST(descriptor_text, a_descriptor_file_opens_a_segment_that_reads) {

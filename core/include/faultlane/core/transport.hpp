@@ -122,7 +122,9 @@ class transport {
   // The range [base, base + length) is served to peers under the returned
   // id until unregistered; it must stay valid that long (and at least
   // until the transport is destroyed). `name` (optional) lets initiators
-  // refresh a stale id through a descriptor source.
+  // refresh a stale id through a descriptor source; it must be text the
+  // descriptor's text form carries (valid_registration_name in
+  // descriptor_text.hpp), or the call fails with invalid_argument.
   result<registration_id> register_buffer(void* base, std::size_t length, permission perm,
                                           std::string name = {});
   // Hides the id from new requests, then waits for requests in flight on it.
