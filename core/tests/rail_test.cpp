@@ -294,7 +294,12 @@ TEST(rail_transport, failed_slice_cancels_its_siblings_and_settles_once) {
                               ++calls;
                             })
                    .value();
-  ASSERT_TRUE(batch->wait(10s));  // settles while the siblings' lanes are still blocked
+  ASSERT_TRUE(batch->wait(10s)) << "slices sent: " << seen.slices_of_last_task().size()
+                                << ", free rail " << free_rail << ", lanes connected "
+                                << initiator->stats().lanes_connected << ", found closed "
+                                << initiator->stats().lanes_found_closed << ", connects "
+                                << initiator->stats().connects << ", target sessions "
+                                << target->stats().sessions_accepted;
   EXPECT_EQ(batch->status(0).code, status::range_rejected);
   auto slices = seen.slices_of_last_task();
   ASSERT_EQ(slices.size(), 1u);  // only the failing slice was ever sent

@@ -188,13 +188,18 @@ TEST(transport_lifetime, destroy_from_a_callback_finishes_on_another_thread) {
   std::vector<std::byte> back(4096);
   auto r = read_req(live, id, 0, back.data(), back.size());
   std::atomic<bool> destroyed{false};
-  auto batch = initiator
-                   ->submit(std::span(&r, 1),
-                            [&](std::size_t, status, std::uint64_t) {
-                              initiator.reset();  // on an io thread
-                              destroyed = true;
-                            })
-                   .value();
+  // The callback may run before submit() returns; destroying the transport
+  // while this thread is still inside one of its methods would be the
+  // test's own use-after-free, so it waits (bounded) for submit to return.
+  std::promise<void> submitted;
+  auto submit_returned = submitted.get_future().share();
+  auto on_done = [&, submit_returned](std::size_t, status, std::uint64_t) {
+    if (submit_returned.wait_for(10s) != std::future_status::ready) return;
+    initiator.reset();  // on an io thread
+    destroyed = true;
+  };
+  auto batch = initiator->submit(std::span(&r, 1), on_done).value();
+  submitted.set_value();
   ASSERT_TRUE(batch->wait(10s));
   ASSERT_TRUE(held->wait(10s));  // the reaper's shutdown settled them
   EXPECT_TRUE(destroyed.load());
