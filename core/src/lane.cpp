@@ -62,6 +62,12 @@ void lane::on_handler_exception() noexcept {
 void lane::enqueue(std::unique_ptr<transfer_op> op) {
   FL_ASSERT(op && !op->retired);
   if (state_ == state::closed) return retire(std::move(op), status::shutting_down, 0);
+  // A sibling slice failed before this one got here: its cancel_task ran
+  // on this shard already (or will find nothing), so end it now rather
+  // than queue it behind other work.
+  if (op->task->cancelled.load(std::memory_order_acquire)) {
+    return retire(std::move(op), status::cancelled, 0);
+  }
   const auto start_by = op->start_by;
   queue_.push_back(std::move(op));
   // Starting the next exchange may send and settle synchronously; a handler

@@ -6,6 +6,7 @@
 
 #include <thread>
 
+#include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/limits.hpp"
 #include "faultlane/core/slice_plan.hpp"
 #include "transport_impl.hpp"
@@ -180,6 +181,9 @@ void transport::impl::dispatch(const transfer_request& r, detail::task_state& ta
   // finds the full list of siblings to cancel.
   for (const auto& s : plan) task.slice_lanes.push_back(group.lane_for_rail(s.rail));
   for (std::size_t k = 0; k < plan.size(); ++k) {
+    // Schedule perturbation: a delay here lets the first slice run, and
+    // fail, before its siblings even reach their lanes.
+    if (k > 0) (void)FAULTLANE_FAILPOINT("submit.before_slice");
     auto op = make_op(plan[k].offset, plan[k].length);
     op->rail = plan[k].rail;
     detail::peer_group::dispatch(rt, task.slice_lanes[k], std::move(op));
