@@ -13,6 +13,7 @@ namespace faultlane {
 namespace {
 
 error config_error(std::string_view field, const std::string& what) {
+  FL_ASSERT(!field.empty() && !what.empty());  // every error names its field and problem
   return error{status::invalid_argument, fmt::format("config: {}: {}", field, what)};
 }
 
@@ -25,6 +26,7 @@ bool is_wildcard(const std::string& text) { return text.empty() || text == "0.0.
 
 template <typename T>
 result<void> check_range(std::string_view field, T value, T low, T high) {
+  FL_ASSERT(low <= high);  // a bound pair from limits.hpp, never inverted
   if (value < low || value > high) {
     return config_error(field, fmt::format("must be in [{}, {}], got {}", low, high, value));
   }
@@ -114,14 +116,33 @@ result<void> validate(const transport_config& c) {
                               std::pair{"shutdown_timeout_ms", c.shutdown_timeout_ms}}) {
     if (auto r = check_range<std::uint32_t>(field, value, 1, limits::timeout_ms_max); !r) return r;
   }
+  FL_ASSERT(c.worker_count >= limits::worker_count_min && c.connections_per_peer >= 1);
   return check_addresses(c);
 }
 
 namespace {
 
+const std::set<std::string> known_fields{"bind_address",
+                                         "advertise_address",
+                                         "port",
+                                         "rail_addresses",
+                                         "worker_count",
+                                         "busy_poll_us",
+                                         "connections_per_peer",
+                                         "max_outstanding_tasks",
+                                         "max_outstanding_bytes",
+                                         "max_transfer_bytes",
+                                         "max_connections",
+                                         "connect_timeout_ms",
+                                         "progress_timeout_ms",
+                                         "idle_connection_timeout_ms",
+                                         "reconnect_cooldown_ms",
+                                         "shutdown_timeout_ms"};
+
 // Reads one scalar field if present, with a typed error naming the field.
 template <typename T>
 result<void> read_field(const YAML::Node& root, const char* name, T& out) {
+  FL_ASSERT(known_fields.count(name) == 1);  // a field the unknown-key check allows
   const YAML::Node node = root[name];
   if (!node) return {};
   try {
@@ -143,23 +164,6 @@ result<void> read_field(const YAML::Node& root, const char* name, T& out) {
   }
   return {};
 }
-
-const std::set<std::string> known_fields{"bind_address",
-                                         "advertise_address",
-                                         "port",
-                                         "rail_addresses",
-                                         "worker_count",
-                                         "busy_poll_us",
-                                         "connections_per_peer",
-                                         "max_outstanding_tasks",
-                                         "max_outstanding_bytes",
-                                         "max_transfer_bytes",
-                                         "max_connections",
-                                         "connect_timeout_ms",
-                                         "progress_timeout_ms",
-                                         "idle_connection_timeout_ms",
-                                         "reconnect_cooldown_ms",
-                                         "shutdown_timeout_ms"};
 
 result<transport_config> from_yaml(const YAML::Node& root) {
   transport_config c;
@@ -191,6 +195,7 @@ result<transport_config> from_yaml(const YAML::Node& root) {
     for (const auto& rail : rails) c.rail_addresses.push_back(rail.as<std::string>());
   }
   if (auto valid = validate(c); !valid) return valid.error();
+  FL_ASSERT(c.rail_addresses.size() <= limits::rail_count_max);
   return c;
 }
 

@@ -38,6 +38,7 @@ table& the_table() {
 
 // Decides under the lock whether this evaluation fires, and counts it.
 bool should_fire(point& p) {
+  FL_ASSERT(p.fired <= p.evaluated);
   ++p.evaluated;
   if (p.cfg.act == action::off || p.cfg.count == 0) return false;
   if (p.cfg.probability < 1.0) {
@@ -46,11 +47,14 @@ bool should_fire(point& p) {
   }
   if (p.cfg.count > 0) --p.cfg.count;
   ++p.fired;
+  FL_ASSERT(p.fired <= p.evaluated);
   return true;
 }
 
 void pause_here(table& t, std::unique_lock<std::mutex>& lock, std::string_view name) {
+  FL_ASSERT(lock.owns_lock());
   auto it = t.points.find(name);
+  FL_ASSERT(it != t.points.end());  // evaluate_keyed found it under this lock
   std::uint64_t generation = it->second.resume_generation;
   ++it->second.paused;
   t.changed.notify_all();
@@ -58,9 +62,25 @@ void pause_here(table& t, std::unique_lock<std::mutex>& lock, std::string_view n
     auto now = t.points.find(name);
     return now == t.points.end() || now->second.resume_generation != generation;
   });
-  if (auto now = t.points.find(name); now != t.points.end()) --now->second.paused;
+  if (auto now = t.points.find(name); now != t.points.end()) {
+    FL_ASSERT(now->second.paused > 0);
+    --now->second.paused;
+  }
 }
 
+}  // namespace
+
+std::string_view to_string(action a) noexcept;
+
+namespace {
+// Every action's name parses back to it (checked where names are parsed).
+bool parse_action_round_trips() noexcept {
+  for (auto a :
+       {action::off, action::return_error, action::delay, action::throw_exception, action::pause}) {
+    if (to_string(a) == "unknown") return false;
+  }
+  return true;
+}
 }  // namespace
 
 std::string_view to_string(action a) noexcept {
@@ -75,6 +95,7 @@ std::string_view to_string(action a) noexcept {
 }
 
 std::optional<action> parse_action(std::string_view text) noexcept {
+  FL_ASSERT(parse_action_round_trips());
   for (auto a :
        {action::off, action::return_error, action::delay, action::throw_exception, action::pause}) {
     if (text == to_string(a)) return a;
@@ -95,9 +116,11 @@ void arm(std::string_view name, const config& cfg) {
   it->second.evaluated = 0;
   t.armed_count.store(t.points.size(), std::memory_order_relaxed);
   t.changed.notify_all();
+  FL_ASSERT(t.armed_count.load(std::memory_order_relaxed) > 0);
 }
 
 void disarm(std::string_view name) {
+  FL_ASSERT(!name.empty());
   auto& t = the_table();
   std::lock_guard lock(t.mutex);
   if (auto it = t.points.find(name); it != t.points.end()) t.points.erase(it);
@@ -109,6 +132,7 @@ void disarm_all() {
   auto& t = the_table();
   std::lock_guard lock(t.mutex);
   t.points.clear();
+  FL_ASSERT(t.points.empty());
   t.armed_count.store(0, std::memory_order_relaxed);
   t.changed.notify_all();
 }
@@ -128,6 +152,8 @@ std::uint64_t evaluated(std::string_view name) {
 }
 
 bool wait_paused(std::string_view name, std::size_t threads, std::chrono::milliseconds timeout) {
+  FL_ASSERT(threads > 0);
+  FL_ASSERT(timeout.count() >= 0);
   auto& t = the_table();
   std::unique_lock lock(t.mutex);
   return t.changed.wait_for(lock, timeout, [&] {
@@ -137,6 +163,7 @@ bool wait_paused(std::string_view name, std::size_t threads, std::chrono::millis
 }
 
 void resume(std::string_view name) {
+  FL_ASSERT(!name.empty());
   auto& t = the_table();
   std::lock_guard lock(t.mutex);
   if (auto it = t.points.find(name); it != t.points.end()) ++it->second.resume_generation;
@@ -154,6 +181,7 @@ std::optional<status> evaluate_keyed(std::string_view name, std::optional<std::u
   if (it->second.cfg.only_key && it->second.cfg.only_key != key) return std::nullopt;
   if (!should_fire(it->second)) return std::nullopt;
   config cfg = it->second.cfg;
+  FL_ASSERT(cfg.act != action::off);  // should_fire never fires an off point
   switch (cfg.act) {
     case action::off: return std::nullopt;
     case action::return_error: return cfg.error;

@@ -39,7 +39,10 @@ lane::lane(runtime& rt, peer_group& group, std::size_t index, std::size_t shard)
             bump(rt_.stats.stale_handlers_dropped);
             if (rt_.observer) rt_.observer->stale_handler_dropped(event());
           }),
-      start_timer_(rt.pool->context(shard)) {}
+      start_timer_(rt.pool->context(shard)) {
+  FL_ASSERT(rail_ < group.rail_count());
+  FL_ASSERT(shard_ < rt.pool->size());
+}
 
 lane_event lane::event() const { return {group_.id(), index_, rail_, epoch_}; }
 
@@ -84,11 +87,13 @@ void lane::enqueue(std::unique_ptr<transfer_op> op) {
 
 // One timer for the earliest start deadline of the work still queued.
 void lane::arm_start_deadline(steady_clock::time_point when) {
+  FL_ASSERT(when != steady_clock::time_point{});
   if (start_timer_at_ != steady_clock::time_point{} && start_timer_at_ <= when) return;
   start_timer_at_ = when;
   start_timer_.expires_at(when);
   start_timer_.async_wait(guarded([this](std::error_code ec) {
     if (ec) return;  // re-armed earlier, or the lane closed
+    FL_ASSERT(state_ != state::closed || queue_.empty());
     start_timer_at_ = {};
     expire_queued_work();
   }));
@@ -270,8 +275,10 @@ void lane::cancel_task(const task_state* task) {
 }
 
 void lane::fail_queue(status code) {
+  FL_ASSERT(code != status::ok);
   auto failed = std::move(queue_);
   queue_.clear();
+  FL_ASSERT(queue_.empty());
   for (auto& op : failed) retire(std::move(op), code, 0);
 }
 
@@ -285,6 +292,7 @@ void lane::close_socket(status why) {
   deadline_.cancel();
   if (state_ != state::closed && state_ != state::connecting) state_ = state::disconnected;
   if (closing_) state_ = state::closed;
+  FL_ASSERT(!socket_.is_open());
 }
 
 void lane::on_deadline() {

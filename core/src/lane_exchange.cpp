@@ -83,6 +83,8 @@ void lane::on_request_sent(const std::error_code& ec, std::size_t sent) {
 // epoll_ctl for every wait, and skips the speculative read of a started one
 // when the last read drained the socket.)
 void lane::read_response_and_payload() {
+  FL_ASSERT(state_ == state::busy && current_);
+  FL_ASSERT(current_->op == wire::opcode::read);
   auto& op = *current_;
   std::array<asio::mutable_buffer, 2> in{asio::buffer(response_),
                                          asio::buffer(op.local, op.length)};
@@ -155,6 +157,7 @@ void lane::on_payload(const std::error_code& ec) {
 }
 
 status lane::io_failure() const {
+  FL_ASSERT(abort_status_ != status::ok);
   if (abort_status_) return *abort_status_;
   if (timed_out_) return status::timeout;
   return status::connection_failed;
@@ -199,6 +202,7 @@ void lane::finish(status code, std::uint64_t bytes, bool keep_connection, fate o
 
 void lane::cancel_siblings(const transfer_op& failed) {
   auto* task = failed.task;
+  FL_ASSERT(task != nullptr);
   if (task->slice_lanes.empty()) return;
   if (task->cancelled.exchange(true, std::memory_order_acq_rel)) return;  // already done once
   for (const auto& sibling : task->slice_lanes) {

@@ -36,6 +36,7 @@ void peer_group::dispatch(runtime& rt, const std::shared_ptr<lane>& l,
 }
 
 void peer_group::submit(std::unique_ptr<transfer_op> op) {
+  FL_ASSERT(op && op->rail == transfer_op::any_rail);  // slices go to a lane of their rail
   dispatch(rt_, lanes_[sequence_.fetch_add(1, std::memory_order_relaxed) % lanes_.size()],
            std::move(op));
 }
@@ -99,18 +100,22 @@ void peer_group::refresh_and_retry(std::unique_ptr<transfer_op> op,
 }
 
 void peer_group::shutdown_on(std::size_t shard, status why) {
+  FL_ASSERT(why != status::ok);
+  FL_ASSERT(shard < rt_.pool->size());
   for (auto& l : lanes_) {
     if (l->shard() == shard) l->shutdown(why);
   }
 }
 
 void peer_group::drop_connections_on(std::size_t shard) {
+  FL_ASSERT(shard < rt_.pool->size());
   for (auto& l : lanes_) {
     if (l->shard() == shard) l->drop_connection();
   }
 }
 
 peer_group::connect_decision peer_group::request_connect(const std::shared_ptr<lane>& l) {
+  FL_ASSERT(l != nullptr);
   std::lock_guard lock(gate_mutex_);
   if (failure_streak_ == 0) return connect_decision::go;  // healthy: lanes connect in parallel
   auto cooldown = milliseconds(rt_.config.reconnect_cooldown_ms);
@@ -135,6 +140,8 @@ void peer_group::connect_finished(connect_outcome outcome) {
     }
     probe_in_flight_ = false;
     wake.swap(waiting_);
+    FL_ASSERT(waiting_.empty());
+    FL_ASSERT(outcome != connect_outcome::connected || failure_streak_ == 0);
   }
   for (auto& weak : wake) {
     if (auto l = weak.lock()) {

@@ -58,13 +58,18 @@ std::optional<permission> parse_permission(std::string_view text) noexcept {
 
 lease::lease(registry* owner, std::shared_ptr<detail::registry_entry> entry, std::byte* data,
              std::size_t size) noexcept
-    : owner_(owner), entry_(std::move(entry)), data_(data), size_(size) {}
+    : owner_(owner), entry_(std::move(entry)), data_(data), size_(size) {
+  FL_ASSERT(owner_ != nullptr && entry_ != nullptr);
+  FL_ASSERT(data_ >= entry_->base && size_ <= entry_->length);  // within its registration
+}
 
 lease::lease(lease&& other) noexcept
     : owner_(std::exchange(other.owner_, nullptr)),
       entry_(std::move(other.entry_)),
       data_(std::exchange(other.data_, nullptr)),
-      size_(std::exchange(other.size_, 0)) {}
+      size_(std::exchange(other.size_, 0)) {
+  FL_ASSERT(!other.entry_ && other.owner_ == nullptr);  // a moved-from lease holds nothing
+}
 
 lease& lease::operator=(lease&& other) noexcept {
   if (this != &other) {
@@ -74,11 +79,13 @@ lease& lease::operator=(lease&& other) noexcept {
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
   }
+  FL_ASSERT(!other.entry_ || this == &other);
   return *this;
 }
 
 void lease::release() noexcept {
   if (!entry_) return;
+  FL_ASSERT(owner_ != nullptr);
   owner_->lease_released(*entry_);
   entry_.reset();
   owner_ = nullptr;
@@ -128,6 +135,7 @@ result<registration_id> registry::register_buffer(void* base, std::size_t length
   entry->perm = perm;
   const bool inserted = live_.emplace(id, std::move(entry)).second;
   FL_ASSERT(inserted);
+  FL_ASSERT(id != 0);
   return id;
 }
 
@@ -148,12 +156,15 @@ result<void> registry::unregister_buffer(registration_id id, std::chrono::millis
     } else {
       return error{status::stale_registration, "unknown registration id"};
     }
+    FL_ASSERT(!live_.count(id));  // hidden from new requests before the wait
   }
+  FL_ASSERT(entry != nullptr && entry->id == id);
   return wait_retired(entry, id, timeout);
 }
 
 result<void> registry::wait_retired(const entry_ptr& entry, registration_id id,
                                     std::chrono::milliseconds timeout) {
+  FL_ASSERT(timeout.count() >= 0);
   {
     std::unique_lock lock(entry->mutex);
     auto drained = [&] { return entry->leases == 0; };
@@ -166,6 +177,7 @@ result<void> registry::wait_retired(const entry_ptr& entry, registration_id id,
   }
   std::unique_lock lock(mutex_);
   retiring_.erase(id);
+  FL_ASSERT(!live_.count(id));
   return {};
 }
 
@@ -193,11 +205,13 @@ result<lease> registry::acquire(registration_id id, std::uint64_t offset, std::u
     ++entry->leases;
   }
   active_leases_.fetch_add(1, std::memory_order_acq_rel);
+  FL_ASSERT(offset + length <= entry->length);  // checked above without overflow
   return lease(this, entry, entry->base + offset, static_cast<std::size_t>(length));
 }
 
 void registry::lease_released(detail::registry_entry& entry) noexcept {
-  active_leases_.fetch_sub(1, std::memory_order_acq_rel);
+  const auto before = active_leases_.fetch_sub(1, std::memory_order_acq_rel);
+  FL_ASSERT(before > 0);
   std::lock_guard lock(entry.mutex);
   FL_ASSERT(entry.leases > 0);
   if (--entry.leases == 0) entry.retired.notify_all();
@@ -208,6 +222,7 @@ std::vector<registration_info> registry::advertised() const {
   std::shared_lock lock(mutex_);
   for (const auto& [id, entry] : live_) {
     if (entry->perm == permission::local_only) continue;
+    FL_ASSERT(entry->id == id && entry->length > 0);
     out.push_back({id, entry->base, entry->length, entry->perm});
   }
   std::sort(out.begin(), out.end(),
@@ -223,6 +238,7 @@ result<void> registry::close(std::chrono::milliseconds timeout) {
     for (auto& [id, entry] : live_) retiring_.emplace(id, entry);
     live_.clear();
     pending.assign(retiring_.begin(), retiring_.end());
+    FL_ASSERT(closed_ && live_.empty());
   }
   const bool unbounded = timeout == std::chrono::milliseconds::max();
   const auto deadline =

@@ -145,6 +145,8 @@ class server_session : public std::enable_shared_from_this<server_session> {
   }
 
   void read_header_rest(std::size_t have) {
+    FL_ASSERT(state_ == session_state::reading_header);
+    FL_ASSERT(have > 0 && have <= header_.size());          // the first read returned bytes
     if (have == header_.size()) return dispatch_request();  // the usual case: one read
     io_pending_ = true;
     asio::async_read(socket_, asio::buffer(header_.data() + have, header_.size() - have),
@@ -186,6 +188,8 @@ class server_session : public std::enable_shared_from_this<server_session> {
   // A rejected READ keeps the connection; a rejected WRITE first drains
   // exactly its announced body, answers, and closes.
   void reject(status why) {
+    FL_ASSERT(why != status::ok);
+    FL_ASSERT(!lease_);  // a rejected request never holds one
     bump(rt_.stats.server_rejects);
     report(why);
     if (request_.op == wire::opcode::read) {
@@ -292,6 +296,8 @@ class server_session : public std::enable_shared_from_this<server_session> {
   }
 
   void next_request() {
+    FL_ASSERT(!lease_);
+    FL_ASSERT(state_ != session_state::ended);
     deadline_.clear();
     read_header_start();
   }
@@ -299,10 +305,12 @@ class server_session : public std::enable_shared_from_this<server_session> {
   void release_lease() {
     if (!lease_) return;
     lease_.release();
+    FL_ASSERT(!lease_);
     if (rt_.observer) rt_.observer->lease_released(request_.registration_id);
   }
 
   void report(status outcome) {
+    FL_ASSERT(state_ != session_state::accepted && state_ != session_state::ended);
     if (!rt_.observer) return;
     rt_.observer->server_executed({request_.op, request_.request_id, request_.registration_id,
                                    request_.remote_offset, request_.length, outcome});
@@ -314,6 +322,7 @@ class server_session : public std::enable_shared_from_this<server_session> {
     release_lease();
     deadline_.cancel();
     close_socket();
+    FL_ASSERT(!lease_ && !socket_.is_open());
     owner_.session_ended(shard_, this);
   }
 
@@ -335,7 +344,9 @@ class server_session : public std::enable_shared_from_this<server_session> {
   bool io_pending_ = false;
 };
 
-server::server(runtime& rt) : rt_(rt), sessions_(rt.pool->size()) {}
+server::server(runtime& rt) : rt_(rt), sessions_(rt.pool->size()) {
+  FL_ASSERT(!sessions_.empty());  // one session set per shard
+}
 
 // Runs after the pool's threads were joined. Sessions a timed-out shutdown
 // left open are released here; any that a queued handler still holds goes
@@ -363,6 +374,7 @@ result<std::uint16_t> server::open_listener(const std::string& address, std::uin
                  fmt::format("listen on {}:{}: {}", address, port, ec.message())};
   }
   auto bound = l.acceptor->local_endpoint().port();
+  FL_ASSERT(port == 0 || bound == port);
   listeners_.push_back(std::move(l));
   return bound;
 }
@@ -385,6 +397,7 @@ result<void> server::listen() {
       endpoints_.push_back({rail, port.value()});
     }
   }
+  FL_ASSERT(endpoints_.size() == listeners_.size());  // one published endpoint per listener
   for (auto& each : listeners_) {
     post_guarded(rt_, each.shard, [this, &each] { accept_next(each); });
   }
@@ -433,6 +446,7 @@ void server::on_accept(listener& l, std::size_t shard, const std::error_code& ec
 }
 
 void server::back_off(listener& l) {
+  FL_ASSERT(l.acceptor->is_open());
   l.backoff_ms =
       std::clamp(l.backoff_ms * 2, limits::accept_backoff_ms_min, limits::accept_backoff_ms_max);
   if (!l.backoff) l.backoff = std::make_unique<asio::steady_timer>(rt_.pool->context(l.shard));
@@ -457,6 +471,7 @@ void server::accept_after_backoff(listener& l) {
 }
 
 void server::session_started(std::size_t shard, const std::shared_ptr<server_session>& s) {
+  FL_ASSERT(shard < sessions_.size() && s != nullptr);
   const bool inserted = sessions_[shard].emplace(s.get(), s).second;
   FL_ASSERT(inserted);
 }
@@ -465,7 +480,8 @@ void server::session_ended(std::size_t shard, server_session* s) {
   // Erasing may drop the last owner; `s` must not be used afterwards.
   const auto erased = sessions_[shard].erase(s);
   FL_ASSERT(erased == 1);
-  rt_.stats.sessions_live.fetch_sub(1, std::memory_order_acq_rel);
+  const auto live_before = rt_.stats.sessions_live.fetch_sub(1, std::memory_order_acq_rel);
+  FL_ASSERT(live_before > 0);
 }
 
 void server::stop_accepting(std::size_t shard) {
@@ -474,6 +490,7 @@ void server::stop_accepting(std::size_t shard) {
     std::error_code ignored;
     l.acceptor->close(ignored);
     if (l.backoff) l.backoff->cancel();
+    FL_ASSERT(!l.acceptor->is_open());
   }
 }
 
