@@ -53,6 +53,7 @@ class server {
   void on_accept(listener& l, std::size_t shard, const std::error_code& ec,
                  asio::ip::tcp::socket socket);
   void back_off(listener& l);
+  void start_session(std::size_t shard, asio::ip::tcp::socket socket);
   void accept_after_backoff(listener& l);
 
   runtime& rt_;
