@@ -23,7 +23,7 @@
 #include "deadline.hpp"
 #include "faultlane/core/limits.hpp"
 #include "receive_watermark.hpp"
-#include "runtime.hpp"
+#include "task.hpp"
 
 namespace faultlane::detail {
 

@@ -1,26 +1,11 @@
-// The pieces of runtime.hpp that are not templates: bounded rounds over the
-// shards, and how a frame exchange gives back its reference on a task.
+// The piece of runtime.hpp that is not a template: bounded rounds over the
+// shards.
 #include "runtime.hpp"
 
 #include <condition_variable>
 #include <mutex>
 
 namespace faultlane::detail {
-
-void retire(std::unique_ptr<transfer_op> op, status code, std::uint64_t bytes) noexcept {
-  FL_ASSERT(op);
-  FL_ASSERT(!op->retired);
-  op->retired = true;
-  auto batch = op->batch;  // keeps the task alive through its finalize
-  op->task->settle->retire(code, bytes);
-}
-
-transfer_op::~transfer_op() {
-  if (task != nullptr && !retired) {
-    retired = true;
-    task->settle->retire(status::shutting_down, 0);
-  }
-}
 
 bool run_on_every_shard(runtime& rt, std::function<void(std::size_t)> fn,
                         std::chrono::steady_clock::time_point deadline) {

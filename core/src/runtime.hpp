@@ -1,5 +1,8 @@
-// Internal state shared by the transport's target side (server.cpp), its
-// initiator side (client.cpp) and its front (transport.cpp).
+// runtime: what every part of a transport shares: its configuration, io
+// pool, registry, admission, counters and run state, and the one handler
+// guard every handler runs behind. Tasks and their frame exchanges are in
+// task.hpp; the target side in server.hpp, the initiator side in
+// client.hpp, the front in transport_impl.hpp.
 #pragma once
 
 #include <atomic>
@@ -8,13 +11,11 @@
 #include <exception>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <vector>
 
 #include <asio/post.hpp>
 
 #include "faultlane/core/admission.hpp"
-#include "faultlane/core/completion.hpp"
 #include "faultlane/core/config.hpp"
 #include "faultlane/core/io_pool.hpp"
 #include "faultlane/core/observer.hpp"
@@ -100,75 +101,5 @@ void post_guarded(runtime& rt, std::size_t shard, Fn fn) {
 // uses. Never called on a pool thread, which would wait on itself.
 bool run_on_every_shard(runtime& rt, std::function<void(std::size_t)> fn,
                         std::chrono::steady_clock::time_point deadline);
-
-// --- tasks and their frame exchanges -------------------------------------------
-
-class lane;
-
-struct task_state {
-  std::atomic<std::uint16_t> code{static_cast<std::uint16_t>(status::ok)};
-  // Set when a slice failed: siblings not yet started are skipped, and
-  // siblings in flight are cancelled on their lanes.
-  std::atomic<bool> cancelled{false};
-  // The lanes running this task's slices (empty unless the READ is sliced).
-  std::vector<std::shared_ptr<lane>> slice_lanes;
-  std::atomic<std::uint64_t> bytes{0};
-  std::atomic<bool> done{false};
-  std::optional<settlement> settle;
-  admission_reservation reservation;
-  task_event info;
-  std::size_t index = 0;
-};
-
-}  // namespace faultlane::detail
-
-namespace faultlane {
-
-struct transfer_batch::state {
-  detail::runtime* rt = nullptr;
-  std::size_t size = 0;
-  task_callback callback;
-  std::unique_ptr<detail::task_state[]> tasks;
-  std::atomic<std::size_t> completed{0};
-  mutable std::mutex mutex;
-  mutable std::condition_variable all_done;
-};
-
-}  // namespace faultlane
-
-namespace faultlane::detail {
-
-// One frame exchange on one lane: a whole task, or one slice of a READ.
-struct transfer_op {
-  task_state* task = nullptr;
-  std::shared_ptr<transfer_batch> batch;  // keeps `task` alive
-  wire::opcode op = wire::opcode::read;
-  std::byte* local = nullptr;
-  std::uint64_t length = 0;
-  registration_id remote_registration = 0;
-  std::uint64_t remote_offset = 0;
-  std::uint64_t slice_offset = 0;  // within the task
-  std::uint64_t request_id = 0;
-  static constexpr std::size_t any_rail = SIZE_MAX;
-  std::size_t rail = any_rail;  // a slice stays on its rail, even when retried
-  bool refreshed = false;       // one descriptor refresh and retry at most
-  // When the request must have started to leave (start_deadline_ms), or
-  // the epoch for none.
-  std::chrono::steady_clock::time_point start_by{};
-  bool retired = false;
-
-  transfer_op() = default;
-  transfer_op(const transfer_op&) = delete;
-  transfer_op& operator=(const transfer_op&) = delete;
-  // Normally every op is retired by the lane that ran it. An op destroyed
-  // unretired can only be one whose handler never ran because shutdown gave
-  // up waiting and the io threads are already joined; nothing can touch its
-  // buffers any more, so it settles as shutting_down.
-  ~transfer_op();
-};
-
-// Retires the op's reference on its task (the last one publishes) and
-// frees the op.
-void retire(std::unique_ptr<transfer_op> op, status code, std::uint64_t bytes) noexcept;
 
 }  // namespace faultlane::detail

@@ -14,7 +14,7 @@
 
 #include "client.hpp"
 #include "faultlane/core/transport.hpp"
-#include "runtime.hpp"
+#include "task.hpp"
 #include "server.hpp"
 
 namespace faultlane {

@@ -1,0 +1,21 @@
+// How a frame exchange gives back its reference on a task; see task.hpp.
+#include "task.hpp"
+
+namespace faultlane::detail {
+
+void retire(std::unique_ptr<transfer_op> op, status code, std::uint64_t bytes) noexcept {
+  FL_ASSERT(op);
+  FL_ASSERT(!op->retired);
+  op->retired = true;
+  auto batch = op->batch;  // keeps the task alive through its finalize
+  op->task->settle->retire(code, bytes);
+}
+
+transfer_op::~transfer_op() {
+  if (task != nullptr && !retired) {
+    retired = true;
+    task->settle->retire(status::shutting_down, 0);
+  }
+}
+
+}  // namespace faultlane::detail
