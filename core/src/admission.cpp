@@ -23,6 +23,7 @@ admission_reservation& admission_reservation::operator=(admission_reservation&& 
     tasks_ = std::exchange(other.tasks_, 0);
     bytes_ = std::exchange(other.bytes_, 0);
   }
+  FL_ASSERT(other.owner_ == nullptr || this == &other);
   return *this;
 }
 
@@ -88,6 +89,7 @@ void admission::release(std::uint64_t tasks, std::uint64_t bytes) noexcept {
     drained_.notify_all();
     return;
   }
+  FL_ASSERT(tasks <= state_.tasks && bytes <= state_.bytes);  // checked just above
   state_.tasks -= tasks;
   state_.bytes -= bytes;
   if (state_.tasks == 0 && state_.bytes == 0) drained_.notify_all();
@@ -96,9 +98,11 @@ void admission::release(std::uint64_t tasks, std::uint64_t bytes) noexcept {
 void admission::close() {
   std::lock_guard lock(mutex_);
   state_.closed = true;
+  FL_ASSERT(state_.tasks <= limits_.tasks_max && state_.bytes <= limits_.bytes_max);
 }
 
 result<void> admission::wait_drained(std::chrono::milliseconds timeout) {
+  FL_ASSERT(timeout.count() >= 0);
   std::unique_lock lock(mutex_);
   auto done = [&] { return state_.failed || (state_.tasks == 0 && state_.bytes == 0); };
   if (!drained_.wait_for(lock, timeout, done)) {

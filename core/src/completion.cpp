@@ -4,6 +4,7 @@
 namespace faultlane {
 
 void settlement::merge(status code) noexcept {
+  FL_ASSERT(static_cast<int>(code) < status_count);
   auto seen = status_.load(std::memory_order_relaxed);
   while (severity(code) > severity(static_cast<status>(seen)) &&
          !status_.compare_exchange_weak(seen, static_cast<std::uint16_t>(code),
@@ -18,7 +19,9 @@ bool settlement::retire(status code, std::uint64_t transferred_bytes) noexcept {
   auto before = references_.fetch_sub(1, std::memory_order_acq_rel);
   FL_ASSERT(before > 0);
   if (before != 1) return false;
+  FL_ASSERT(action_.armed());  // the last reference finalizes, once
   std::move(action_).finalize(current_status(), transferred_.load(std::memory_order_acquire));
+  FL_ASSERT(!action_.armed());
   return true;
 }
 

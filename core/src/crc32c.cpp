@@ -3,6 +3,8 @@
 // way a small fraction of a round trip (docs/benchmarks.md).
 #include "faultlane/core/crc32c.hpp"
 
+#include "faultlane/core/assert.hpp"
+
 #include <array>
 #include <cstring>
 
@@ -44,6 +46,7 @@ __attribute__((target("sse4.2"))) std::uint32_t crc32c_sse42(std::span<const std
     std::memcpy(&word, p, 8);  // little-endian, as the reflected CRC wants
     c = __builtin_ia32_crc32di(c, word);
   }
+  FL_ASSERT(n < 8);
   auto c32 = static_cast<std::uint32_t>(c);
   for (; n > 0; --n, ++p) c32 = __builtin_ia32_crc32qi(c32, std::to_integer<unsigned char>(*p));
   return ~c32;

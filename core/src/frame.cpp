@@ -177,6 +177,7 @@ decoded<request_frame> decode_request(std::span<const std::byte> in,
 }
 
 decoded<response_frame> decode_response(std::span<const std::byte> in) noexcept {
+  FL_ASSERT(in.data() != nullptr || in.empty());
   if (in.size() < response_frame_bytes) return decode_error::truncated;
   const std::byte* p = in.data();
   if (auto e = check_preamble<response_frame_bytes>(p, response_magic, response_checksum_offset)) {
@@ -197,10 +198,12 @@ std::span<const field_layout> request_fields() noexcept { return request_layout;
 std::span<const field_layout> response_fields() noexcept { return response_layout; }
 
 std::optional<field_layout> find_request_field(std::string_view name) noexcept {
+  FL_ASSERT(request_layout.size() == 10);  // the layout docs/protocol.md gives
   return find_field(request_layout, name);
 }
 
 std::optional<field_layout> find_response_field(std::string_view name) noexcept {
+  FL_ASSERT(response_layout.size() == 7);
   return find_field(response_layout, name);
 }
 
@@ -247,6 +250,9 @@ std::string_view to_string(decode_error e) noexcept {
 }
 
 wire_status wire_status_for(decode_error e) noexcept {
+  // A target answers only for a whole header, never a truncated one, and
+  // never with a status it has no code for.
+  FL_ASSERT(e != decode_error::truncated && e != decode_error::bad_status);
   switch (e) {
     case decode_error::bad_version: return wire_status::bad_version;
     case decode_error::bad_opcode: return wire_status::bad_opcode;

@@ -60,6 +60,8 @@ io_pool::io_pool(std::size_t worker_count, std::uint32_t busy_poll_us)
 io_pool::~io_pool() { stop(); }
 
 void io_pool::run_shard(std::size_t index) {
+  FL_ASSERT(index < shards_.size());
+  FL_ASSERT(current_pool == nullptr);  // one pool per thread, one thread per shard
   std::string name = "fl-io-" + std::to_string(index);
   pthread_setname_np(pthread_self(), name.c_str());
   current_pool = this;
@@ -92,6 +94,7 @@ asio::io_context& io_pool::context(std::size_t shard_index) noexcept {
 }
 
 std::size_t io_pool::next_shard() noexcept {
+  FL_ASSERT(!shards_.empty());
   return static_cast<std::size_t>(next_.fetch_add(1, std::memory_order_relaxed) % shards_.size());
 }
 
@@ -111,6 +114,7 @@ void io_pool::stop() {
   }
   for (auto& s : shards_) {
     if (s->thread.joinable()) s->thread.join();
+    FL_ASSERT(!s->thread.joinable() && s->context.stopped());
   }
   stopped_.store(true, std::memory_order_release);
 }

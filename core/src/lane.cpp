@@ -100,6 +100,7 @@ void lane::arm_start_deadline(steady_clock::time_point when) {
 }
 
 void lane::expire_queued_work() {
+  FL_ASSERT(start_timer_at_ == steady_clock::time_point{});  // the timer that fired
   const auto now = steady_clock::now();
   auto next = steady_clock::time_point{};
   for (auto it = queue_.begin(); it != queue_.end();) {
@@ -130,6 +131,7 @@ bool lane::peer_went_away() {
 }
 
 void lane::pump() {
+  FL_ASSERT(state_ != state::busy || current_);  // busy means an exchange in flight
   if (queue_.empty()) return;
   // Back-to-back work skips the check: a lane idle for less than
   // idle_probe_after_us had its answer a moment ago, and a peer that died
@@ -329,9 +331,11 @@ void lane::on_deadline() {
 }
 
 void lane::shutdown(status why) {
+  FL_ASSERT(why != status::ok);
   closing_ = true;
   abort_status_ = why;
   fail_queue(why);
+  FL_ASSERT(queue_.empty());
   start_timer_.cancel();
   switch (state_) {
     case state::connecting:
@@ -349,6 +353,7 @@ void lane::shutdown(status why) {
 }
 
 void lane::drop_connection() {
+  FL_ASSERT(!connect_dropped_ || state_ == state::connecting);
   switch (state_) {
     case state::idle: close_socket(status::connection_failed); return;
     case state::connecting: {

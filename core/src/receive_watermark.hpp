@@ -22,7 +22,8 @@ class receive_watermark {
   static constexpr std::size_t watermark_bytes = 256u << 10;
 
   void begin(asio::ip::tcp::socket& socket, std::size_t total) {
-    FL_ASSERT(current_ == 1);
+    FL_ASSERT(current_ == 1);  // end() ran after the last receive
+    FL_ASSERT(total > 0);
     total_ = total;
     queued_at_check_ = 0;
     if (total >= bulk_bytes_min) set(socket, watermark_bytes);

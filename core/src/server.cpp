@@ -81,6 +81,7 @@ class server_session : public std::enable_shared_from_this<server_session> {
   void close_socket() noexcept {
     std::error_code ignored;
     socket_.close(ignored);
+    FL_ASSERT(!socket_.is_open());  // its pending operation now ends with an error
   }
 
  private:
@@ -108,6 +109,7 @@ class server_session : public std::enable_shared_from_this<server_session> {
   // A handler failed: drop this connection. Its socket operation, if one
   // was started, still ends the session through its own handler.
   void on_handler_exception() noexcept {
+    FL_ASSERT(rt_.failed.load(std::memory_order_acquire));  // the guard marked it first
     close_socket();
     if (!io_pending_) end();
   }
@@ -241,6 +243,7 @@ class server_session : public std::enable_shared_from_this<server_session> {
   void read_payload_sent(const std::error_code& ec) {
     FL_ASSERT(state_ == session_state::sending_read);
     release_lease();
+    FL_ASSERT(!lease_);  // the payload left: the buffer may be unregistered now
     if (ec) return end();
     bump(rt_.stats.server_reads);
     report(status::ok);
@@ -283,6 +286,7 @@ class server_session : public std::enable_shared_from_this<server_session> {
   void reply_then(wire::wire_status s, std::uint64_t request_id, std::uint64_t committed,
                   after_reply then) {
     FL_ASSERT(!lease_);
+    FL_ASSERT(s != wire::wire_status::ok || committed > 0);  // ok always names its bytes
     state_ = session_state::replying;
     wire::encode(wire::response_frame{s, request_id, committed}, reply_);
     io_pending_ = true;

@@ -116,6 +116,7 @@ void transport::drop_connections(segment_id segment) {
     if (it == impl_->groups.end()) return;
     group = it->second;
   }
+  FL_ASSERT(group != nullptr && group->id() == segment);
   if (impl_->rt.pool->on_pool_thread()) {
     // From a callback: hop to every shard without waiting on this one.
     for (std::size_t shard = 0; shard < impl_->rt.pool->size(); ++shard) {

@@ -18,7 +18,10 @@ using namespace std::chrono;
 // --- transfer_batch ------------------------------------------------------------
 
 transfer_batch::transfer_batch(std::unique_ptr<state> s, std::size_t size)
-    : state_(std::move(s)), size_(size) {}
+    : state_(std::move(s)), size_(size) {
+  FL_ASSERT(state_ != nullptr && size_ > 0);
+  FL_ASSERT(state_->size == size_);
+}
 
 transfer_batch::~transfer_batch() = default;
 
@@ -148,6 +151,7 @@ result<std::shared_ptr<transfer_batch>> transport::impl::submit(
   }
   for (std::size_t i = 0; i < requests.size(); ++i)
     dispatch(requests[i], raw_state->tasks[i], batch, *targets[i]);
+  FL_ASSERT(batch->size() == requests.size());
   return batch;
 }
 
@@ -158,6 +162,7 @@ void transport::impl::dispatch(const transfer_request& r, detail::task_state& ta
                                detail::peer_group& group) {
   const auto start_by = steady_clock::now() + milliseconds(r.start_deadline_ms);
   auto make_op = [&](std::uint64_t offset, std::uint64_t length) {
+    FL_ASSERT(length > 0 && offset <= r.length && length <= r.length - offset);
     auto op = std::make_unique<detail::transfer_op>();
     op->task = &task;
     op->batch = batch;

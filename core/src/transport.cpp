@@ -91,6 +91,7 @@ result<std::unique_ptr<transport>> transport::start(const transport_config& conf
   auto i = std::make_unique<impl>(config);
   i->rt.pool = std::move(pool).value();
   i->srv = std::make_unique<detail::server>(i->rt);
+  FL_ASSERT(i->rt.pool->size() == config.worker_count);
   if (auto listening = i->srv->listen(); !listening) {
     i->rt.pool->stop();
     return listening.error();
@@ -164,6 +165,7 @@ transport_stats transport::stats() const {
   s.tasks_admitted_now = snap.tasks;
   s.bytes_admitted_now = snap.bytes;
   s.rejected_busy = snap.rejected_busy;
+  FL_ASSERT(snap.tasks <= impl_->rt.config.max_outstanding_tasks);
   s.leases_live = impl_->rt.buffers.active_leases();
   for (int i = 0; i < status_count; ++i) {
     s.failures_by_status[i] = c.failures_by_status[i].load(std::memory_order_acquire);

@@ -14,8 +14,8 @@
 
 #include "client.hpp"
 #include "faultlane/core/transport.hpp"
-#include "task.hpp"
 #include "server.hpp"
+#include "task.hpp"
 
 namespace faultlane {
 
