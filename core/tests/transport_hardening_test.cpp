@@ -327,18 +327,23 @@ TEST(transport_hardening, accept_errors_back_off_and_accepting_resumes) {
 }
 
 // The counter table in docs/architecture.md is the declared-once list.
-TEST(transport_hardening, docs_counter_table_matches_the_counter_list) {
-  std::ifstream doc(FAULTLANE_SOURCE_DIR "/docs/architecture.md");
-  ASSERT_TRUE(doc) << "docs/architecture.md not found";
+// Whether docs/<name> holds `table` verbatim (a generated table).
+::testing::AssertionResult doc_holds(const std::string& name, const std::string& table) {
+  std::ifstream doc(FAULTLANE_SOURCE_DIR "/docs/" + name);
+  if (!doc) return ::testing::AssertionFailure() << "docs/" << name << " not found";
   std::stringstream text;
   text << doc.rdbuf();
+  if (text.str().find(table) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "docs/" << name << " must hold exactly this table:\n"
+                                       << table;
+}
+
+TEST(transport_hardening, docs_counter_table_matches_the_counter_list) {
   std::string expected = "| counter | counts |\n|---|---|\n";
   for (const auto& c : transport_counters) {
     expected += "| `" + std::string(c.name) + "` | " + std::string(c.meaning) + " |\n";
   }
-  EXPECT_NE(text.str().find(expected), std::string::npos)
-      << "docs/architecture.md must hold exactly this table:\n"
-      << expected;
+  EXPECT_TRUE(doc_holds("architecture.md", expected));
 }
 
 // The test helper checks every counter, zeros included.
@@ -370,18 +375,12 @@ std::string doc_value(std::uint64_t v) {
 // The limits table in docs/configuration.md is the declared-once list in
 // limits.hpp, values included.
 TEST(transport_hardening, docs_limits_table_matches_limits_hpp) {
-  std::ifstream doc(FAULTLANE_SOURCE_DIR "/docs/configuration.md");
-  ASSERT_TRUE(doc) << "docs/configuration.md not found";
-  std::stringstream text;
-  text << doc.rdbuf();
   std::string expected = "| limit | value | bounds |\n|---|---:|---|\n";
   for (const auto& l : limits::all) {
     expected += "| `" + std::string(l.name) + "` | " + doc_value(l.value) + " | " +
                 std::string(l.meaning) + " |\n";
   }
-  EXPECT_NE(text.str().find(expected), std::string::npos)
-      << "docs/configuration.md must hold exactly this table:\n"
-      << expected;
+  EXPECT_TRUE(doc_holds("configuration.md", expected));
 }
 
 }  // namespace
