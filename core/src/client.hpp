@@ -108,7 +108,6 @@ class lane : public std::enable_shared_from_this<lane> {
   // work waits; see transfer_request::start_deadline_ms).
   asio::steady_timer start_timer_;
   std::chrono::steady_clock::time_point start_timer_at_{};
-  std::chrono::steady_clock::time_point idle_since_{};  // when the lane last became idle
   std::unique_ptr<transfer_op> current_;
   wire::request_bytes request_{};
   wire::response_bytes response_{};

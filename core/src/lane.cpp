@@ -133,12 +133,7 @@ bool lane::peer_went_away() {
 void lane::pump() {
   FL_ASSERT(state_ != state::busy || current_);  // busy means an exchange in flight
   if (queue_.empty()) return;
-  // Back-to-back work skips the check: a lane idle for less than
-  // idle_probe_after_us had its answer a moment ago, and a peer that died
-  // since is the same race as one that dies right after the check.
-  if (state_ == state::idle &&
-      steady_clock::now() - idle_since_ >= microseconds(limits::idle_probe_after_us) &&
-      peer_went_away()) {
+  if (state_ == state::idle && peer_went_away()) {
     // Reconnect first: a WRITE then never leaves on a dead connection, so
     // its outcome stays definite.
     bump(rt_.stats.lanes_found_closed);
@@ -227,7 +222,6 @@ void lane::on_connected(const std::error_code& ec) {
     rt_.observer->lane_connected(e);
   }
   state_ = state::idle;
-  idle_since_ = steady_clock::now();
   group_.connect_finished(peer_group::connect_outcome::connected);
   if (queue_.empty()) {
     deadline_kind_ = deadline_kind::idle;

@@ -182,7 +182,6 @@ void lane::finish(status code, std::uint64_t bytes, bool keep_connection, fate o
   if (code != status::ok && !retry) cancel_siblings(*op);
   if (keep_connection && state_ == state::busy && !abort_status_) {
     state_ = state::idle;
-    idle_since_ = steady_clock::now();
   } else {
     close_socket(code);
   }

@@ -35,8 +35,6 @@ namespace faultlane::limits {
     "registrations per incarnation before the sequence is exhausted")                          \
   X(std::size_t, io_chunk_bytes_max, std::size_t{4} << 20,                                     \
     "bytes moved per socket step, so a deadline moves at least this often")                    \
-  X(std::uint32_t, idle_probe_after_us, 1000,                                                  \
-    "an idle lane checks for its peer's FIN or RST before reuse after this long")              \
   X(std::uint32_t, accept_backoff_ms_min, 1, "first wait after an accept error")               \
   X(std::uint32_t, accept_backoff_ms_max, 100, "longest wait after accept errors")             \
   X(std::uint32_t, timeout_ms_max, 3'600'000, "any timeout or deadline, most")                 \
