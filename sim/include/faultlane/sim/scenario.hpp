@@ -1,0 +1,225 @@
+// scenario: a fault scenario as the simulator runs it, read from YAML.
+//
+// docs/scenarios.md is the reference for the file form. load_scenario()
+// checks everything that can be checked before a run: every key known,
+// every value typed and in range, every name defined, every event able to
+// trigger. An error names file:line:column and the key. to_yaml() writes a
+// scenario back as a file load_scenario() reads to an equal scenario (the
+// shrinker writes its minimal scenario with it).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "faultlane/core/config.hpp"
+#include "faultlane/core/failpoint.hpp"
+#include "faultlane/core/frame.hpp"
+#include "faultlane/core/registry.hpp"
+#include "faultlane/core/status.hpp"
+#include "faultlane/relays/fault.hpp"
+#include "faultlane/relays/relay.hpp"
+
+namespace faultlane::sim {
+
+// Where a value came from, for messages: 1-based line and column.
+struct source_mark {
+  std::string file;
+  int line = 0;
+  int column = 0;
+  friend bool operator==(const source_mark&, const source_mark&) = default;
+};
+
+// An inclusive range of counts: "3" is [3, 3], ">=1" is [1, max], "<=2" is
+// [0, 2], "2..5" is [2, 5], ">0" is [1, max].
+struct count_range {
+  std::uint64_t min = 0;
+  std::uint64_t max = UINT64_MAX;
+  bool contains(std::uint64_t v) const noexcept { return min <= v && v <= max; }
+  friend bool operator==(const count_range&, const count_range&) = default;
+};
+std::string to_string(const count_range& r);  // the shortest form that parses back
+result<count_range> parse_count_range(std::string_view text);
+
+enum class process_kind : std::uint8_t { local, child };
+
+struct transport_spec {
+  std::string name;
+  process_kind process = process_kind::local;  // child: a separate process (target only)
+  std::size_t rails = 1;                       // 1..4, rail r on 127.0.0.(r + 1)
+  // Any transport_config field (docs/configuration.md) under `config:`;
+  // bind_address, port and rail_addresses are the runner's and rejected.
+  transport_config config;
+  source_mark mark;
+  friend bool operator==(const transport_spec& a, const transport_spec& b) {
+    return a.name == b.name && a.process == b.process && a.rails == b.rails &&
+           a.config.worker_count == b.config.worker_count &&
+           a.config.connections_per_peer == b.config.connections_per_peer &&
+           a.config.max_outstanding_tasks == b.config.max_outstanding_tasks &&
+           a.config.max_outstanding_bytes == b.config.max_outstanding_bytes &&
+           a.config.max_transfer_bytes == b.config.max_transfer_bytes &&
+           a.config.max_connections == b.config.max_connections &&
+           a.config.connect_timeout_ms == b.config.connect_timeout_ms &&
+           a.config.progress_timeout_ms == b.config.progress_timeout_ms &&
+           a.config.idle_connection_timeout_ms == b.config.idle_connection_timeout_ms &&
+           a.config.reconnect_cooldown_ms == b.config.reconnect_cooldown_ms &&
+           a.config.shutdown_timeout_ms == b.config.shutdown_timeout_ms &&
+           a.config.busy_poll_us == b.config.busy_poll_us;
+  }
+};
+
+struct region_spec {
+  std::string name;       // unique in the scenario; registered under this name
+  std::string transport;  // the transport that registers (serves) it
+  std::uint64_t size = 0;
+  permission perm = permission::remote_read_write;
+  source_mark mark;
+  friend bool operator==(const region_spec&, const region_spec&) = default;
+};
+
+// A fault of a link: the relay YAML form of docs/faults.md, plus `optional`.
+struct link_fault {
+  relays::fault_spec spec;  // spec.name is the counter name ("<kind>.<dir>" by default)
+  bool optional = false;    // may never fire without failing the scenario
+  source_mark mark;
+};
+
+// One relay between an initiator and a target on one rail.
+struct link_spec {
+  std::string name;  // default "<initiator>-<target>-r<rail>"
+  std::string initiator;
+  std::string target;
+  std::size_t rail = 0;
+  relays::protocol proto = relays::protocol::faultlane;
+  bool tap = true;
+  std::vector<link_fault> faults;
+  source_mark mark;
+};
+
+// Sizes of a stream's ops: one of `values` drawn uniformly, or uniformly
+// from [lo, hi] when `range`. Text forms: 4096, 4KiB, "1MiB-1", "1..64KiB",
+// [1, 4KiB, "2MiB+1"].
+struct size_dist {
+  std::vector<std::uint64_t> values;
+  bool range = false;
+  std::uint64_t lo = 0;
+  std::uint64_t hi = 0;
+  std::uint64_t max() const noexcept;
+  friend bool operator==(const size_dist&, const size_dist&) = default;
+};
+result<std::uint64_t> parse_size(std::string_view text);  // "4KiB", "2MiB+1", "17"
+
+enum class offset_mode : std::uint8_t { random, sequential };
+
+struct stream_spec {
+  std::string name;
+  std::string from;    // initiator transport (local)
+  std::string region;  // a region of the target; its transport is the target
+  double read_weight = 1;  // op mix: `ops: {read: 3, write: 1}`
+  double write_weight = 0;
+  size_dist size;
+  offset_mode offsets = offset_mode::random;  // random: aligned to nothing
+  std::uint64_t count = 0;        // ops to submit; 0 = run for duration_ms
+  std::uint32_t duration_ms = 0;  // with count 0
+  std::size_t depth = 1;          // tasks in flight
+  std::size_t batch = 1;          // tasks per submit()
+  std::uint32_t start_deadline_ms = 0;
+  std::string phase;                           // default: the first phase
+  std::vector<status> allow{status::ok};       // outcomes that are not violations
+  source_mark mark;
+};
+
+enum class trigger_kind : std::uint8_t {
+  stream_ops,   // after `ops` ops of `stream` were submitted
+  fault_fired,  // after fault `fault` fired `times` times (summed over links)
+  phase_start,  // when `phase` begins
+  phase_end,    // when `phase` ends
+};
+
+enum class event_action : std::uint8_t {
+  restart,           // shut down the transport and start it again (new incarnation)
+  kill,              // SIGKILL a child transport and start it again
+  unregister,        // unregister `region`
+  register_region,   // register `region` again (new id, same name)
+  drop_connections,  // `transport` drops its lanes to `target`
+  add_fault,         // add `fault` to `link`
+  remove_fault,      // remove the fault named `fault` from `link`
+  arm,               // arm failpoint `failpoint` (in-process transports)
+  disarm,            // disarm failpoint `failpoint`
+  shutdown,          // shut `transport` down for the rest of the run
+};
+
+struct event_spec {
+  trigger_kind when = trigger_kind::stream_ops;
+  std::string stream;  // stream_ops
+  std::uint64_t ops = 0;
+  std::string fault;   // fault_fired
+  std::uint64_t times = 1;
+  std::string phase;   // phase_start, phase_end
+
+  event_action action = event_action::restart;
+  std::string transport;   // restart, kill, drop_connections, shutdown
+  std::string target;      // drop_connections
+  std::string region;      // unregister, register_region
+  std::string link;        // add_fault, remove_fault
+  link_fault added;        // add_fault
+  std::string fault_name;  // remove_fault
+  std::string failpoint;   // arm, disarm
+  failpoint::config failpoint_config;
+  source_mark mark;
+};
+
+struct phase_spec {
+  std::string name;
+  bool heal = false;      // removes every relay fault and disarms every failpoint first
+  bool liveness = false;  // every op of its streams must end ok within deadline_ms
+  std::uint32_t deadline_ms = 10000;
+  source_mark mark;
+};
+
+// `expect:` (all optional).
+struct expectations {
+  // "STREAM.STATUS" or "STREAM.done" -> range, e.g. {writes.ambiguous_write: 1}.
+  std::map<std::string, count_range> counts;
+  // A fault counter name summed over links, or "LINK/NAME" -> range. A fault
+  // declared in a link and absent here must fire >= 1 (unless optional).
+  std::map<std::string, count_range> faults;
+  // "TRANSPORT.COUNTER" (a transport_stats field) at the end of the run.
+  std::map<std::string, count_range> stats;
+  // Checkers turned off, each with its reason (required).
+  std::map<std::string, std::string> checkers_off;
+};
+
+struct scenario {
+  std::string name;  // default: the file stem
+  std::string file;
+  std::string summary;  // the opening comment, for `faultlane-sim list`
+  std::vector<std::string> tags;
+  std::uint64_t seed = 1;
+  std::uint32_t timeout_ms = 120000;  // the whole run
+  bool needs_failpoints = false;      // derived: an event arms one
+  std::vector<transport_spec> transports;
+  std::vector<region_spec> regions;
+  std::vector<link_spec> links;
+  std::vector<stream_spec> streams;
+  std::vector<event_spec> events;
+  std::vector<phase_spec> phases;  // default: fault, heal, liveness
+  expectations expect;
+};
+
+// The checker names `expect.checkers` may turn off.
+inline constexpr std::string_view checker_names[] = {
+    "exactly_once", "data_integrity", "no_replay",        "slice_coverage",
+    "stale_rejection", "bounds",      "drained_shutdown", "liveness"};
+
+result<scenario> parse_scenario(std::string_view text, const std::string& file);
+result<scenario> load_scenario(const std::string& path);
+std::string to_yaml(const scenario& s);
+
+std::string_view to_string(event_action a) noexcept;
+std::string_view to_string(trigger_kind k) noexcept;
+
+}  // namespace faultlane::sim
