@@ -44,7 +44,17 @@ struct runtime {
       : config(c),
         admission_control({c.max_outstanding_tasks, c.max_outstanding_bytes}),
         observer(c.observer),
-        incarnation(os_random_u64() | 1) {}
+        incarnation(os_random_u64() | 1),
+        next_request_id(first_request_id(incarnation)) {}
+
+  // Request ids start at a random base per transport (bits 32..62 of its
+  // incarnation), so ids in taps and target-side logs never collide between
+  // initiators: a target can tell two peers' requests apart by id alone,
+  // which is what the no-replay checker relies on. 2^32 requests fit before
+  // a transport's range could reach another's.
+  static std::uint64_t first_request_id(std::uint64_t incarnation) noexcept {
+    return ((incarnation >> 1) & 0x7fffffff00000000ull) | 1;
+  }
 
   const transport_config config;
   std::unique_ptr<io_pool> pool;
@@ -56,7 +66,7 @@ struct runtime {
 
   std::atomic<bool> closing{false};  // shutdown began: no new work, no new connects
   std::atomic<bool> failed{false};
-  std::atomic<std::uint64_t> next_request_id{1};
+  std::atomic<std::uint64_t> next_request_id;
   std::atomic<std::uint64_t> next_task_id{1};
 
   // An exception escaped a handler: refuse new work from now on. The loops

@@ -46,7 +46,8 @@ void connection::start() {
   auto remote = client_.remote_endpoint(ec);
   client_address_ = ec ? "?" : text_of(remote);
   const auto& c = state_->config;
-  tcp::endpoint upstream(asio::ip::make_address(c.upstream.address), c.upstream.port);
+  const auto target = state_->current_upstream();
+  tcp::endpoint upstream(asio::ip::make_address(target.address), target.port);
   upstream_.open(tcp::v4(), ec);
   if (!ec && c.upstream_source) {
     upstream_.bind(tcp::endpoint(asio::ip::make_address(*c.upstream_source), 0), ec);

@@ -43,6 +43,7 @@ class relay::impl {
   explicit impl(relay_config c)
       : state(std::make_shared<detail::relay_state>()), accept_retry(state->context) {
     state->config = std::move(c);
+    state->upstream = state->config.upstream;
   }
 
   void accept_next();
@@ -211,6 +212,18 @@ void relay::impl::broadcast_recheck() {
 
 address relay::listen_endpoint() const { return impl_->bound; }
 const relay_config& relay::config() const { return impl_->state->config; }
+address relay::upstream() const { return impl_->state->current_upstream(); }
+
+result<void> relay::set_upstream(address upstream) {
+  if (auto r = check_loopback("upstream", upstream.address, impl_->state->config.allow_non_loopback);
+      !r) {
+    return r;
+  }
+  if (upstream.port == 0) return error{status::invalid_argument, "upstream needs a port"};
+  std::lock_guard lock(impl_->state->upstream_mutex);
+  impl_->state->upstream = std::move(upstream);
+  return {};
+}
 tap& relay::taps() { return impl_->state->recorder; }
 std::size_t relay::live_connections() const { return impl_->state->live.load(); }
 

@@ -42,6 +42,9 @@ struct relay_state {
   clock_type::time_point started = clock_type::now();
   tap recorder;
 
+  mutable std::mutex upstream_mutex;
+  address upstream;  // where new connections go (relay::set_upstream)
+
   mutable std::mutex faults_mutex;
   std::vector<fault_ptr> faults;  // the chain, in order
   std::atomic<std::uint64_t> faults_generation{1};
@@ -56,6 +59,10 @@ struct relay_state {
   std::atomic<std::size_t> active_effects{0};
   std::atomic<std::size_t> live{0};
 
+  address current_upstream() const {
+    std::lock_guard lock(upstream_mutex);
+    return upstream;
+  }
   std::vector<fault_ptr> snapshot() const {
     std::lock_guard lock(faults_mutex);
     return faults;

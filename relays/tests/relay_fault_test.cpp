@@ -222,6 +222,32 @@ TEST(relay, lasting_faults_over_the_cap_are_skipped_and_counted) {
   expect_counters(*r, {{"latency.up", 1}, {"faults.overflow", 1}}, 2);
 }
 
+TEST(relay, set_upstream_sends_new_connections_to_the_new_upstream_only) {
+  plain_peer first(plain_peer::mode::echo);
+  plain_peer second(plain_peer::mode::echo);
+  auto r = start_relay(config_to(first.where(), {}));
+  client before(r->listen_endpoint());
+  before.send(bytes(100));
+  ASSERT_EQ(before.read(100, 10s).data.size(), 100u);
+
+  ASSERT_TRUE(r->set_upstream(second.where()).ok());
+  EXPECT_EQ(r->upstream(), second.where());
+  EXPECT_EQ(r->config().upstream, first.where());  // the start configuration stays
+  client after(r->listen_endpoint());
+  after.send(bytes(200));
+  ASSERT_EQ(after.read(200, 10s).data.size(), 200u);
+  before.send(bytes(10));  // the old connection keeps its upstream
+  ASSERT_EQ(before.read(10, 10s).data.size(), 10u);
+  EXPECT_EQ(first.connections(), 1u);
+  EXPECT_EQ(second.connections(), 1u);
+
+  auto remote = r->set_upstream({"10.1.2.3", 80});
+  ASSERT_FALSE(remote.ok());
+  EXPECT_NE(remote.error().message.find("not a loopback address"), std::string::npos);
+  EXPECT_FALSE(r->set_upstream({"127.0.0.1", 0}).ok());
+  EXPECT_EQ(r->upstream(), second.where());  // a refused change changes nothing
+}
+
 TEST(relay, only_loopback_unless_allowed) {
   relay_config c;
   c.upstream = {"10.1.2.3", 80};

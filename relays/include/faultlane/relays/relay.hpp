@@ -67,7 +67,15 @@ class relay {
   relay& operator=(const relay&) = delete;
 
   address listen_endpoint() const;
+  // The configuration it started with (config().upstream included).
   const relay_config& config() const;
+
+  // Where new connections go from now on; connections already relayed
+  // keep theirs. For an upstream that restarted on another port (the
+  // scenario runner re-points a link after a target restart). Checked as
+  // relay_config::upstream is.
+  result<void> set_upstream(address upstream);
+  address upstream() const;
 
   // Thread-safe, with effect on live connections. The spec comes from
   // parse_fault or passed validate(); start() returns validate's error for
