@@ -177,6 +177,16 @@ void lane::finish(status code, std::uint64_t bytes, bool keep_connection, fate o
   if (op->op == wire::opcode::write && code != status::ok && request_bytes_sent_ &&
       outcome == fate::unknown) {
     code = status::ambiguous_write;
+    // A planted bug, for the harness's own tests only (docs/testing.md):
+    // sends the WRITE again on the next connection, the defect the no-replay
+    // checker exists to catch. Compiled out with failpoints.
+    if (FAULTLANE_FAILPOINT("planted.replay_ambiguous_write") && state_ != state::closed &&
+        !abort_status_) {
+      close_socket(code);
+      queue_.push_front(std::move(op));
+      if (state_ == state::disconnected) pump();
+      return;
+    }
   }
   const bool retry = code == status::stale_registration && !op->refreshed && group_.can_refresh();
   if (code != status::ok && !retry) cancel_siblings(*op);

@@ -1,0 +1,115 @@
+// local_peer: a scenario transport in the runner's own process.
+//
+// Region memory belongs to the peer; an incarnation's buffers stay
+// allocated until the peer is destroyed, because a transport's registered
+// memory must outlive it (transport.hpp).
+#include <cstring>
+
+#include "faultlane/core/pattern.hpp"
+#include "peer.hpp"
+
+namespace faultlane::sim {
+
+transport_config runner_config(const transport_spec& spec) {
+  transport_config c = spec.config;
+  c.bind_address = "127.0.0.1";
+  c.advertise_address.clear();
+  c.port = 0;
+  c.rail_addresses.clear();
+  if (spec.rails > 1) {
+    for (std::size_t r = 0; r < spec.rails; ++r) {
+      c.rail_addresses.push_back("127.0.0." + std::to_string(r + 1));
+    }
+  }
+  return c;
+}
+
+namespace {
+
+class local_peer final : public peer {
+ public:
+  local_peer(const transport_spec& spec, recorder& rec, recording_observer::sink_fn sink)
+      : spec_(spec), recorder_(rec), sink_(std::move(sink)) {}
+  ~local_peer() override { stop(); }
+
+  result<void> start(std::uint32_t index) override {
+    auto c = runner_config(spec_);
+    if (recorder_.enabled()) {
+      observer_ = std::make_unique<recording_observer>(&recorder_, spec_.name, index, sink_);
+      c.observer = observer_.get();
+    }
+    auto t = transport::start(c);
+    if (!t) return t.error();
+    transport_ = std::move(t.value());
+    return {};
+  }
+
+  segment_descriptor descriptor() override { return transport_->descriptor(); }
+
+  result<registration_id> register_region(const region_spec& region,
+                                          std::uint64_t fill_seed) override {
+    sizes_[region.name] = region.size;
+    auto& memory = memory_[region.name];
+    if (fill_seed != 0 || !memory) {
+      if (memory) retired_.push_back(std::move(memory));
+      memory = std::make_unique<std::byte[]>(region.size);
+      fill_pattern(memory.get(), region.size, fill_seed);
+    }
+    return transport_->register_buffer(memory.get(), region.size, region.perm, region.name);
+  }
+
+  result<void> unregister_region(const std::string&, registration_id id) override {
+    return transport_->unregister_buffer(id);
+  }
+
+  result<transport_stats> stats() override { return transport_->stats(); }
+
+  result<std::vector<std::byte>> dump(const std::string& region) override {
+    auto it = memory_.find(region);
+    if (it == memory_.end() || !it->second) {
+      return error{status::invalid_argument, "no memory for region " + region};
+    }
+    const auto size = region_size(region);
+    return std::vector<std::byte>(it->second.get(), it->second.get() + size);
+  }
+
+  result<void> shutdown() override { return transport_->shutdown(); }
+
+  void stop() override {
+    transport_.reset();
+    // The observer outlives the transport that reports to it.
+    if (observer_) retired_observers_.push_back(std::move(observer_));
+    for (auto& [name, memory] : memory_) {
+      if (memory) retired_.push_back(std::move(memory));
+    }
+    memory_.clear();
+  }
+
+  transport* local() override { return transport_.get(); }
+  bool running() const override { return transport_ != nullptr; }
+
+ private:
+  std::uint64_t region_size(const std::string& region) const {
+    auto it = sizes_.find(region);
+    return it == sizes_.end() ? 0 : it->second;
+  }
+
+  const transport_spec spec_;
+  recorder& recorder_;
+  const recording_observer::sink_fn sink_;
+  std::unique_ptr<recording_observer> observer_;
+  std::vector<std::unique_ptr<recording_observer>> retired_observers_;
+  std::unique_ptr<transport> transport_;
+  std::map<std::string, std::unique_ptr<std::byte[]>> memory_;
+  std::map<std::string, std::uint64_t> sizes_;
+  std::vector<std::unique_ptr<std::byte[]>> retired_;
+};
+
+}  // namespace
+
+std::unique_ptr<peer> make_local_peer(const transport_spec& spec, recorder& rec,
+                                      recording_observer::sink_fn sink) {
+  return std::make_unique<local_peer>(spec, rec, std::move(sink));
+}
+
+}  // namespace faultlane::sim

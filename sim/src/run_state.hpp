@@ -1,0 +1,133 @@
+// scenario_run: the state of one scenario run, shared by the runner's
+// parts: setup and teardown (runner.cpp), workload streams (workload.cpp)
+// and scenario events (events.cpp).
+//
+// Threads: the runner's own thread runs the phases, polls fault triggers
+// and reports progress; each stream of a phase has a thread that submits;
+// completions arrive on the transports' io threads. A transport slot's
+// `lock` is held shared while a stream submits to it and exclusively while
+// an event restarts or shuts it down, so no submit meets a transport being
+// destroyed. Events run one at a time (`events_mutex_`).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "faultlane/relays/relay.hpp"
+#include "faultlane/sim/runner.hpp"
+#include "peer.hpp"
+#include "recorder.hpp"
+
+namespace faultlane::sim {
+
+// What an initiator is told about a target: its descriptor with each
+// rail's endpoint replaced by the relay in front of it.
+class runner_source final : public descriptor_source {
+ public:
+  result<segment_descriptor> fetch() override {
+    std::lock_guard lock(mutex_);
+    return descriptor_;
+  }
+  void set(segment_descriptor d) {
+    std::lock_guard lock(mutex_);
+    descriptor_ = std::move(d);
+  }
+
+ private:
+  std::mutex mutex_;
+  segment_descriptor descriptor_;
+};
+
+struct transport_slot {
+  const transport_spec* spec = nullptr;
+  std::unique_ptr<peer> p;
+  std::shared_mutex lock;
+  std::atomic<std::uint32_t> incarnation{0};
+  std::atomic<bool> up{false};
+  std::map<std::string, registration_id> ids;  // region -> current id (0: unregistered)
+};
+
+struct relay_slot {
+  std::string name;  // the link's name, or "<initiator>-<target>-r<rail>"
+  const link_spec* link = nullptr;  // null: a plain pass-through
+  std::size_t rail = 0;
+  std::unique_ptr<relays::relay> r;
+  std::uint64_t started_us = 0;  // the relay's clock zero on the run's clock
+  std::multimap<std::string, relays::fault_id> faults;  // name -> installed
+};
+
+struct pair_slot {
+  std::string initiator;
+  std::string target;
+  std::vector<relay_slot> rails;
+  std::shared_ptr<runner_source> source = std::make_shared<runner_source>();
+  std::atomic<segment_id> segment{0};
+};
+
+class scenario_run {
+ public:
+  scenario_run(const scenario& s, const run_options& o);
+  ~scenario_run();
+  run_result run();
+
+  // workload.cpp
+  struct stream_state;
+  void run_stream(const stream_spec& st, const std::string& phase, bool liveness,
+                  std::uint64_t count);
+  // events.cpp
+  void fire_stream_events(const std::string& stream, std::uint64_t from, std::uint64_t to);
+  void fire_phase_events(trigger_kind kind, const std::string& phase);
+  void poll_fault_events();
+  void heal();
+  std::uint64_t fault_fired(const std::string& name) const;
+
+ private:
+  // runner.cpp
+  result<void> setup();
+  result<void> start_transport(transport_slot& t, std::uint32_t index, bool fresh_regions);
+  result<void> register_region(transport_slot& t, const region_spec& r, bool fresh);
+  result<void> start_relays();
+  result<void> open_segments(const std::string& initiator);
+  void publish_descriptor(const std::string& target);
+  void run_phase(const phase_spec& ph);
+  void stop_transport(transport_slot& t, const std::string& reason, bool graceful);
+  void record_stats(transport_slot& t);
+  void finish();
+  run_result judge(run_result r);
+  void report_progress(const std::string& phase);
+
+  // events.cpp
+  void fire(const event_spec& e);
+  result<void> apply(const event_spec& e);
+  result<void> restart(transport_slot& t, bool sigkill);
+  result<void> change_fault(const event_spec& e);
+
+ public:
+  const scenario& s_;
+  const run_options& o_;
+  const std::uint64_t seed_;
+  recorder rec_;
+  std::chrono::steady_clock::time_point deadline_;
+  std::map<std::string, std::unique_ptr<transport_slot>> transports_;
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<pair_slot>> pairs_;
+  std::map<std::string, const region_spec*> regions_;
+  std::vector<phase_spec> phases_;  // the scenario's, or fault, heal, liveness
+  std::map<std::string, std::uint64_t> planned_;  // stream -> ops planned
+  std::set<std::string> fault_names_;  // every fault name a relay got, added ones included
+
+  std::mutex events_mutex_;
+  std::vector<bool> fired_;  // by event index
+  std::atomic<bool> timed_out_{false};
+  std::string error_;  // a run error (setup, timeout); guarded by events_mutex_
+  std::string phase_;  // for progress
+};
+
+}  // namespace faultlane::sim

@@ -1,0 +1,199 @@
+// runner_phases: a run from start to verdict: setup, the phases in order,
+// the end-of-run sweep (stats, region bytes, ordered shutdown, relay
+// records) and the checkers (runner.hpp).
+#include <csignal>
+
+#include <fmt/format.h>
+
+#include "faultlane/core/failpoint.hpp"
+#include "faultlane/core/limits.hpp"
+#include "run_state.hpp"
+
+namespace faultlane::sim {
+namespace {
+
+constexpr auto poll_interval = std::chrono::milliseconds(5);
+constexpr auto stats_interval_us = 200'000;
+constexpr std::uint64_t liveness_probe_ops = 4;
+
+}  // namespace
+
+void scenario_run::run_phase(const phase_spec& ph) {
+  phase_ = ph.name;
+  rec_.add_mark("phase", "phase " + ph.name + " begins");
+  const auto start_seq = rec_.next_seq();
+  const auto start_us = rec_.now_us();
+  if (ph.heal) heal();
+  fire_phase_events(trigger_kind::phase_start, ph.name);
+
+  std::vector<std::thread> streams;
+  auto launch = [&](const stream_spec& st, std::uint64_t count) {
+    streams.emplace_back([this, &st, &ph, count] { run_stream(st, ph.name, ph.liveness, count); });
+  };
+  bool any = false;
+  for (const auto& st : s_.streams) {
+    const auto& phase = st.phase.empty() ? phases_.front().name : st.phase;
+    if (phase != ph.name) continue;
+    any = true;
+    launch(st, st.count);
+  }
+  // A liveness phase with no streams of its own probes every stream's
+  // path with a few ops of its shape, unless an event shut a side down.
+  if (ph.liveness && !any) {
+    for (const auto& st : s_.streams) {
+      const auto& target = regions_.at(st.region)->transport;
+      if (!transports_.at(st.from)->up || !transports_.at(target)->up) {
+        rec_.add_mark("note", "no liveness probe for " + st.name + ": a side was shut down");
+        continue;
+      }
+      launch(st, liveness_probe_ops);
+    }
+  }
+  // Poll triggers and progress while the streams run; joining below
+  // returns when they have (each stream bounds its own waits).
+  std::uint64_t last_stats = rec_.now_us();
+  std::atomic<bool> done{false};
+  std::thread joiner([&] {
+    for (auto& t : streams) t.join();
+    done = true;
+  });
+  std::uint64_t last_progress = 0;
+  while (!done) {
+    std::this_thread::sleep_for(poll_interval);  // sleep-ok: the runner's poll of relay counters
+    poll_fault_events();
+    if (rec_.now_us() - last_progress >= 100'000) {
+      report_progress(ph.name);
+      last_progress = rec_.now_us();
+    }
+    if (rec_.enabled() && rec_.now_us() - last_stats >= stats_interval_us) {
+      for (auto& [name, t] : transports_) {
+        std::shared_lock lock(t->lock);
+        if (t->up) record_stats(*t);
+      }
+      last_stats = rec_.now_us();
+    }
+  }
+  joiner.join();
+  poll_fault_events();
+  fire_phase_events(trigger_kind::phase_end, ph.name);
+  rec_.edit([&](history& h) {
+    h.phases.push_back({ph.name, ph.heal, ph.liveness, ph.deadline_ms, start_seq, rec_.next_seq(),
+                        start_us, rec_.now_us()});
+  });
+}
+
+void scenario_run::finish() {
+  // Stats and region bytes while everything is still up and quiet.
+  for (auto& [name, t] : transports_) {
+    if (t->up && rec_.enabled()) record_stats(*t);
+  }
+  if (rec_.enabled()) {
+    for (const auto& r : s_.regions) {
+      auto& t = *transports_.at(r.transport);
+      if (!t.up || !t.ids[r.name]) continue;
+      auto bytes = t.p->dump(r.name);
+      if (!bytes) continue;
+      const auto seq = rec_.next_seq();
+      rec_.edit([&](history& h) {
+        h.finals.push_back({r.transport, t.incarnation.load(), r.name, seq, std::move(bytes.value())});
+      });
+    }
+  }
+  // Initiators first, so no new work reaches a target that is closing.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (auto& [slot_name, t] : transports_) {
+      const auto& name = slot_name;
+      const bool initiator = t->p->local() != nullptr &&
+                             std::any_of(s_.streams.begin(), s_.streams.end(),
+                                         [&](const auto& st) { return st.from == name; });
+      if (initiator != (pass == 0)) continue;
+      std::unique_lock lock(t->lock);
+      stop_transport(*t, "end of run", true);
+    }
+  }
+  for (auto& [key, p] : pairs_) {
+    for (auto& rail : p->rails) {
+      link_record lr;
+      lr.name = rail.name;
+      lr.initiator = p->initiator;
+      lr.target = p->target;
+      lr.rail = rail.rail;
+      lr.tapped = rail.r->config().tap;
+      rail.r->stop();
+      lr.counters = rail.r->counters();
+      if (lr.tapped) {
+        lr.tap = rail.r->taps().records();
+        for (auto& t : lr.tap) t.time_us += rail.started_us;
+      }
+      rec_.edit([&](history& h) { h.links.push_back(std::move(lr)); });
+    }
+  }
+  if (failpoints_available()) failpoint::disarm_all();
+}
+
+run_result scenario_run::run() {
+  const auto started = std::chrono::steady_clock::now();
+  deadline_ = started + std::chrono::milliseconds(s_.timeout_ms);
+  run_result r;
+  r.scenario = s_.name;
+  r.file = s_.file;
+  r.seed = seed_;
+  r.replay = fmt::format("{} {} --seed {}", o_.replay_command, s_.file, seed_);
+  if (s_.needs_failpoints && !failpoints_available()) {
+    r.skipped = true;
+    r.passed = true;
+    r.skip_reason = "arms failpoints; this build has none (use the debug, asan or tsan preset)";
+    return r;
+  }
+  for (const auto& st : s_.streams) planned_[st.name] = st.count;
+  rec_.add_mark("note", fmt::format("seed {}", seed_));
+  if (auto ok = setup(); !ok) {
+    error_ = "setup: " + ok.error().message;
+  } else {
+    for (const auto& ph : phases_) run_phase(ph);
+  }
+  if (timed_out_) {
+    std::lock_guard lock(events_mutex_);
+    if (error_.empty()) {
+      error_ = fmt::format("timed out after timeout_ms {} with work in flight", s_.timeout_ms);
+    }
+  }
+  finish();
+  report_progress("done");
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return judge(std::move(r));
+}
+
+run_result scenario_run::judge(run_result r) {
+  auto h = std::make_shared<history>(rec_.take());
+  h->seed = seed_;
+  h->slice_step_bytes = limits::slice_step_bytes;
+  r.ops_done = rec_.ops_done();
+  r.ops_total = h->ops.size();
+  for (const auto& name : fault_names_) {
+    std::uint64_t n = 0;
+    for (const auto& l : h->links) {
+      auto it = l.counters.find(name);
+      if (it != l.counters.end()) n += it->second;
+    }
+    r.faults_fired[name] = n;
+  }
+  {
+    std::lock_guard lock(events_mutex_);
+    r.error = error_;
+  }
+  if (rec_.enabled()) r.checkers = run_checkers(s_, *h);
+  r.passed = r.error.empty() && std::all_of(r.checkers.begin(), r.checkers.end(),
+                                            [](const auto& c) { return c.passed(); });
+  r.hist = std::move(h);
+  return r;
+}
+
+run_result run_scenario(const scenario& s, const run_options& options) {
+  // A child that dies mid-command must not take the runner with it.
+  std::signal(SIGPIPE, SIG_IGN);
+  scenario_run run(s, options);
+  return run.run();
+}
+
+}  // namespace faultlane::sim

@@ -1,0 +1,300 @@
+// The runner end to end, on loopback: verdicts it must give, what it
+// records (both sides, child processes included), and the faultlane-sim
+// program's exit codes and report files.
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "faultlane/sim/runner.hpp"
+
+extern char** environ;
+
+namespace faultlane::sim {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+scenario parse(const std::string& yaml) {
+  auto s = parse_scenario(yaml, "inline.yaml");
+  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message);
+  return s.ok() ? s.value() : scenario{};
+}
+
+run_result run(const scenario& s, std::uint64_t seed = 1) {
+  run_options o;
+  o.seed = seed;
+  o.child_program = FAULTLANE_SIM_PROGRAM;
+  return run_scenario(s, o);
+}
+
+const checker_result* find(const run_result& r, const std::string& name) {
+  for (const auto& c : r.checkers) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+const std::string two_peers = R"(
+transports:
+  - {name: client, config: {progress_timeout_ms: 400, connections_per_peer: 2}}
+  - {name: server}
+regions:
+  - {name: data, transport: server, size: 256KiB}
+)";
+
+TEST(runner, a_clean_run_passes_and_every_checker_had_work) {
+  auto s = parse(two_peers + R"(
+workload:
+  - {name: mixed, from: client, region: data, ops: {read: 1, write: 1}, size: "1..8KiB", count: 60, depth: 3}
+)");
+  auto r = run(s);
+  ASSERT_TRUE(r.passed) << failure_text(r);
+  EXPECT_EQ(r.ops_done, r.ops_total);
+  EXPECT_GE(r.ops_total, 60u + 4u);  // the stream and the liveness probe
+  for (const char* name : {"exactly_once", "data_integrity", "no_replay", "stale_rejection",
+                           "bounds", "drained_shutdown", "liveness"}) {
+    const auto* c = find(r, name);
+    ASSERT_NE(c, nullptr) << name;
+    EXPECT_GT(c->checked, 0u) << name << " checked nothing";
+  }
+  // Both sides were observed: the target's executions and the initiator's tasks.
+  std::size_t executed = 0, finalized = 0;
+  for (const auto& e : r.hist->events) {
+    executed += e.kind == event_kind::server_executed;
+    finalized += e.kind == event_kind::task_finalized;
+  }
+  EXPECT_EQ(finalized, r.ops_total);
+  EXPECT_GE(executed, r.ops_total);
+}
+
+TEST(runner, a_declared_fault_that_never_fired_fails_the_scenario) {
+  auto s = parse(two_peers + R"(
+links:
+  - initiator: client
+    target: server
+    faults:
+      - {type: reset, dir: up, frame: 100000, name: never}
+workload:
+  - {name: reads, from: client, region: data, ops: read, size: 4KiB, count: 10}
+)");
+  auto r = run(s);
+  EXPECT_FALSE(r.passed);
+  const auto* c = find(r, "expectations");
+  ASSERT_NE(c, nullptr);
+  ASSERT_FALSE(c->passed());
+  EXPECT_NE(c->violations.front().evidence.find("never"), std::string::npos);
+}
+
+TEST(runner, an_optional_fault_may_stay_silent) {
+  auto s = parse(two_peers + R"(
+links:
+  - initiator: client
+    target: server
+    faults:
+      - {type: reset, dir: up, frame: 100000, name: never, optional: true}
+workload:
+  - {name: reads, from: client, region: data, ops: read, size: 4KiB, count: 10}
+)");
+  auto r = run(s);
+  EXPECT_TRUE(r.passed) << failure_text(r);
+}
+
+TEST(runner, an_outcome_outside_the_allowed_set_fails) {
+  auto s = parse(two_peers + R"(
+links:
+  - initiator: client
+    target: server
+    faults:
+      - {type: drop_frame, dir: down, opcode: write, count: 1, name: ack_lost}
+workload:
+  - {name: writes, from: client, region: data, ops: write, size: 4KiB, count: 5}
+)");
+  auto r = run(s);
+  EXPECT_FALSE(r.passed);
+  const auto* c = find(r, "expectations");
+  ASSERT_NE(c, nullptr);
+  ASSERT_FALSE(c->passed());
+  EXPECT_NE(c->violations.front().evidence.find("ambiguous_write"), std::string::npos);
+}
+
+TEST(runner, a_killed_child_keeps_what_it_reported_and_comes_back_as_a_new_incarnation) {
+  auto s = parse(R"(
+transports:
+  - {name: client}
+  - {name: server, process: child}
+regions:
+  - {name: data, transport: server, size: 256KiB}
+workload:
+  - {name: writes, from: client, region: data, ops: write, size: 4KiB, count: 40,
+     allow: [ok, ambiguous_write, connection_failed]}
+events:
+  - {at: {stream: writes, ops: 20}, do: kill, transport: server}
+)");
+  auto r = run(s);
+  ASSERT_TRUE(r.passed) << failure_text(r);
+  ASSERT_TRUE(r.hist);
+  std::size_t before_kill = 0, after_kill = 0;
+  for (const auto& e : r.hist->events) {
+    if (e.transport != "server" || e.kind != event_kind::server_executed) continue;
+    (e.incarnation == 0 ? before_kill : after_kill)++;
+  }
+  EXPECT_GE(before_kill, 10u);
+  EXPECT_GE(after_kill, 10u);
+  std::vector<std::string> ends;
+  for (const auto& inc : r.hist->incarnations) {
+    if (inc.transport == "server") {
+      EXPECT_TRUE(inc.child);
+      ends.push_back(inc.end_reason);
+    }
+  }
+  EXPECT_EQ(ends, (std::vector<std::string>{"kill", "end of run"}));
+}
+
+TEST(runner, a_child_program_that_is_missing_is_a_clear_run_error) {
+  auto s = parse(R"(
+transports:
+  - {name: client}
+  - {name: server, process: child}
+regions:
+  - {name: data, transport: server, size: 4KiB}
+workload:
+  - {name: reads, from: client, region: data, ops: read, size: 1KiB, count: 1}
+)");
+  run_options o;
+  o.child_program = "/nonexistent/faultlane-sim";
+  auto r = run_scenario(s, o);
+  EXPECT_FALSE(r.passed);
+  EXPECT_NE(r.error.find("server"), std::string::npos) << r.error;
+}
+
+// Runs the program with a deadline; stdout and stderr together.
+struct program_output {
+  int code = -1;
+  std::string text;
+};
+
+program_output run_program(std::vector<std::string> args, std::chrono::seconds timeout = 300s) {
+  args.insert(args.begin(), FAULTLANE_SIM_PROGRAM);
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) return {};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 2);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(out[1]);
+  program_output result;
+  if (rc != 0) {
+    close(out[0]);
+    return result;
+  }
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  char buf[4096];
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      kill(pid, SIGKILL);
+      result.text += "\n[timed out]";
+      break;
+    }
+    pollfd p{out[0], POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    auto n = read(out[0], buf, sizeof buf);
+    if (n <= 0) break;
+    result.text.append(buf, static_cast<std::size_t>(n));
+  }
+  close(out[0]);
+  int wstatus = 0;
+  waitpid(pid, &wstatus, 0);
+  result.code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
+  return result;
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  auto dir = fs::temp_directory_path() / ("faultlane-sim-test-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  auto path = (dir / name).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(faultlane_sim_program, exit_codes_say_pass_violation_or_bad_input) {
+  auto good = write_temp("good.yaml", two_peers + R"(
+workload:
+  - {name: reads, from: client, region: data, ops: read, size: 4KiB, count: 5}
+)");
+  auto failing = write_temp("failing.yaml", two_peers + R"(
+links:
+  - initiator: client
+    target: server
+    faults:
+      - {type: drop_frame, dir: down, opcode: write, count: 1, name: ack_lost}
+workload:
+  - {name: writes, from: client, region: data, ops: write, size: 4KiB, count: 5}
+)");
+  auto broken = write_temp("broken.yaml", "transports: [\n");
+  EXPECT_EQ(run_program({"check", good}).code, 0);
+  auto bad = run_program({"check", broken});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.text.find("broken.yaml:"), std::string::npos) << bad.text;
+  EXPECT_EQ(run_program({"run", "--seed", "x", good}).code, 2);
+  auto passed = run_program({"run", good});
+  EXPECT_EQ(passed.code, 0) << passed.text;
+  auto json = write_temp("out.json", "");
+  auto junit = write_temp("out.xml", "");
+  auto timeline = write_temp("out.html", "");
+  auto failed = run_program(
+      {"run", failing, "--seed", "5", "--json", json, "--junit", junit, "--timeline", timeline});
+  EXPECT_EQ(failed.code, 1) << failed.text;
+  // The failure names its checker and evidence, the seed and the replay line.
+  EXPECT_NE(failed.text.find("expectations"), std::string::npos) << failed.text;
+  EXPECT_NE(failed.text.find("faultlane-sim run " + failing + " --seed 5"), std::string::npos)
+      << failed.text;
+  EXPECT_NE(read_file(json).find("\"seed\""), std::string::npos);
+  EXPECT_NE(read_file(junit).find("<failure"), std::string::npos);
+  auto html = read_file(timeline);
+  // One fault mark per fired fault: the dropped ACK fired once.
+  std::size_t marks = 0;
+  for (auto at = html.find("class=\"fault-mark\""); at != std::string::npos;
+       at = html.find("class=\"fault-mark\"", at + 1)) {
+    ++marks;
+  }
+  EXPECT_EQ(marks, 1u);
+}
+
+TEST(faultlane_sim_program, list_prints_every_library_scenario_with_its_summary) {
+  auto out = run_program({"list", std::string(FAULTLANE_SOURCE_DIR) + "/sim/scenarios"});
+  EXPECT_EQ(out.code, 0) << out.text;
+  std::size_t lines = 0;
+  for (char c : out.text) lines += c == '\n';
+  EXPECT_GE(lines, 20u);
+  EXPECT_NE(out.text.find("lost_write_ack_dropped"), std::string::npos) << out.text;
+}
+
+}  // namespace
+}  // namespace faultlane::sim

@@ -1,0 +1,272 @@
+// faultlane-sim: runs, checks and lists scenario files (docs/scenarios.md).
+//
+//   faultlane-sim run PATH... [--seed S] [--repeat N] [--jobs J] [--json F]
+//                     [--junit F] [--timeline F.html] [--shrink] [--shrink-runs K]
+//   faultlane-sim check PATH...
+//   faultlane-sim list [PATH...]
+//
+// Exit status: 0 every run passed, 1 a violation (or a run error), 2 bad
+// input (a flag, a file that does not load).
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "faultlane/sim/runner.hpp"
+#include "faultlane/sim/shrink.hpp"
+
+namespace fs = std::filesystem;
+using namespace faultlane::sim;
+
+namespace {
+
+constexpr int exit_violation = 1;
+constexpr int exit_bad_input = 2;
+
+// Files named on the command line; a directory stands for its *.yaml files
+// (NAME.min.yaml, the shrinker's output, excluded), sorted.
+std::vector<std::string> expand(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const auto& p : paths) {
+    if (!fs::is_directory(p)) {
+      out.push_back(p);
+      continue;
+    }
+    std::vector<std::string> dir;
+    for (const auto& e : fs::directory_iterator(p)) {
+      const auto name = e.path().filename().string();
+      if (e.path().extension() == ".yaml" && !name.ends_with(".min.yaml")) {
+        dir.push_back(e.path().string());
+      }
+    }
+    std::sort(dir.begin(), dir.end());
+    out.insert(out.end(), dir.begin(), dir.end());
+  }
+  return out;
+}
+
+bool load_all(const std::vector<std::string>& files, std::vector<scenario>& out) {
+  bool ok = true;
+  for (const auto& f : files) {
+    auto s = load_scenario(f);
+    if (!s) {
+      std::cerr << s.error().message << "\n";
+      ok = false;
+      continue;
+    }
+    out.push_back(std::move(s.value()));
+  }
+  return ok;
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  out.close();
+  if (!out) std::cerr << "faultlane-sim: cannot write " << path << "\n";
+  return static_cast<bool>(out);
+}
+
+struct run_flags {
+  std::vector<std::string> paths;
+  std::optional<std::uint64_t> seed;
+  std::size_t repeat = 1;
+  std::size_t jobs = 1;
+  std::string json, junit, timeline;
+  bool shrink = false;
+  int shrink_runs = 3;
+  bool no_record = false;
+};
+
+struct job {
+  const scenario* s = nullptr;
+  std::uint64_t seed = 0;
+};
+
+// Prints progress: one rewritten line on a terminal, plain lines otherwise.
+class progress_printer {
+ public:
+  explicit progress_printer(std::size_t total) : total_(total), tty_(isatty(2) != 0) {}
+  void update(std::size_t k, const progress& p) {
+    if (!tty_) return;
+    std::lock_guard lock(mutex_);
+    std::cerr << fmt::format("\r\033[K[{}/{}] {} {} ops {}/{} faults {} {:.1f}s", k, total_,
+                             p.scenario, p.phase, p.ops_done, p.ops_total, p.faults_fired,
+                             p.elapsed_s)
+              << std::flush;
+  }
+  void done(std::size_t k, const run_result& r) {
+    std::lock_guard lock(mutex_);
+    if (tty_) std::cerr << "\r\033[K";
+    auto verdict = r.skipped ? "SKIP" : r.passed ? "PASS" : r.error.empty() ? "FAIL" : "ERROR";
+    std::cerr << fmt::format("[{}/{}] {} seed {}: {} ({:.1f}s)\n", k, total_, r.scenario, r.seed,
+                             verdict, r.seconds);
+    if (!r.passed) std::cerr << failure_text(r) << "\n";
+  }
+
+ private:
+  const std::size_t total_;
+  const bool tty_;
+  std::mutex mutex_;
+};
+
+std::string self_program() {
+  std::error_code ec;
+  auto p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : p.string();
+}
+
+std::vector<run_result> run_jobs(const std::vector<job>& jobs, const run_flags& f) {
+  std::vector<run_result> results(jobs.size());
+  progress_printer printer(jobs.size());
+  std::atomic<std::size_t> next{0};
+  // Failpoints are process-wide: a scenario that arms one runs alone.
+  auto worker = [&](bool failpoint_jobs) {
+    for (std::size_t i; (i = next.fetch_add(1)) < jobs.size();) {
+      if (jobs[i].s->needs_failpoints != failpoint_jobs) continue;
+      run_options o;
+      o.seed = jobs[i].seed;
+      o.child_program = self_program();
+      o.record = !f.no_record;
+      o.on_progress = [&, i](const progress& p) { printer.update(i + 1, p); };
+      results[i] = run_scenario(*jobs[i].s, o);
+      printer.done(i + 1, results[i]);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < std::max<std::size_t>(1, f.jobs); ++t) threads.emplace_back(worker, false);
+  for (auto& t : threads) t.join();
+  next = 0;
+  worker(true);
+  return results;
+}
+
+void shrink_failure(const run_result& r, const scenario& s, const run_flags& f) {
+  shrink_options o;
+  o.checker = first_failing_checker(r);
+  if (o.checker.empty()) return;
+  o.runs_per_candidate = f.shrink_runs;
+  o.run.seed = r.seed;
+  o.run.child_program = self_program();
+  o.log = [](const std::string& line) { std::cerr << "  shrink: " << line << "\n"; };
+  std::cerr << fmt::format("shrinking {} (checker {}, {} run(s) per candidate)\n", s.name,
+                           o.checker, o.runs_per_candidate);
+  auto out = shrink(s, o);
+  fs::path dir = ".";
+  for (const auto* p : {&f.json, &f.junit, &f.timeline}) {
+    if (!p->empty()) dir = fs::path(*p).parent_path().empty() ? "." : fs::path(*p).parent_path();
+  }
+  auto path = (dir / (s.name + ".min.yaml")).string();
+  if (!write_file(path, to_yaml(out.minimal))) return;
+  std::cerr << fmt::format("shrunk in {} runs to {} ({}); replay: faultlane-sim run {} --seed {}\n",
+                           out.candidates_run, path,
+                           out.confirmed ? "still fails" : "did NOT fail again: nondeterministic",
+                           path, r.seed);
+}
+
+int run_command(const run_flags& f) {
+  std::vector<scenario> scenarios;
+  if (!load_all(expand(f.paths), scenarios)) return exit_bad_input;
+  std::vector<job> jobs;
+  std::random_device entropy;
+  for (const auto& s : scenarios) {
+    for (std::size_t k = 0; k < f.repeat; ++k) {
+      std::uint64_t seed = f.seed ? *f.seed + k
+                           : f.repeat > 1 ? (std::uint64_t{entropy()} << 32 | entropy())
+                                          : s.seed;
+      jobs.push_back({&s, seed});
+    }
+  }
+  auto results = run_jobs(jobs, f);
+  std::cout << summary_table(results);
+  if (!results.empty() && std::all_of(results.begin(), results.end(),
+                                      [](const run_result& r) { return r.skipped; })) {
+    std::cout << "every run skipped\n";
+  }
+  bool ok = true;
+  const run_result* shown = results.empty() ? nullptr : &results.back();
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (results[i].passed) continue;
+    if (ok) shown = &results[i];
+    ok = false;
+    std::cout << "\nFAILED " << results[i].scenario << " seed " << results[i].seed << "\n"
+              << failure_text(results[i]) << "\n";
+  }
+  if (!f.json.empty() && !write_file(f.json, to_json(results))) return exit_bad_input;
+  if (!f.junit.empty() && !write_file(f.junit, to_junit(results))) return exit_bad_input;
+  if (!f.timeline.empty() && shown && shown->hist) {
+    if (!write_file(f.timeline, timeline_html(*shown))) return exit_bad_input;
+    std::cout << "timeline: " << f.timeline << " (" << shown->scenario << " seed " << shown->seed
+              << ")\n";
+  }
+  if (f.shrink) {
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      if (!results[i].passed && !results[i].skipped) shrink_failure(results[i], *jobs[i].s, f);
+    }
+  }
+  return ok ? 0 : exit_violation;
+}
+
+int check_command(const std::vector<std::string>& paths) {
+  std::vector<scenario> scenarios;
+  auto files = expand(paths);
+  bool ok = load_all(files, scenarios);
+  for (const auto& s : scenarios) std::cout << "ok  " << s.file << "\n";
+  return ok ? 0 : exit_bad_input;
+}
+
+int list_command(const std::vector<std::string>& paths) {
+  std::vector<scenario> scenarios;
+  bool ok = load_all(expand(paths), scenarios);
+  for (const auto& s : scenarios) {
+    std::string tags;
+    for (const auto& t : s.tags) tags += (tags.empty() ? "" : ",") + t;
+    auto first_line = s.summary.substr(0, s.summary.find('\n'));
+    std::cout << fmt::format("{:<34} {:<28} {}\n", s.name, "[" + tags + "]", first_line);
+  }
+  return ok ? 0 : exit_bad_input;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 2 && std::string_view(argv[1]) == "child") return run_child_process();
+  CLI::App app{"faultlane-sim: YAML fault scenarios against the faultlane core"};
+  app.require_subcommand(1);
+  run_flags f;
+  auto* run = app.add_subcommand("run", "run scenario files (or directories of them)");
+  run->add_option("paths", f.paths, "scenario files or directories")->required();
+  run->add_option("--seed", f.seed, "the seed (default: each file's seed:)");
+  run->add_option("--repeat", f.repeat, "runs per scenario; without --seed, fresh seeds")
+      ->check(CLI::Range(1, 100000));
+  run->add_option("--jobs", f.jobs, "scenarios run at once")->check(CLI::Range(1, 64));
+  run->add_option("--json", f.json, "write results as JSON");
+  run->add_option("--junit", f.junit, "write results as JUnit XML");
+  run->add_option("--timeline", f.timeline, "write the first failing (or last) run as HTML");
+  run->add_flag("--shrink", f.shrink, "shrink each failing scenario to NAME.min.yaml");
+  run->add_option("--shrink-runs", f.shrink_runs, "runs per shrink candidate")
+      ->check(CLI::Range(1, 100));
+  run->add_flag("--no-record", f.no_record, "no observer, taps or checkers (speed baseline)");
+  std::vector<std::string> check_paths;
+  auto* check = app.add_subcommand("check", "validate scenario files without running them");
+  check->add_option("paths", check_paths, "scenario files or directories")->required();
+  std::vector<std::string> list_paths{"sim/scenarios"};
+  auto* list = app.add_subcommand("list", "list scenarios with their tags and summaries");
+  list->add_option("paths", list_paths, "files or directories (default sim/scenarios)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : exit_bad_input;
+  }
+  if (*run) return run_command(f);
+  if (*check) return check_command(check_paths);
+  return list_command(list_paths);
+}
