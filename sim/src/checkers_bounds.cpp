@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "checkers_support.hpp"
@@ -135,20 +136,20 @@ void check_leases(const history& h, checker_result& r) {
   std::stable_sort(leases.begin(), leases.end(),
                    [](const core_event* a, const core_event* b) { return a->seq < b->seq; });
   std::map<std::pair<std::string, std::uint32_t>, std::int64_t> live;
+  std::set<std::pair<std::string, std::uint32_t>> reported;  // the first underflow says it all
   for (const auto* e : leases) {
     ++r.checked;
     auto& n = live[{e->transport, e->incarnation}];
     n += e->kind == event_kind::lease_acquired ? 1 : -1;
-    if (n >= 0) continue;
+    if (n >= 0 || !reported.insert({e->transport, e->incarnation}).second) continue;
     add_bound(r, e->transport, e->seq,
               fmt::format("{} released a lease of registration {} with none held ({} live)",
                           name_of(e->transport, e->incarnation), hex(e->registration_id), n));
-    n = 0;  // report each excess release once
   }
   for (const auto& s : h.shutdowns) {
     if (s.result != status::ok) continue;
     auto it = live.find({s.transport, s.incarnation});
-    if (it == live.end() || it->second == 0) continue;
+    if (it == live.end() || it->second <= 0) continue;
     add_bound(r, s.transport, s.end_seq,
               fmt::format("{} shut down cleanly with {} leases acquired and never released",
                           name_of(s.transport, s.incarnation), it->second));

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -152,6 +153,7 @@ class world {
     d.rail = s.rail;
     d.offset = s.offset;
     d.length = s.length;
+    dispatched_[id].push_back(d);
     auto& f = frame(s.rail, relays::direction::up, true, o.op, request);
     f.remote_offset = o.offset + s.offset;
     f.length = s.length;
@@ -161,13 +163,7 @@ class world {
   // `outcome` and the callback runs once. An ok WRITE updates the model; an
   // ok READ returns the model's bytes.
   void end(std::uint64_t id, status outcome = status::ok) {
-    std::vector<core_event> dispatched;
-    for (const auto& e : h.events) {
-      if (e.kind == event_kind::slice_dispatched && e.task_id == op(id).task_id) {
-        dispatched.push_back(e);
-      }
-    }
-    for (const auto& d : dispatched) serve(id, d, outcome);
+    for (const auto& d : dispatched_[id]) serve(id, d, outcome);
     auto& o = op(id);
     if (outcome == status::ok && o.op == wire::opcode::write) {
       fill_pattern(model.data() + o.offset, o.length, o.data_seed);
@@ -268,6 +264,7 @@ class world {
   std::uint64_t tasks_live_ = 0;
   std::uint64_t bytes_live_ = 0;
   std::uint64_t completed_ = 0;
+  std::map<std::uint64_t, std::vector<core_event>> dispatched_;  // by op id
 };
 
 // A WRITE, an overwriting WRITE, a sliced READ over both, an unsliced READ,
