@@ -16,16 +16,15 @@ using detail::hex;
 using detail::name_of;
 
 std::string describe(const violation& v) {
-  std::string out = v.checker + ":";
+  std::string where;
   if (v.op_id != 0) {
-    out += fmt::format(" op {} (task {}, request {})", v.op_id, v.task_id, hex(v.request_id));
+    where = fmt::format(" op {} (task {}, request {})", v.op_id, v.task_id, hex(v.request_id));
   } else if (v.task_id != 0 || v.request_id != 0) {
-    out += fmt::format(" task {}, request {}", v.task_id, hex(v.request_id));
+    where = fmt::format(" task {}, request {}", v.task_id, hex(v.request_id));
   }
-  if (!v.transport.empty()) out += " on " + v.transport;
-  if (v.seq != 0) out += fmt::format(" at seq {}", v.seq);
-  out += ": " + v.evidence;
-  return out;
+  if (!v.transport.empty()) where += " on " + v.transport;
+  if (v.seq != 0) where += fmt::format(" at seq {}", v.seq);
+  return v.checker + ":" + where + ": " + v.evidence;
 }
 
 namespace {
