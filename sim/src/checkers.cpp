@@ -24,7 +24,7 @@ std::string describe(const violation& v) {
   }
   if (!v.transport.empty()) where += " on " + v.transport;
   if (v.seq != 0) where += fmt::format(" at seq {}", v.seq);
-  return v.checker + ":" + where + ": " + v.evidence;
+  return v.checker + (where.empty() ? "" : ":" + where) + ": " + v.evidence;
 }
 
 namespace {
