@@ -27,25 +27,56 @@ struct violation {
   std::string evidence;   // one or two sentences, with the numbers
 };
 
-// "exactly_once: op 17 (task 17, request 0x...): ..." on one line.
+// One line: "exactly_once: op 17 (task 17, request 0x2a) on client at seq 40:
+// callback ran 2 times, expected 1". Parts it does not know are left out.
 std::string describe(const violation& v);
 
 struct checker_result {
   std::string name;
   bool ran = true;
-  std::string reason_off;  // when !ran: the scenario's reason
+  std::string reason_off;     // when !ran: the scenario's reason
   std::uint64_t checked = 0;  // items examined (tasks, bytes, frames...)
   std::vector<violation> violations;
   bool passed() const noexcept { return violations.empty(); }
 };
 
+// Each checker below says what it holds and what `checked` counts.
+
+// Every op submit() accepted: one callback, a completion, batch status ==
+// outcome, exactly one task_submitted and one task_finalized (with that
+// outcome) for its task; no task_finalized for a task no op has.
+// checked: ops.
 checker_result check_exactly_once(const history& h);
+// A model of every (target, incarnation, region): registration fills, ok
+// WRITEs, ambiguous WRITEs as unknown bytes. An ok READ and each
+// region_final equal the model on every known byte no concurrent WRITE may
+// have changed. checked: bytes compared.
 checker_result check_data_integrity(const history& h);
+// A target executes a WRITE request id at most once; a WRITE op is
+// dispatched again only after its earlier request was refused, and
+// executes at most once over all its request ids; the taps of one
+// initiator show each WRITE request id once. checked: WRITE ops + WRITE
+// request frames.
 checker_result check_no_replay(const history& h);
+// Each READ's dispatches, and its up frames on tapped links, equal
+// plan_read_slices() (one whole slice on rail 0 when not sliced); an ok
+// READ sent every planned slice. checked: READ ops.
 checker_result check_slice_coverage(const history& h);
+// A server_executed ok uses an id registered in that same incarnation and
+// not yet unregistered. checked: ok executions.
 checker_result check_stale_rejection(const history& h);
+// Admission changes and stats within the incarnation's limits; leases never
+// released below zero and none left after a clean shutdown. checked:
+// admission events + stats records + lease events.
 checker_result check_bounds(const history& h);
+// Per shutdown: returned within shutdown_timeout_ms + 1 s, ok (or
+// runtime_failed when the stats say so), every task of that incarnation
+// submitted before it returned completed before it, none finalized after,
+// and every gauge zero with tasks_submitted == tasks_completed. checked:
+// shutdowns + ops examined.
 checker_result check_drained_shutdown(const history& h);
+// Per liveness phase: it ran ops, and each ended ok within deadline_ms of
+// the phase's start. checked: ops of liveness phases.
 checker_result check_liveness(const history& h);
 
 // The scenario's `expect:` block and per-stream `allow:` lists, as one more

@@ -1,0 +1,200 @@
+// Tests of the bounds, drained-shutdown and liveness checkers: a clean
+// history passes, and each limit or rule, planted broken on its own, is
+// reported with the numbers.
+#include <gtest/gtest.h>
+
+#include "checkers_test_world.hpp"
+
+namespace faultlane::sim::test {
+namespace {
+
+core_event& first(world& w, event_kind k) {
+  for (auto& e : w.h.events) {
+    if (e.kind == k) return e;
+  }
+  throw std::logic_error("no such event");
+}
+
+TEST(bounds, clean_history_passes) {
+  auto w = clean_world();
+  auto r = check_bounds(w.h);
+  EXPECT_TRUE(r.passed()) << all(r);
+  EXPECT_EQ(r.checked, 10u + 2u + 12u);  // admission changes, stats, lease events
+}
+
+TEST(bounds, admission_tasks_over_the_limit) {
+  auto w = clean_world();
+  first(w, event_kind::admission_changed).tasks = 9;
+  EXPECT_TRUE(one_violation(check_bounds(w.h),
+                            "client#0 admitted 9 tasks, over max_outstanding_tasks 8", 0, 0));
+}
+
+TEST(bounds, admission_bytes_over_the_limit) {
+  auto w = clean_world();
+  first(w, event_kind::admission_changed).admitted_bytes = (1 << 20) + 1;
+  EXPECT_TRUE(one_violation(check_bounds(w.h),
+                            "admitted 1048577 bytes, over max_outstanding_bytes 1048576", 0, 0));
+}
+
+TEST(bounds, stats_sessions_over_max_connections) {
+  auto w = clean_world();
+  w.h.stats[1].stats.sessions_live = 17;
+  EXPECT_TRUE(one_violation(check_bounds(w.h),
+                            "stats of server#0: sessions_live 17, over max_connections 16", 0, 0));
+}
+
+TEST(bounds, stats_admission_over_the_limits) {
+  auto w = clean_world();
+  w.h.stats[0].stats.tasks_admitted_now = 9;
+  EXPECT_TRUE(
+      one_violation(check_bounds(w.h), "tasks_admitted_now 9, over max_outstanding_tasks", 0, 0));
+  auto w2 = clean_world();
+  w2.h.stats[0].stats.bytes_admitted_now = 2 << 20;
+  EXPECT_TRUE(one_violation(
+      check_bounds(w2.h), "bytes_admitted_now 2097152, over max_outstanding_bytes 1048576", 0, 0));
+}
+
+TEST(bounds, lease_released_without_acquire) {
+  auto w = clean_world();
+  auto& acquired = first(w, event_kind::lease_acquired);
+  acquired.seq = 100000;  // now after its release
+  EXPECT_TRUE(one_violation(
+      check_bounds(w.h), "server#0 released a lease of registration 0x5000 with none held", 0, 0));
+}
+
+TEST(bounds, lease_left_after_a_clean_shutdown) {
+  auto w = clean_world();
+  auto released = std::find_if(w.h.events.begin(), w.h.events.end(), [](const core_event& e) {
+    return e.kind == event_kind::lease_released;
+  });
+  w.h.events.erase(released);
+  auto r = check_bounds(w.h);
+  EXPECT_TRUE(one_violation(
+      r, "server#0 shut down cleanly with 1 leases acquired and never released", 0, 0));
+  // A shutdown that failed is not held to it.
+  w.h.shutdowns[1].result = status::timeout;
+  EXPECT_TRUE(check_bounds(w.h).passed());
+}
+
+TEST(drained_shutdown, clean_history_passes) {
+  auto w = clean_world();
+  auto r = check_drained_shutdown(w.h);
+  EXPECT_TRUE(r.passed()) << all(r);
+  EXPECT_EQ(r.checked, 2u + 5u);  // shutdowns, the client's ops
+}
+
+TEST(drained_shutdown, took_longer_than_its_bound) {
+  auto w = clean_world();
+  auto& s = w.h.shutdowns[0];
+  s.end_us = s.start_us + 2'000'001;  // 1000 ms bound + 1 s slack, plus 1 us
+  EXPECT_TRUE(one_violation(check_drained_shutdown(w.h),
+                            "shutdown of client#0 took 2000001 us, over its bound of 1000 ms", 0,
+                            0));
+  s.end_us = s.start_us + 2'000'000;
+  EXPECT_TRUE(check_drained_shutdown(w.h).passed());
+}
+
+TEST(drained_shutdown, result_not_ok) {
+  auto w = clean_world();
+  w.h.shutdowns[0].result = status::timeout;
+  w.h.shutdowns[0].message = "2 tasks still running";
+  EXPECT_TRUE(one_violation(check_drained_shutdown(w.h),
+                            "shutdown of client#0 returned timeout (2 tasks still running)", 0, 0));
+}
+
+TEST(drained_shutdown, runtime_failed_needs_the_stats_to_say_so) {
+  auto w = clean_world();
+  w.h.shutdowns[0].result = status::runtime_failed;
+  EXPECT_TRUE(one_violation(check_drained_shutdown(w.h), "but stats say not failed", 0, 0));
+  w.h.shutdowns[0].after.runtime_failed = true;
+  EXPECT_TRUE(check_drained_shutdown(w.h).passed());
+}
+
+TEST(drained_shutdown, op_settled_after_shutdown_returned) {
+  auto w = clean_world();
+  w.op(1).complete_seq = w.h.shutdowns[0].end_seq + 1;
+  EXPECT_TRUE(one_violation(check_drained_shutdown(w.h),
+                            "before shutdown of client#0 returned (seq " +
+                                std::to_string(w.h.shutdowns[0].end_seq) + "), but completed at",
+                            100, 0x1f00000000));
+  w.op(1).complete_seq = 0;
+  EXPECT_TRUE(one_violation(check_drained_shutdown(w.h), "but never completed", 100, 0x1f00000000));
+}
+
+TEST(drained_shutdown, task_finalized_after_shutdown_returned) {
+  auto w = clean_world();
+  auto late = first(w, event_kind::task_finalized);
+  late.seq = w.h.shutdowns[0].end_seq + 1;
+  w.h.events.push_back(late);
+  EXPECT_TRUE(one_violation(check_drained_shutdown(w.h), "task finalized (ok) at seq", 100, 0));
+}
+
+TEST(drained_shutdown, every_gauge_must_be_zero) {
+  using field = std::uint64_t transport_stats::*;
+  const std::pair<const char*, field> gauges[] = {
+      {"tasks_admitted_now", &transport_stats::tasks_admitted_now},
+      {"bytes_admitted_now", &transport_stats::bytes_admitted_now},
+      {"leases_live", &transport_stats::leases_live},
+      {"lanes_connected", &transport_stats::lanes_connected},
+      {"lanes_connecting", &transport_stats::lanes_connecting},
+      {"sessions_live", &transport_stats::sessions_live}};
+  for (const auto& [name, member] : gauges) {
+    auto w = clean_world();
+    w.h.shutdowns[1].after.*member = 3;
+    EXPECT_TRUE(one_violation(check_drained_shutdown(w.h),
+                              std::string("after shutdown of server#0: ") + name + " = 3", 0, 0));
+  }
+}
+
+TEST(drained_shutdown, submitted_and_completed_must_agree) {
+  auto w = clean_world();
+  w.h.shutdowns[0].after.tasks_submitted += 1;
+  EXPECT_TRUE(
+      one_violation(check_drained_shutdown(w.h), "tasks_submitted 6 != tasks_completed 5", 0, 0));
+}
+
+TEST(liveness, clean_history_passes) {
+  auto w = clean_world();
+  auto r = check_liveness(w.h);
+  EXPECT_TRUE(r.passed()) << all(r);
+  EXPECT_EQ(r.checked, 1u);
+}
+
+TEST(liveness, a_phase_with_no_ops) {
+  auto w = clean_world();
+  w.op(5).phase = "fault";
+  EXPECT_TRUE(one_violation(check_liveness(w.h), "liveness phase live ran no ops", 0, 0));
+}
+
+TEST(liveness, an_op_that_failed) {
+  auto w = clean_world();
+  w.op(5).outcome = status::timeout;
+  EXPECT_TRUE(
+      one_violation(check_liveness(w.h), "the op ended timeout, expected ok", 104, 0x1f00000005));
+}
+
+TEST(liveness, an_op_submit_refused) {
+  auto w = clean_world();
+  w.op(5).submit_failed = true;
+  w.op(5).outcome = status::busy;
+  EXPECT_TRUE(
+      one_violation(check_liveness(w.h), "submit refused the op (busy)", 104, 0x1f00000005));
+}
+
+TEST(liveness, an_op_that_never_completed) {
+  auto w = clean_world();
+  w.op(5).complete_seq = 0;
+  EXPECT_TRUE(one_violation(check_liveness(w.h), "the op never completed", 104, 0x1f00000005));
+}
+
+TEST(liveness, an_op_past_the_deadline) {
+  auto w = clean_world();
+  const auto& live = w.h.phases[1];
+  w.op(5).complete_us = live.start_us + 5'000'001;
+  EXPECT_TRUE(one_violation(check_liveness(w.h), "after the deadline", 104, 0x1f00000005));
+  w.op(5).complete_us = live.start_us + 5'000'000;
+  EXPECT_TRUE(check_liveness(w.h).passed());
+}
+
+}  // namespace
+}  // namespace faultlane::sim::test

@@ -1,0 +1,218 @@
+// Tests of the no-replay and slice-coverage checkers: what the core
+// dispatched, what the target executed and what the taps saw, each rule
+// broken on its own.
+#include <gtest/gtest.h>
+
+#include "checkers_test_world.hpp"
+
+namespace faultlane::sim::test {
+namespace {
+
+constexpr std::uint64_t op1_request = 0x1f00000000;
+
+core_event& find(world& w, event_kind k, std::uint64_t request) {
+  for (auto& e : w.h.events) {
+    if (e.kind == k && e.request_id == request) return e;
+  }
+  throw std::logic_error("no such event");
+}
+
+relays::tap_record& up_frame(world& w, std::size_t rail, std::uint64_t request) {
+  for (auto& t : w.h.links[rail].tap) {
+    if (t.dir == relays::direction::up && t.request_id == request) return t;
+  }
+  throw std::logic_error("no such frame");
+}
+
+TEST(no_replay, clean_history_passes) {
+  auto w = clean_world();
+  auto r = check_no_replay(w.h);
+  EXPECT_TRUE(r.passed()) << all(r);
+  EXPECT_EQ(r.checked, 2u + 2u);  // WRITE ops, WRITE request frames
+}
+
+TEST(no_replay, target_executed_a_request_id_twice) {
+  auto w = clean_world();
+  auto again = find(w, event_kind::server_executed, op1_request);
+  again.seq = 5000;
+  w.h.events.push_back(again);
+  auto r = check_no_replay(w.h);
+  ASSERT_EQ(r.violations.size(), 2u) << all(r);  // per target, and per op
+  EXPECT_TRUE(mentions(r, "server#0 executed WRITE request 0x1f00000000 2 times")) << all(r);
+  EXPECT_TRUE(mentions(r, "WRITE executed 2 times by the target")) << all(r);
+  EXPECT_EQ(r.violations[0].task_id, 100u);
+  EXPECT_EQ(r.violations[0].request_id, op1_request);
+}
+
+TEST(no_replay, per_target_rule_holds_without_an_op) {
+  auto w = clean_world();
+  auto stray = find(w, event_kind::server_executed, op1_request);
+  stray.request_id = 0x77;
+  w.h.events.push_back(stray);
+  stray.seq = 6000;
+  w.h.events.push_back(stray);
+  EXPECT_TRUE(one_violation(check_no_replay(w.h),
+                            "server#0 executed WRITE request 0x77 2 times (seqs ", 0, 0x77));
+}
+
+TEST(no_replay, per_op_rule_across_target_incarnations) {
+  auto w = clean_world();
+  auto again = find(w, event_kind::server_executed, op1_request);
+  again.incarnation = 1;
+  again.seq = 5000;
+  w.h.events.push_back(again);
+  EXPECT_TRUE(one_violation(check_no_replay(w.h),
+                            "WRITE executed 2 times by the target: request 0x1f00000000 on "
+                            "server#0 at seq",
+                            100, op1_request));
+}
+
+TEST(no_replay, write_dispatched_again_without_a_rejection) {
+  auto w = clean_world();
+  auto again = find(w, event_kind::slice_dispatched, op1_request);
+  again.request_id = 0x1f000000ff;
+  again.seq = w.op(1).complete_seq - 1;
+  w.h.events.push_back(again);
+  EXPECT_TRUE(one_violation(check_no_replay(w.h),
+                            "WRITE dispatched 2 times: request 0x1f00000000 (seq", 100,
+                            op1_request));
+}
+
+TEST(no_replay, write_dispatched_again_after_a_rejection_is_fine) {
+  auto w = clean_world();
+  auto again = find(w, event_kind::slice_dispatched, op1_request);
+  again.request_id = 0x1f000000ff;
+  again.seq = w.op(1).complete_seq - 1;
+  w.h.events.push_back(again);
+  // The target refused the first request (observer side)...
+  find(w, event_kind::server_executed, op1_request).outcome = status::stale_registration;
+  auto r = check_no_replay(w.h);
+  EXPECT_TRUE(r.passed()) << all(r);
+  // ...or only the tap saw the refusal on its way down.
+  std::erase_if(w.h.events, [](const core_event& e) {
+    return e.kind == event_kind::server_executed && e.request_id == op1_request;
+  });
+  EXPECT_FALSE(check_no_replay(w.h).passed());
+  for (auto& t : w.h.links[0].tap) {
+    if (t.request_id == op1_request && !t.request) t.status = 6;
+  }
+  r = check_no_replay(w.h);
+  EXPECT_TRUE(r.passed()) << all(r);
+}
+
+TEST(no_replay, tap_saw_a_write_sent_twice_on_one_link) {
+  auto w = clean_world();
+  auto again = up_frame(w, 0, op1_request);
+  again.connection = 3;
+  w.h.links[0].tap.push_back(again);
+  auto r = check_no_replay(w.h);
+  EXPECT_TRUE(one_violation(r,
+                            "no_replay: op 1 (task 100, request 0x1f00000000) on client at seq " +
+                                std::to_string(w.op(1).complete_seq) +
+                                ": WRITE sent twice: request 0x1f00000000 seen 2 times on link "
+                                "client-server-r0 (connections 1 and 3)",
+                            100, op1_request));
+  EXPECT_EQ(r.checked, 2u + 3u);
+}
+
+TEST(no_replay, tap_saw_a_write_on_two_links) {
+  auto w = clean_world();
+  w.h.links[1].tap.push_back(up_frame(w, 0, op1_request));
+  EXPECT_TRUE(one_violation(check_no_replay(w.h),
+                            "on link client-server-r0 (connection 1); on link client-server-r1 "
+                            "(connection 1)",
+                            100, op1_request));
+}
+
+TEST(slice_coverage, clean_history_passes) {
+  auto w = clean_world();
+  auto r = check_slice_coverage(w.h);
+  EXPECT_TRUE(r.passed()) << all(r);
+  EXPECT_EQ(r.checked, 3u);  // READ ops
+}
+
+TEST(slice_coverage, a_dispatch_off_the_plan) {
+  auto w = clean_world();
+  auto extra = find(w, event_kind::slice_dispatched, 0x1f00000002);
+  extra.request_id = 0x1f000000aa;
+  extra.length = 8192;  // the whole READ on rail 0
+  w.h.events.push_back(extra);
+  auto r = check_slice_coverage(w.h);
+  EXPECT_TRUE(one_violation(r,
+                            "READ of 8192 bytes dispatched request 0x1f000000aa on rail 0 for "
+                            "task bytes [0, 8192), which is not in the plan: rail 0 [0, 4096), "
+                            "rail 1 [4096, 8192)",
+                            102, 0x1f000000aa));
+}
+
+TEST(slice_coverage, an_ok_read_missing_a_planned_slice) {
+  auto w = clean_world();
+  std::erase_if(w.h.events, [](const core_event& e) {
+    return e.kind == event_kind::slice_dispatched && e.request_id == 0x1f00000003;
+  });
+  w.h.links[1].tapped = false;  // the dispatch rule alone
+  EXPECT_TRUE(one_violation(check_slice_coverage(w.h),
+                            "ended ok but planned slice rail 1 [4096, 8192) of the task was never "
+                            "dispatched",
+                            102, 0x1f00000002));
+  // A READ that failed need not have sent everything.
+  w.op(3).outcome = status::timeout;
+  EXPECT_TRUE(check_slice_coverage(w.h).passed());
+}
+
+TEST(slice_coverage, an_unsliced_read_must_go_whole_on_rail_0) {
+  auto w = clean_world();
+  find(w, event_kind::slice_dispatched, 0x1f00000004).rail = 1;
+  auto r = check_slice_coverage(w.h);
+  EXPECT_TRUE(mentions(r,
+                       "dispatched request 0x1f00000004 on rail 1 for task bytes [0, 1000), "
+                       "which is not in the plan: rail 0 [0, 1000)"))
+      << all(r);
+  EXPECT_TRUE(mentions(r, "planned slice rail 0 [0, 1000) of the task was never dispatched"))
+      << all(r);
+}
+
+TEST(slice_coverage, rails_come_from_the_initiator_incarnation) {
+  auto w = clean_world();
+  w.h.incarnations[0].rails = 1;  // then 8192 bytes are one slice on rail 0
+  auto r = check_slice_coverage(w.h);
+  EXPECT_TRUE(mentions(r, "which is not in the plan: rail 0 [0, 8192)")) << all(r);
+}
+
+TEST(slice_coverage, a_tapped_frame_off_the_plan) {
+  auto w = clean_world();
+  up_frame(w, 0, 0x1f00000002).remote_offset = 512;
+  w.op(3).outcome = status::timeout;  // the frame rule alone
+  EXPECT_TRUE(one_violation(check_slice_coverage(w.h),
+                            "tap of link client-server-r0 (rail 0) saw READ request 0x1f00000002 "
+                            "for region bytes [512, 4608), which is not in the plan",
+                            102, 0x1f00000002));
+}
+
+TEST(slice_coverage, a_frame_on_the_wrong_rail) {
+  auto w = clean_world();
+  w.h.links[1].tap.push_back(up_frame(w, 0, 0x1f00000002));
+  std::erase_if(w.h.links[0].tap, [](const relays::tap_record& t) {
+    return t.request_id == 0x1f00000002 && t.request;
+  });
+  auto r = check_slice_coverage(w.h);
+  EXPECT_EQ(r.violations.size(), 2u) << all(r);
+  EXPECT_TRUE(mentions(r, "tap of link client-server-r1 (rail 1) saw READ request 0x1f00000002"))
+      << all(r);
+  EXPECT_TRUE(mentions(r, "the tapped link of rail 0 never saw its planned slice [0, 4096)"))
+      << all(r);
+}
+
+TEST(slice_coverage, an_ok_read_whose_slice_the_tap_never_saw) {
+  auto w = clean_world();
+  std::erase_if(w.h.links[1].tap, [](const relays::tap_record& t) {
+    return t.request_id == 0x1f00000003 && t.request;
+  });
+  EXPECT_TRUE(one_violation(check_slice_coverage(w.h),
+                            "READ ended ok but the tapped link of rail 1 never saw its planned "
+                            "slice [4096, 8192)",
+                            102, 0x1f00000002));
+}
+
+}  // namespace
+}  // namespace faultlane::sim::test
