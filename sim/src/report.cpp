@@ -1,1 +1,243 @@
-// placeholder until the report component lands
+// report: the terminal side of `faultlane-sim run` (the failure text and the
+// summary table) and the text pieces every report shares (report_format.hpp).
+// JSON and JUnit are in report_export.cpp, the HTML timeline in timeline*.cpp.
+#include "faultlane/sim/report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+
+#include "report_format.hpp"
+
+namespace faultlane::sim {
+
+namespace report_format {
+
+std::string violation_line(const violation& v) {
+  std::string ids;
+  auto add = [&ids](const std::string& part) {
+    if (part.empty()) return;
+    ids += ids.empty() ? "" : ", ";
+    ids += part;
+  };
+  if (v.task_id != 0) add(fmt::format("task {}", v.task_id));
+  if (v.request_id != 0) add(fmt::format("request {:#x}", v.request_id));
+  add(v.transport);
+  if (v.seq != 0) add(fmt::format("seq {}", v.seq));
+  std::string head = v.op_id != 0 ? fmt::format("op {}", v.op_id) : std::string{};
+  if (!ids.empty()) head += head.empty() ? ids : fmt::format(" ({})", ids);
+  if (head.empty()) return v.evidence;
+  return fmt::format("{}: {}", head, v.evidence);
+}
+
+void append_escaped(std::string& out, std::string_view text, bool attribute) {
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      case '\t': out += attribute ? "&#9;" : "\t"; break;
+      case '\n': out += attribute ? "&#10;" : "\n"; break;
+      default:
+        // C0 controls and DEL are not allowed in XML 1.0 text.
+        if (static_cast<unsigned char>(c) < 0x20 || c == '\x7f') break;
+        out += c;
+    }
+  }
+}
+
+std::string escaped(std::string_view text, bool attribute) {
+  std::string out;
+  out.reserve(text.size());
+  append_escaped(out, text, attribute);
+  return out;
+}
+
+namespace {
+
+// Byte offsets of each UTF-8 character's start, so shortening never splits
+// a character.
+std::vector<std::size_t> character_starts(std::string_view text) {
+  std::vector<std::size_t> starts;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xc0) != 0x80) starts.push_back(i);
+  }
+  return starts;
+}
+
+}  // namespace
+
+std::string shortened(std::string_view text, std::size_t width) {
+  auto starts = character_starts(text);
+  if (starts.size() <= width) return std::string(text);
+  constexpr std::string_view dots = "...";
+  if (width <= dots.size()) return std::string(dots.substr(0, width));
+  std::size_t keep = width - dots.size();
+  std::size_t head = (keep + 1) / 2;
+  std::size_t tail = keep - head;
+  std::string out(text.substr(0, starts[head]));
+  out += dots;
+  out += text.substr(starts[starts.size() - tail]);
+  return out;
+}
+
+}  // namespace report_format
+
+run_outcome outcome_of(const run_result& r) noexcept {
+  if (!r.error.empty()) return run_outcome::error;
+  if (r.skipped) return run_outcome::skipped;
+  return r.passed ? run_outcome::passed : run_outcome::failed;
+}
+
+const checker_result* first_failure(const run_result& r) noexcept {
+  for (const auto& c : r.checkers) {
+    if (!c.passed()) return &c;
+  }
+  return nullptr;
+}
+
+std::string verdict(const run_result& r) {
+  switch (outcome_of(r)) {
+    case run_outcome::error: return "ERROR";
+    case run_outcome::skipped: return r.skip_reason.empty() ? "SKIP" : "SKIP " + r.skip_reason;
+    case run_outcome::passed: return "PASS";
+    case run_outcome::failed: break;
+  }
+  const auto* failed = first_failure(r);
+  return failed == nullptr ? "FAIL" : "FAIL " + failed->name;
+}
+
+std::uint64_t faults_fired_total(const run_result& r) noexcept {
+  std::uint64_t total = 0;
+  for (const auto& [name, count] : r.faults_fired) total += count;
+  return total;
+}
+
+namespace {
+
+constexpr std::size_t violations_shown_max = 10;
+
+void append_checker_text(std::string& out, const checker_result& c) {
+  out += fmt::format("checker {} failed: {} violation{} ({} checked)\n", c.name,
+                     c.violations.size(), c.violations.size() == 1 ? "" : "s", c.checked);
+  std::size_t shown = std::min(c.violations.size(), violations_shown_max);
+  for (std::size_t i = 0; i < shown; ++i) {
+    out += "  " + report_format::violation_line(c.violations[i]) + "\n";
+  }
+  if (c.violations.size() > shown) {
+    out += fmt::format("  ... and {} more\n", c.violations.size() - shown);
+  }
+}
+
+}  // namespace
+
+std::string failure_text(const run_result& r) {
+  auto outcome = outcome_of(r);
+  if (outcome == run_outcome::passed || outcome == run_outcome::skipped) return {};
+  std::string out = r.scenario;
+  if (!r.file.empty()) out += fmt::format(" ({})", r.file);
+  out += fmt::format(": {}\n", verdict(r));
+  if (outcome == run_outcome::error) {
+    out += "error: " + r.error + "\n";
+  } else if (const auto* failed = first_failure(r); failed != nullptr) {
+    append_checker_text(out, *failed);
+    std::string others;
+    for (const auto& c : r.checkers) {
+      if (&c != failed && !c.passed()) {
+        others += fmt::format("{}{} ({})", others.empty() ? "" : ", ", c.name, c.violations.size());
+      }
+    }
+    if (!others.empty()) out += "also failed: " + others + "\n";
+  } else {
+    out += "no checker reported a violation, but the run did not pass\n";
+  }
+  out += fmt::format("seed: {}\n", r.seed);
+  if (!r.replay.empty()) out += "replay: " + r.replay + "\n";
+  return out;
+}
+
+namespace {
+
+constexpr std::size_t table_columns_max = 100;
+constexpr std::size_t name_columns_min = 12;  // scenario and verdict, when shortened
+constexpr std::size_t column_gap = 2;
+constexpr std::size_t column_count = 7;
+
+using table_row = std::array<std::string, column_count>;
+
+table_row row_of(const run_result& r) {
+  std::size_t ran = 0;
+  std::size_t passed = 0;
+  for (const auto& c : r.checkers) {
+    if (!c.ran) continue;
+    ++ran;
+    if (c.passed()) ++passed;
+  }
+  return {r.scenario,
+          fmt::format("{}", r.seed),
+          fmt::format("{}/{}", r.ops_done, r.ops_total),
+          fmt::format("{}", faults_fired_total(r)),
+          fmt::format("{}/{}", passed, ran),
+          verdict(r),
+          fmt::format("{:.2f}", r.seconds)};
+}
+
+// Column widths: the widest cell, with the scenario (0) and verdict (5)
+// columns shortened until the row fits table_columns_max.
+std::array<std::size_t, column_count> widths_of(const std::vector<table_row>& rows) {
+  std::array<std::size_t, column_count> w{};
+  for (const auto& row : rows) {
+    for (std::size_t i = 0; i < column_count; ++i) w[i] = std::max(w[i], row[i].size());
+  }
+  std::size_t fixed = column_gap * (column_count - 1);
+  for (std::size_t i : {1, 2, 3, 4, 6}) fixed += w[i];
+  std::size_t room = table_columns_max > fixed + 2 * name_columns_min ? table_columns_max - fixed
+                                                                      : 2 * name_columns_min;
+  if (w[0] + w[5] <= room) return w;
+  std::size_t verdict_w = std::min(w[5], std::max(name_columns_min, room / 2));
+  w[0] = std::min(w[0], std::max(name_columns_min, room - verdict_w));
+  w[5] = std::min(w[5], std::max(name_columns_min, room - w[0]));
+  return w;
+}
+
+std::string totals_line(const std::vector<run_result>& runs) {
+  std::array<std::size_t, 4> n{};
+  for (const auto& r : runs) ++n[static_cast<std::size_t>(outcome_of(r))];
+  auto count = [&n](run_outcome o) { return n[static_cast<std::size_t>(o)]; };
+  std::string out = fmt::format("{} passed, {} failed, {} skipped", count(run_outcome::passed),
+                                count(run_outcome::failed), count(run_outcome::skipped));
+  if (auto errors = count(run_outcome::error); errors != 0) {
+    out += fmt::format(", {} error{}", errors, errors == 1 ? "" : "s");
+  }
+  return out + "\n";
+}
+
+}  // namespace
+
+std::string summary_table(const std::vector<run_result>& runs) {
+  std::vector<table_row> rows;
+  rows.reserve(runs.size() + 1);
+  rows.push_back({"scenario", "seed", "ops", "faults", "checkers", "verdict", "seconds"});
+  for (const auto& r : runs) rows.push_back(row_of(r));
+  auto w = widths_of(rows);
+  // Numbers are right-aligned, names left-aligned; the last column ends the line.
+  constexpr std::array<bool, column_count> right{false, true, true, true, true, false, true};
+  std::string out;
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    std::string line;
+    for (std::size_t i = 0; i < column_count; ++i) {
+      if (i != 0) line.append(column_gap, ' ');
+      auto cell = report_format::shortened(rows[k][i], w[i]);
+      line += right[i] ? fmt::format("{:>{}}", cell, w[i]) : fmt::format("{:<{}}", cell, w[i]);
+    }
+    line.erase(line.find_last_not_of(' ') + 1);
+    out += line + "\n";
+    if (k == 0) out += std::string(line.size(), '-') + "\n";
+  }
+  return out + totals_line(runs);
+}
+
+}  // namespace faultlane::sim

@@ -25,27 +25,56 @@ struct run_result {
   std::string file;
   std::uint64_t seed = 0;
   bool passed = false;
-  bool skipped = false;        // e.g. needs failpoints in a build without them
+  bool skipped = false;  // e.g. needs failpoints in a build without them
   std::string skip_reason;
-  std::string error;           // the run itself failed (could not start, timed out)
+  std::string error;  // the run itself failed (could not start, timed out)
   std::vector<checker_result> checkers;
-  std::uint64_t ops_total = 0;  // planned
-  std::uint64_t ops_done = 0;   // completed
+  std::uint64_t ops_total = 0;                        // planned
+  std::uint64_t ops_done = 0;                         // completed
   std::map<std::string, std::uint64_t> faults_fired;  // name (summed over links) -> count
   double seconds = 0;
-  std::string replay;  // one shell line that replays exactly this run
+  std::string replay;                   // one shell line that replays exactly this run
   std::shared_ptr<const history> hist;  // kept for the timeline
 };
 
-// The first failing checker's violations, the seed and the replay line.
+// How a run ended, in the order the reports decide it: a run error wins,
+// then a skip, then `passed`.
+enum class run_outcome : std::uint8_t { passed, failed, skipped, error };
+run_outcome outcome_of(const run_result& r) noexcept;
+
+// The first checker with violations, nullptr if none has any.
+const checker_result* first_failure(const run_result& r) noexcept;
+
+// "PASS", "FAIL exactly_once", "SKIP needs failpoints" or "ERROR": the
+// summary table's verdict column (untruncated) and the timeline's header.
+std::string verdict(const run_result& r);
+
+// Sum of faults_fired.
+std::uint64_t faults_fired_total(const run_result& r) noexcept;
+
+// A failed run: the first failing checker's name and its violations (the
+// first 10, one a line, then "... and N more"), the seed and the replay
+// line. A run error: the error, the seed and the replay line. Passed and
+// skipped runs: empty.
 std::string failure_text(const run_result& r);
-// scenario | seed | ops | faults fired | checkers | verdict | seconds
+// scenario | seed | ops | faults fired | checkers | verdict | seconds, one
+// line per run under a header and a rule, then "18 passed, 1 failed,
+// 1 skipped" (", 1 error" when there is one). Fits 100 columns: long
+// scenario names and verdicts are shortened in the middle with "...".
 std::string summary_table(const std::vector<run_result>& runs);
 
+// {"runs": [...]}: every run_result field but hist, the checkers with every
+// violation field, and "counters": ops by outcome status (when hist is
+// set; "not_completed" for ops that never completed) and each link's relay
+// counters and tap record counts.
 std::string to_json(const std::vector<run_result>& runs);
-// One <testcase> per scenario x seed; a failure carries the checker's text.
+// JUnit XML as Jenkins and GitLab read it: one <testsuite name="faultlane-sim">
+// with one <testcase> per scenario x seed; a failure's message is
+// "CHECKER: first evidence" and its body failure_text(); a run error is an
+// <error>, a skipped run a <skipped>.
 std::string to_junit(const std::vector<run_result>& runs);
-// Needs r.hist.
+// One self-contained HTML page (inline CSS and SVG, no script, no URL
+// fetched). Without r.hist it shows the header and says there is no history.
 std::string timeline_html(const run_result& r);
 
 }  // namespace faultlane::sim
