@@ -165,7 +165,9 @@ result<void> read_field(const YAML::Node& root, const char* name, T& out) {
   return {};
 }
 
-result<transport_config> from_yaml(const YAML::Node& root) {
+}  // namespace
+
+result<transport_config> parse_config(const YAML::Node& root) {
   transport_config c;
   if (!root.IsMap()) return config_error("(document)", "expected a mapping of config fields");
   for (const auto& kv : root) {
@@ -199,11 +201,9 @@ result<transport_config> from_yaml(const YAML::Node& root) {
   return c;
 }
 
-}  // namespace
-
 result<transport_config> parse_config_yaml(std::string_view yaml_text) {
   try {
-    return from_yaml(YAML::Load(std::string(yaml_text)));
+    return parse_config(YAML::Load(std::string(yaml_text)));
   } catch (const YAML::Exception& e) {
     return error{status::invalid_argument, fmt::format("config: YAML: {}", e.what())};
   }

@@ -14,6 +14,10 @@
 #include "faultlane/core/limits.hpp"
 #include "faultlane/core/status.hpp"
 
+namespace YAML {
+class Node;
+}
+
 namespace faultlane {
 
 class transport_observer;
@@ -51,6 +55,9 @@ struct transport_config {
 result<void> validate(const transport_config& config);
 
 result<transport_config> parse_config_yaml(std::string_view yaml_text);
+// The same from a parsed mapping (the scenario loader's `config:` blocks).
+// Errors name the field as "config: FIELD: what".
+result<transport_config> parse_config(const YAML::Node& root);
 result<transport_config> load_config_file(const std::string& path);
 
 }  // namespace faultlane

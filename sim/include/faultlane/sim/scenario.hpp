@@ -3,9 +3,10 @@
 // docs/scenarios.md is the reference for the file form. load_scenario()
 // checks everything that can be checked before a run: every key known,
 // every value typed and in range, every name defined, every event able to
-// trigger. An error names file:line:column and the key. to_yaml() writes a
-// scenario back as a file load_scenario() reads to an equal scenario (the
-// shrinker writes its minimal scenario with it).
+// trigger. An error is "FILE:LINE:COLUMN: KEY: what", KEY the dotted path of
+// the value (`workload[1].size`). to_yaml() writes a scenario back as a file
+// load_scenario() reads to an equal scenario (the shrinker writes its
+// minimal scenario with it).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,34 @@
 
 namespace faultlane::sim {
 
+// The bounds of a scenario file, each checked by the loader and listed in
+// docs/scenarios.md.
+namespace scenario_bounds {
+inline constexpr std::size_t transports_max = 8;
+inline constexpr std::size_t rails_max = 4;
+inline constexpr std::size_t regions_max = 64;
+inline constexpr std::size_t links_max = 64;
+inline constexpr std::size_t streams_max = 32;
+inline constexpr std::size_t events_max = 64;
+inline constexpr std::size_t phases_max = 16;
+inline constexpr std::size_t faults_per_link_max = 32;
+inline constexpr std::size_t size_values_max = 64;  // a stream's `size:` list
+inline constexpr std::uint64_t region_bytes_max = 1ull << 30;
+inline constexpr std::uint32_t timeout_ms_min = 1000;  // the whole run
+inline constexpr std::uint32_t timeout_ms_max = 600000;
+inline constexpr std::uint32_t timeout_ms_default = 120000;
+inline constexpr std::uint64_t stream_ops_max = 1000000;
+inline constexpr std::uint32_t duration_ms_max = 600000;  // a stream's, a phase's deadline
+inline constexpr std::size_t depth_max = 1024;
+inline constexpr std::size_t batch_max = 256;
+inline constexpr std::uint32_t liveness_deadline_ms_default = 10000;
+inline constexpr std::uint32_t failpoint_delay_ms_max = 600000;
+static_assert(rails_max <= limits::rail_count_max, "scenario rails are core rails");
+static_assert(batch_max <= depth_max, "a batch never exceeds the depth");
+static_assert(region_bytes_max <= limits::transfer_bytes_default,
+              "a whole-region op fits the default max_transfer_bytes");
+}  // namespace scenario_bounds
+
 // Where a value came from, for messages: 1-based line and column.
 struct source_mark {
   std::string file;
@@ -42,6 +71,7 @@ struct count_range {
   friend bool operator==(const count_range&, const count_range&) = default;
 };
 std::string to_string(const count_range& r);  // the shortest form that parses back
+// "3", ">=1", ">0", "<=2", "<3", "2..5"; errors say what is wrong, without a place.
 result<count_range> parse_count_range(std::string_view text);
 
 enum class process_kind : std::uint8_t { local, child };
@@ -116,19 +146,19 @@ enum class offset_mode : std::uint8_t { random, sequential };
 
 struct stream_spec {
   std::string name;
-  std::string from;    // initiator transport (local)
-  std::string region;  // a region of the target; its transport is the target
+  std::string from;        // initiator transport (local)
+  std::string region;      // a region of the target; its transport is the target
   double read_weight = 1;  // op mix: `ops: {read: 3, write: 1}`
   double write_weight = 0;
   size_dist size;
   offset_mode offsets = offset_mode::random;  // random: aligned to nothing
-  std::uint64_t count = 0;        // ops to submit; 0 = run for duration_ms
-  std::uint32_t duration_ms = 0;  // with count 0
-  std::size_t depth = 1;          // tasks in flight
-  std::size_t batch = 1;          // tasks per submit()
+  std::uint64_t count = 0;                    // ops to submit; 0 = run for duration_ms
+  std::uint32_t duration_ms = 0;              // with count 0
+  std::size_t depth = 1;                      // tasks in flight
+  std::size_t batch = 1;                      // tasks per submit()
   std::uint32_t start_deadline_ms = 0;
-  std::string phase;                           // default: the first phase
-  std::vector<status> allow{status::ok};       // outcomes that are not violations
+  std::string phase;                      // default: the first phase
+  std::vector<status> allow{status::ok};  // outcomes that are not violations
   source_mark mark;
 };
 
@@ -156,9 +186,9 @@ struct event_spec {
   trigger_kind when = trigger_kind::stream_ops;
   std::string stream;  // stream_ops
   std::uint64_t ops = 0;
-  std::string fault;   // fault_fired
+  std::string fault;  // fault_fired
   std::uint64_t times = 1;
-  std::string phase;   // phase_start, phase_end
+  std::string phase;  // phase_start, phase_end
 
   event_action action = event_action::restart;
   std::string transport;   // restart, kill, drop_connections, shutdown
@@ -176,7 +206,7 @@ struct phase_spec {
   std::string name;
   bool heal = false;      // removes every relay fault and disarms every failpoint first
   bool liveness = false;  // every op of its streams must end ok within deadline_ms
-  std::uint32_t deadline_ms = 10000;
+  std::uint32_t deadline_ms = scenario_bounds::liveness_deadline_ms_default;
   source_mark mark;
 };
 
@@ -199,8 +229,8 @@ struct scenario {
   std::string summary;  // the opening comment, for `faultlane-sim list`
   std::vector<std::string> tags;
   std::uint64_t seed = 1;
-  std::uint32_t timeout_ms = 120000;  // the whole run
-  bool needs_failpoints = false;      // derived: an event arms one
+  std::uint32_t timeout_ms = scenario_bounds::timeout_ms_default;  // the whole run
+  bool needs_failpoints = false;                                   // derived: an event arms one
   std::vector<transport_spec> transports;
   std::vector<region_spec> regions;
   std::vector<link_spec> links;
@@ -212,14 +242,18 @@ struct scenario {
 
 // The checker names `expect.checkers` may turn off.
 inline constexpr std::string_view checker_names[] = {
-    "exactly_once", "data_integrity", "no_replay",        "slice_coverage",
-    "stale_rejection", "bounds",      "drained_shutdown", "liveness"};
+    "exactly_once",    "data_integrity", "no_replay",        "slice_coverage",
+    "stale_rejection", "bounds",         "drained_shutdown", "liveness"};
 
 result<scenario> parse_scenario(std::string_view text, const std::string& file);
 result<scenario> load_scenario(const std::string& path);
 std::string to_yaml(const scenario& s);
 
+// The YAML spellings: `do:` names (restart ... register ... shutdown) and
+// the trigger keys (stream, fault, phase, after_phase).
 std::string_view to_string(event_action a) noexcept;
 std::string_view to_string(trigger_kind k) noexcept;
+std::string_view to_string(offset_mode m) noexcept;
+std::string_view to_string(process_kind p) noexcept;
 
 }  // namespace faultlane::sim

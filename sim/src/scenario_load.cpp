@@ -1,0 +1,154 @@
+// parse_scenario() and load_scenario(): the top level of a scenario file.
+//
+// YAML syntax errors, an empty file and a top level that is not a mapping
+// are reported here; every section is then read in dependency order
+// (transports, regions, links, phases, workload, events, expect) so that
+// each reference is checked against names already read. Nothing runs
+// before the whole file is accepted.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "scenario_reader.hpp"
+
+namespace faultlane::sim {
+namespace {
+
+namespace bounds = scenario_bounds;
+using detail::builder;
+
+// The opening comment block, each line without its "#" and one space.
+std::string opening_comment(std::string_view text) {
+  std::string out;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  bool started = false;
+  while (std::getline(in, line)) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    if (line.empty() && !started) continue;
+    if (line.empty() || line[0] != '#') break;
+    std::string_view body(line);
+    body.remove_prefix(1);
+    if (!body.empty() && body[0] == ' ') body.remove_prefix(1);
+    if (started) out += '\n';
+    out += body;
+    started = true;
+  }
+  return out;
+}
+
+result<void> read_header(builder& b, const YAML::Node& root) {
+  const detail::reader& rd = b.rd;
+  scenario& s = b.s;
+  if (const auto n = root["name"]) {
+    auto name = rd.name(n, "name", 64, true);
+    if (!name.ok()) return name.error();
+    s.name = name.value();
+  } else {
+    s.name = std::filesystem::path(s.file).stem().string();
+    auto name = rd.name(YAML::Node(s.name), "name", 64, true);
+    if (!name.ok()) {
+      return rd.fail(root, "name",
+                     fmt::format("the file name '{}' is not a scenario name: give name: "
+                                 "([a-z0-9_.-], 1..64 characters)",
+                                 s.name));
+    }
+  }
+  if (const auto n = root["tags"]) {
+    if (auto r = rd.sequence(n, "tags", 0, 32); !r) return r;
+    for (std::size_t i = 0; i < n.size(); ++i) {
+      auto tag = rd.name(n[i], detail::item_path("tags", i), 32, true);
+      if (!tag.ok()) return tag.error();
+      s.tags.push_back(tag.value());
+    }
+  }
+  if (const auto n = root["seed"]) {
+    auto seed = rd.integer(n, "seed", 0, UINT64_MAX);
+    if (!seed.ok()) return seed.error();
+    s.seed = seed.value();
+  }
+  if (const auto n = root["timeout_ms"]) {
+    auto ms = rd.integer(n, "timeout_ms", bounds::timeout_ms_min, bounds::timeout_ms_max);
+    if (!ms.ok()) return ms.error();
+    s.timeout_ms = static_cast<std::uint32_t>(ms.value());
+  }
+  return {};
+}
+
+result<void> read_sections(builder& b, const YAML::Node& root) {
+  if (auto r = b.rd.mapping(root, "",
+                            {"name", "tags", "seed", "timeout_ms", "transports", "regions", "links",
+                             "workload", "events", "phases", "expect"});
+      !r) {
+    return r;
+  }
+  if (auto r = read_header(b, root); !r) return r;
+  auto transports = b.rd.required(root, "", "transports");
+  if (!transports.ok()) return transports.error();
+  if (auto r = read_transports(b, transports.value()); !r) return r;
+  if (const auto n = root["regions"]) {
+    if (auto r = read_regions(b, n); !r) return r;
+  }
+  if (const auto n = root["links"]) {
+    if (auto r = read_links(b, n); !r) return r;
+  }
+  if (auto r = read_phases(b, root["phases"]); !r) return r;
+  auto workload = b.rd.required(root, "", "workload");
+  if (!workload.ok()) return workload.error();
+  if (auto r = read_streams(b, workload.value()); !r) return r;
+  if (const auto n = root["events"]) {
+    if (auto r = read_events(b, n); !r) return r;
+  }
+  if (const auto n = root["expect"]) {
+    if (auto r = read_expect(b, n); !r) return r;
+  }
+  for (const auto& e : b.s.events) {
+    if (e.action == event_action::arm) b.s.needs_failpoints = true;
+  }
+  return {};
+}
+
+error yaml_error(const std::string& file, const YAML::Exception& e) {
+  const int line = e.mark.is_null() ? 1 : e.mark.line + 1;
+  const int column = e.mark.is_null() ? 1 : e.mark.column + 1;
+  return error{status::invalid_argument,
+               fmt::format("{}:{}:{}: yaml: {}", file, line, column, e.msg)};
+}
+
+}  // namespace
+
+result<scenario> parse_scenario(std::string_view text, const std::string& file) {
+  builder b{detail::reader(file), scenario{}, {}, {}};
+  b.s.file = file;
+  b.s.summary = opening_comment(text);
+  try {
+    const std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
+    if (docs.empty() || docs[0].IsNull()) {
+      return b.rd.fail(YAML::Node(), "", "the file is empty (a scenario is a mapping)");
+    }
+    if (docs.size() > 1) {
+      return b.rd.fail(docs[1], "", "more than one YAML document (a scenario is one mapping)");
+    }
+    if (!docs[0].IsMap()) {
+      return b.rd.fail(docs[0], "", "the top level must be a mapping (name:, transports:, ...)");
+    }
+    if (auto r = read_sections(b, docs[0]); !r) return r.error();
+  } catch (const YAML::Exception& e) {
+    return yaml_error(file, e);
+  }
+  return std::move(b.s);
+}
+
+result<scenario> load_scenario(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return error{status::invalid_argument, fmt::format("{}:1:1: (file): cannot open it", path)};
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_scenario(text.str(), path);
+}
+
+}  // namespace faultlane::sim
