@@ -31,20 +31,56 @@ std::string violation_line(const violation& v) {
   return fmt::format("{}: {}", head, v.evidence);
 }
 
+namespace {
+
+// The length of the well-formed UTF-8 sequence at text[i], 0 if none is.
+std::size_t utf8_length(std::string_view text, std::size_t i) {
+  auto byte = [text](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  unsigned lead = byte(i);
+  std::size_t n = 0;
+  if (lead >= 0xc2 && lead <= 0xdf) n = 2;
+  if (lead >= 0xe0 && lead <= 0xef) n = 3;
+  if (lead >= 0xf0 && lead <= 0xf4) n = 4;
+  if (n == 0 || i + n > text.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xc0) != 0x80) return 0;
+  }
+  // Overlong forms, surrogates and code points past U+10FFFF.
+  unsigned second = byte(i + 1);
+  if ((lead == 0xe0 && second < 0xa0) || (lead == 0xed && second > 0x9f)) return 0;
+  if ((lead == 0xf0 && second < 0x90) || (lead == 0xf4 && second > 0x8f)) return 0;
+  return n;
+}
+
+std::string_view entity_of(char c, bool attribute) {
+  switch (c) {
+    case '&': return "&amp;";
+    case '<': return "&lt;";
+    case '>': return "&gt;";
+    case '"': return "&quot;";
+    case '\'': return "&#39;";
+    case '\t': return attribute ? "&#9;" : "\t";
+    case '\n': return attribute ? "&#10;" : "\n";
+    default: return {};
+  }
+}
+
+}  // namespace
+
 void append_escaped(std::string& out, std::string_view text, bool attribute) {
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      case '\t': out += attribute ? "&#9;" : "\t"; break;
-      case '\n': out += attribute ? "&#10;" : "\n"; break;
-      default:
-        // C0 controls and DEL are not allowed in XML 1.0 text.
-        if (static_cast<unsigned char>(c) < 0x20 || c == '\x7f') break;
-        out += c;
+  constexpr std::string_view replacement = "\xef\xbf\xbd";  // U+FFFD
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    auto byte = static_cast<unsigned char>(c);
+    if (auto entity = entity_of(c, attribute); !entity.empty()) {
+      out += entity;
+    } else if (byte >= 0x80) {
+      // Bytes that are not UTF-8 would make the whole document unreadable.
+      std::size_t n = utf8_length(text, i);
+      out += n == 0 ? replacement : text.substr(i, n);
+      i += n == 0 ? 0 : n - 1;
+    } else if (byte >= 0x20 && byte != 0x7f) {
+      out += c;  // C0 controls and DEL are dropped: XML 1.0 has no place for them
     }
   }
 }
@@ -69,6 +105,8 @@ std::vector<std::size_t> character_starts(std::string_view text) {
 }
 
 }  // namespace
+
+std::size_t columns(std::string_view text) { return character_starts(text).size(); }
 
 std::string shortened(std::string_view text, std::size_t width) {
   auto starts = character_starts(text);
@@ -190,7 +228,9 @@ table_row row_of(const run_result& r) {
 std::array<std::size_t, column_count> widths_of(const std::vector<table_row>& rows) {
   std::array<std::size_t, column_count> w{};
   for (const auto& row : rows) {
-    for (std::size_t i = 0; i < column_count; ++i) w[i] = std::max(w[i], row[i].size());
+    for (std::size_t i = 0; i < column_count; ++i) {
+      w[i] = std::max(w[i], report_format::columns(row[i]));
+    }
   }
   std::size_t fixed = column_gap * (column_count - 1);
   for (std::size_t i : {1, 2, 3, 4, 6}) fixed += w[i];
@@ -231,7 +271,8 @@ std::string summary_table(const std::vector<run_result>& runs) {
     for (std::size_t i = 0; i < column_count; ++i) {
       if (i != 0) line.append(column_gap, ' ');
       auto cell = report_format::shortened(rows[k][i], w[i]);
-      line += right[i] ? fmt::format("{:>{}}", cell, w[i]) : fmt::format("{:<{}}", cell, w[i]);
+      std::string pad(w[i] - report_format::columns(cell), ' ');
+      line += right[i] ? pad + cell : cell + pad;
     }
     line.erase(line.find_last_not_of(' ') + 1);
     out += line + "\n";

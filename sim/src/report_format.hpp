@@ -15,11 +15,15 @@ namespace faultlane::sim::report_format {
 // are zero or empty are left out.
 std::string violation_line(const violation& v);
 
-// Appends `text` with &, <, >, " and ' as entities and control characters
-// other than tab and newline removed. In an attribute, tab and newline are
-// written as character references so they survive attribute normalisation.
+// Appends `text` with &, <, >, " and ' as entities, control characters
+// other than tab and newline removed and bytes that are not UTF-8 replaced
+// by U+FFFD. In an attribute, tab and newline are written as character
+// references so they survive attribute normalisation.
 void append_escaped(std::string& out, std::string_view text, bool attribute = false);
 std::string escaped(std::string_view text, bool attribute = false);
+
+// Characters (UTF-8 code points) in `text`: its width in a terminal, near enough.
+std::size_t columns(std::string_view text);
 
 // `text` if it has at most `width` characters, else its start and end around
 // "..." in exactly `width` characters.

@@ -108,6 +108,17 @@ TEST(ReportSummaryTable, OneAlignedLinePerRunAndTotals) {
   EXPECT_EQ(lines_of(summary_table({})).back(), "0 passed, 0 failed, 0 skipped");
 }
 
+// Catches widths counted in bytes: a name with two-byte characters would
+// push its row's later columns out of line.
+TEST(ReportSummaryTable, AlignsNamesWithMultibyteCharacters) {
+  auto lines = lines_of(summary_table(
+      {passed_run("\xc3\xbc\xc3\xbc\xc3\xbc\xc3\xbc_long_name", 1), passed_run("b", 2)}));
+  ASSERT_EQ(lines.size(), 5u);
+  // Four two-byte characters: four more bytes before the same column.
+  EXPECT_EQ(lines[2].find("PASS"), lines[0].find("verdict") + 4) << lines[2];
+  EXPECT_EQ(lines[3].find("PASS"), lines[0].find("verdict")) << lines[3];
+}
+
 // Catches a field left out or renamed, violations not carried, wrong
 // counters, and hist leaking into the JSON.
 TEST(ReportJson, ParsesBackWithEveryField) {
@@ -183,6 +194,21 @@ TEST(ReportJunit, BalancedWithCountsAndEscapedMessages) {
   EXPECT_NE(xml.find(R"(<error message="child server#1 did not start within 5000 ms")"),
             std::string::npos);
   EXPECT_EQ(xml.find('\x01'), std::string::npos);
+}
+
+// Catches bytes that are not UTF-8 passed into the XML (a CI parser then
+// rejects the whole file) or good UTF-8 mangled.
+TEST(ReportJunit, ReplacesBytesThatAreNotUtf8) {
+  auto r = failed_run();
+  r.scenario =
+      "pr\xc3\xbc"
+      "fung \xff\xc3 \xed\xa0\x80 end";  // ü, bad byte, cut ü, surrogate
+  auto xml = to_junit({r});
+  EXPECT_EQ(check_balanced(xml), "");
+  EXPECT_NE(xml.find("pr\xc3\xbc"
+                     "fung \xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd end"),
+            std::string::npos)
+      << xml;
 }
 
 TEST(ReportJunit, EmptyRunListIsStillAValidSuite) {

@@ -44,6 +44,7 @@ TEST(ReportTimeline, OneFaultMarkPerFaultRecordAndOneLinePerMark) {
   for (const auto& tag : faults) EXPECT_TRUE(tag.starts_with("<path")) << tag;
   EXPECT_EQ(count_of(html, "<title>fault drop_frame.down (up)"), 2u);
   EXPECT_EQ(count_of(html, "<title>fault reset.up (up)"), 1u);
+  EXPECT_EQ(count_of(html, "class=\"decode-error\""), 0u) << "the write record was drawn";
   EXPECT_EQ(count_of(html, "class=\"event-mark\""), 2u);
   EXPECT_NE(html.find(R"(data-kind="note" data-ok="false")"), std::string::npos);
 }
