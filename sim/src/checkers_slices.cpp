@@ -28,12 +28,21 @@ struct tapped_read {
   const relays::tap_record* frame = nullptr;
 };
 
+// A READ below the slicing threshold is one exchange of the whole length
+// on whichever lane, and so rail, the peer's rotation picks
+// (docs/architecture.md): its plan slice matches any rail.
+constexpr std::size_t any_rail = SIZE_MAX;
+
+bool on_rail(const slice& planned, std::size_t rail) {
+  return planned.rail == any_rail || planned.rail == rail;
+}
+
 std::vector<slice> planned_slices(const history& h, const detail::history_index& index,
                                   const op_record& op) {
   const auto* inc = index.incarnation(op.initiator, op.initiator_incarnation);
   std::size_t rails = inc != nullptr ? inc->rails : 1;
   auto step = h.slice_step_bytes != 0 ? h.slice_step_bytes : limits::slice_step_bytes;
-  if (!read_is_sliced(op.length, rails, step)) return {slice{0, 0, op.length}};
+  if (!read_is_sliced(op.length, rails, step)) return {slice{any_rail, 0, op.length}};
   auto plan = plan_read_slices(op.length, rails, step);
   return {plan.begin(), plan.end()};
 }
@@ -41,7 +50,8 @@ std::vector<slice> planned_slices(const history& h, const detail::history_index&
 std::string show(const std::vector<slice>& plan, std::uint64_t base) {
   std::string out;
   for (const auto& s : plan) {
-    out += fmt::format("{}rail {} [{}, {})", out.empty() ? "" : ", ", s.rail, base + s.offset,
+    auto rail = s.rail == any_rail ? std::string("any") : std::to_string(s.rail);
+    out += fmt::format("{}rail {} [{}, {})", out.empty() ? "" : ", ", rail, base + s.offset,
                        base + s.offset + s.length);
   }
   return out;
@@ -96,7 +106,9 @@ void slice_check::check_dispatches(const op_record& op, const std::vector<slice>
   for (const auto* d : t != nullptr ? t->slices : std::vector<const core_event*>{}) {
     bool planned = false;
     for (std::size_t i = 0; i < plan.size(); ++i) {
-      if (plan[i] == slice{d->rail, d->offset, d->length}) planned = sent[i] = true;
+      if (on_rail(plan[i], d->rail) && plan[i].offset == d->offset && plan[i].length == d->length) {
+        planned = sent[i] = true;
+      }
     }
     if (planned) continue;
     auto v = detail::op_violation(
@@ -112,10 +124,9 @@ void slice_check::check_dispatches(const op_record& op, const std::vector<slice>
   if (!ended_ok(op)) return;
   for (std::size_t i = 0; i < plan.size(); ++i) {
     if (sent[i]) continue;
-    add(op, fmt::format("READ of {} bytes ended ok but planned slice rail {} [{}, {}) of the "
-                        "task was never dispatched (plan: {})",
-                        op.length, plan[i].rail, plan[i].offset, plan[i].offset + plan[i].length,
-                        show(plan, 0)));
+    add(op, fmt::format("READ of {} bytes ended ok but planned slice {} of the task was never "
+                        "dispatched (plan: {})",
+                        op.length, show({plan[i]}, 0), show(plan, 0)));
   }
 }
 
@@ -131,7 +142,7 @@ void slice_check::check_taps(const op_record& op, const std::vector<slice>& plan
     for (const auto& [link, frame] : it->second) {
       bool planned = false;
       for (std::size_t i = 0; i < plan.size(); ++i) {
-        if (plan[i].rail == link->rail && op.offset + plan[i].offset == frame->remote_offset &&
+        if (on_rail(plan[i], link->rail) && op.offset + plan[i].offset == frame->remote_offset &&
             plan[i].length == frame->length) {
           planned = seen[i] = true;
         }
@@ -151,10 +162,13 @@ void slice_check::check_taps(const op_record& op, const std::vector<slice>& plan
   auto tapped = tapped_links_.find({op.initiator, op.target});
   if (tapped == tapped_links_.end()) return;
   for (std::size_t i = 0; i < plan.size(); ++i) {
-    if (seen[i] || tapped->second.count(plan[i].rail) == 0) continue;
+    // An unsliced READ is looked for on the rail it was dispatched on.
+    auto rail = plan[i].rail;
+    if (rail == any_rail) rail = t->slices.empty() ? any_rail : t->slices.front()->rail;
+    if (seen[i] || tapped->second.count(rail) == 0) continue;
     add(op, fmt::format("READ ended ok but the tapped link of rail {} never saw its planned "
                         "slice [{}, {}) (plan: {})",
-                        plan[i].rail, op.offset + plan[i].offset,
+                        rail, op.offset + plan[i].offset,
                         op.offset + plan[i].offset + plan[i].length, show(plan, op.offset)));
   }
 }

@@ -17,6 +17,9 @@ transport_config runner_config(const transport_spec& spec) {
   c.port = 0;
   c.rail_addresses.clear();
   if (spec.rails > 1) {
+    // With rails the core listens on each rail address, never on the
+    // wildcard bind_address it then requires.
+    c.bind_address.clear();
     for (std::size_t r = 0; r < spec.rails; ++r) {
       c.rail_addresses.push_back("127.0.0." + std::to_string(r + 1));
     }

@@ -74,6 +74,10 @@ void scenario_run::run_phase(const phase_spec& ph) {
     }
   }
   joiner.join();
+  if (ph.settle_ms > 0) {
+    // A settle period is a wait by design: the scenario asks for time to pass.
+    std::this_thread::sleep_for(std::chrono::milliseconds(ph.settle_ms));
+  }
   poll_fault_events();
   fire_phase_events(trigger_kind::phase_end, ph.name);
   rec_.edit([&](history& h) {
@@ -89,7 +93,9 @@ void scenario_run::finish() {
   }
   if (rec_.enabled()) {
     for (const auto& r : s_.regions) {
-      auto& t = *transports_.at(r.transport);
+      auto slot = transports_.find(r.transport);
+      if (slot == transports_.end()) continue;  // setup failed before it
+      auto& t = *slot->second;
       if (!t.up || !t.ids[r.name]) continue;
       auto bytes = t.p->dump(r.name);
       if (!bytes) continue;

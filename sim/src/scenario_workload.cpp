@@ -17,7 +17,7 @@ namespace bounds = scenario_bounds;
 
 result<phase_spec> read_phase(const builder& b, const YAML::Node& node, const std::string& path) {
   const reader& rd = b.rd;
-  if (auto r = rd.mapping(node, path, {"name", "heal", "liveness", "deadline_ms"}); !r) {
+  if (auto r = rd.mapping(node, path, {"name", "heal", "liveness", "deadline_ms", "settle_ms"}); !r) {
     return r.error();
   }
   phase_spec p;
@@ -45,6 +45,11 @@ result<phase_spec> read_phase(const builder& b, const YAML::Node& node, const st
     auto deadline = rd.integer(d, key_path(path, "deadline_ms"), 1, bounds::duration_ms_max);
     if (!deadline.ok()) return deadline.error();
     p.deadline_ms = static_cast<std::uint32_t>(deadline.value());
+  }
+  if (const auto d = node["settle_ms"]) {
+    auto settle = rd.integer(d, key_path(path, "settle_ms"), 0, bounds::duration_ms_max);
+    if (!settle.ok()) return settle.error();
+    p.settle_ms = static_cast<std::uint32_t>(settle.value());
   }
   return p;
 }

@@ -152,7 +152,11 @@ void scenario_run::run_stream(const stream_spec& st, const std::string& phase, b
                   false);
   }
   lock.unlock();
+  // A task's status is published once its callback returned; wait for
+  // that before comparing the two (exactly_once does).
   for (const auto& [batch, ids] : batches) {
+    (void)batch->wait(std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::max(deadline_ - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration{})));
     for (std::size_t i = 0; i < ids.size(); ++i) {
       if (batch->status(i).done) rec_.set_batch_status(ids[i], batch->status(i).code);
     }

@@ -207,6 +207,9 @@ struct phase_spec {
   bool heal = false;      // removes every relay fault and disarms every failpoint first
   bool liveness = false;  // every op of its streams must end ok within deadline_ms
   std::uint32_t deadline_ms = scenario_bounds::liveness_deadline_ms_default;
+  // After its streams (and a heal), wait this long before the next phase,
+  // so reconnect cooldowns and idle timers run out: 0..600000, default 0.
+  std::uint32_t settle_ms = 0;
   source_mark mark;
 };
 
