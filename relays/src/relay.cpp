@@ -215,7 +215,8 @@ const relay_config& relay::config() const { return impl_->state->config; }
 address relay::upstream() const { return impl_->state->current_upstream(); }
 
 result<void> relay::set_upstream(address upstream) {
-  if (auto r = check_loopback("upstream", upstream.address, impl_->state->config.allow_non_loopback);
+  if (auto r =
+          check_loopback("upstream", upstream.address, impl_->state->config.allow_non_loopback);
       !r) {
     return r;
   }

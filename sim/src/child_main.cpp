@@ -110,7 +110,9 @@ int run_child_process() {
     try {
       if (!session.handle(json::parse(line))) return 0;
     } catch (const std::exception& e) {
-      session.send(json{{"reply", "?"}, {"ok", false}, {"code", static_cast<int>(status::invalid_argument)},
+      session.send(json{{"reply", "?"},
+                        {"ok", false},
+                        {"code", static_cast<int>(status::invalid_argument)},
                         {"message", std::string("child: bad command: ") + e.what()}});
     }
   }

@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <system_error>
 #include <thread>
 
 #include "child_protocol.hpp"
@@ -33,12 +34,20 @@ class child_peer final : public peer {
  public:
   child_peer(const transport_spec& spec, recorder& rec, std::string program)
       : spec_(spec), recorder_(rec), program_(std::move(program)) {}
-  ~child_peer() override { stop(); }
+  ~child_peer() override {
+    try {
+      stop();
+    } catch (const std::exception&) {
+      // The child's reply could not be encoded or parsed: it is reaped anyway.
+      if (pid_ > 0) finish(true);
+    }
+  }
 
   result<void> start(std::uint32_t index) override {
     if (program_.empty()) {
-      return error{status::invalid_argument,
-                   "transport " + spec_.name + " is process: child, but no child program was given"};
+      return error{
+          status::invalid_argument,
+          "transport " + spec_.name + " is process: child, but no child program was given"};
     }
     if (auto r = spawn(); !r) return r;
     auto reply = command({{"cmd", "start"},
@@ -110,7 +119,7 @@ class child_peer final : public peer {
     int to_child[2];
     int from_child[2];
     if (pipe2(to_child, O_CLOEXEC) != 0 || pipe2(from_child, O_CLOEXEC) != 0) {
-      return error{status::internal_error, std::string("pipe2: ") + std::strerror(errno)};
+      return error{status::internal_error, "pipe2: " + std::generic_category().message(errno)};
     }
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
@@ -131,7 +140,7 @@ class child_peer final : public peer {
       ::close(to_child[1]);
       ::close(from_child[0]);
       return error{status::invalid_argument,
-                   "cannot start " + program_ + ": " + std::strerror(rc)};
+                   "cannot start " + program_ + ": " + std::generic_category().message(rc)};
     }
     pid_ = pid;
     to_child_ = to_child[1];
@@ -179,7 +188,8 @@ class child_peer final : public peer {
 
   result<json> command(const json& cmd) {
     std::lock_guard one_at_a_time(command_mutex_);
-    if (to_child_ < 0) return error{status::connection_failed, "child " + spec_.name + " is not running"};
+    if (to_child_ < 0)
+      return error{status::connection_failed, "child " + spec_.name + " is not running"};
     auto line = cmd.dump() + "\n";
     for (std::size_t off = 0; off < line.size();) {
       auto n = ::write(to_child_, line.data() + off, line.size() - off);
@@ -191,12 +201,14 @@ class child_peer final : public peer {
     if (!cv_.wait_for(lock, reply_timeout, [&] { return !replies_.empty() || eof_; })) {
       return error{status::timeout, "child " + spec_.name + " did not answer " + cmd.dump()};
     }
-    if (replies_.empty()) return error{status::connection_failed, "child " + spec_.name + " exited"};
+    if (replies_.empty())
+      return error{status::connection_failed, "child " + spec_.name + " exited"};
     auto reply = std::move(replies_.front());
     replies_.pop_front();
     if (!reply.value("ok", false)) {
-      return error{static_cast<status>(reply.value("code", static_cast<int>(status::internal_error))),
-                   reply.value("message", std::string("child failed"))};
+      return error{
+          static_cast<status>(reply.value("code", static_cast<int>(status::internal_error))),
+          reply.value("message", std::string("child failed"))};
     }
     return reply;
   }

@@ -68,7 +68,8 @@ json to_json(const transport_stats& s) {
 
 transport_stats stats_from_json(const json& j) {
   transport_stats s;
-  for (const auto& c : transport_counters) s.*c.field = j.at(std::string(c.name)).get<std::uint64_t>();
+  for (const auto& c : transport_counters)
+    s.*c.field = j.at(std::string(c.name)).get<std::uint64_t>();
   s.tasks_admitted_now = j.at("tasks_admitted_now").get<std::uint64_t>();
   s.bytes_admitted_now = j.at("bytes_admitted_now").get<std::uint64_t>();
   s.rejected_busy = j.at("rejected_busy").get<std::uint64_t>();

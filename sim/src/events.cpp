@@ -12,7 +12,8 @@ namespace {
 
 std::string describe_event(const event_spec& e) {
   std::string what(to_string(e.action));
-  for (const auto* arg : {&e.transport, &e.target, &e.region, &e.link, &e.fault_name, &e.failpoint}) {
+  for (const auto* arg :
+       {&e.transport, &e.target, &e.region, &e.link, &e.fault_name, &e.failpoint}) {
     if (!arg->empty()) what += " " + *arg;
   }
   if (e.action == event_action::add_fault) what += " " + relays::describe(e.added.spec);
@@ -87,10 +88,8 @@ result<void> scenario_run::restart(transport_slot& t, bool sigkill) {
 
 result<void> scenario_run::apply(const event_spec& e) {
   switch (e.action) {
-    case event_action::restart:
-      return restart(*transports_.at(e.transport), false);
-    case event_action::kill:
-      return restart(*transports_.at(e.transport), true);
+    case event_action::restart: return restart(*transports_.at(e.transport), false);
+    case event_action::kill: return restart(*transports_.at(e.transport), true);
     case event_action::shutdown: {
       auto& t = *transports_.at(e.transport);
       std::unique_lock lock(t.lock);
@@ -131,14 +130,9 @@ result<void> scenario_run::apply(const event_spec& e) {
       return {};
     }
     case event_action::add_fault:
-    case event_action::remove_fault:
-      return change_fault(e);
-    case event_action::arm:
-      failpoint::arm(e.failpoint, e.failpoint_config);
-      return {};
-    case event_action::disarm:
-      failpoint::disarm(e.failpoint);
-      return {};
+    case event_action::remove_fault: return change_fault(e);
+    case event_action::arm: failpoint::arm(e.failpoint, e.failpoint_config); return {};
+    case event_action::disarm: failpoint::disarm(e.failpoint); return {};
   }
   return error{status::internal_error, "unknown event"};
 }

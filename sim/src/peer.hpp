@@ -29,9 +29,8 @@ class peer {
   // fill_seed != 0: the region gets fresh memory filled with that seed;
   // 0: it keeps the bytes it had in this incarnation.
   virtual result<registration_id> register_region(const region_spec& region,
-                                                   std::uint64_t fill_seed) = 0;
-  virtual result<void> unregister_region(const std::string& region,
-                                         registration_id id) = 0;
+                                                  std::uint64_t fill_seed) = 0;
+  virtual result<void> unregister_region(const std::string& region, registration_id id) = 0;
   virtual result<transport_stats> stats() = 0;
   virtual result<std::vector<std::byte>> dump(const std::string& region) = 0;
   virtual result<void> shutdown() = 0;

@@ -16,6 +16,23 @@ submit_scope::submit_scope(const std::vector<std::uint64_t>& op_ids) {
 
 submit_scope::~submit_scope() { submitting_ops = nullptr; }
 
+std::string_view to_string(event_kind k) noexcept {
+  switch (k) {
+    case event_kind::task_submitted: return "task_submitted";
+    case event_kind::task_finalized: return "task_finalized";
+    case event_kind::slice_dispatched: return "slice_dispatched";
+    case event_kind::lane_connected: return "lane_connected";
+    case event_kind::lane_closed: return "lane_closed";
+    case event_kind::stale_handler_dropped: return "stale_handler_dropped";
+    case event_kind::server_executed: return "server_executed";
+    case event_kind::session_opened: return "session_opened";
+    case event_kind::lease_acquired: return "lease_acquired";
+    case event_kind::lease_released: return "lease_released";
+    case event_kind::admission_changed: return "admission_changed";
+  }
+  return "unknown";
+}
+
 std::uint64_t recorder::now_us() const {
   return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                         std::chrono::steady_clock::now() - start_)

@@ -31,7 +31,8 @@ class recorder {
   // Appends the op, assigning its id and submit seq/time.
   std::uint64_t add_op(op_record op);
   // Sets the outcome of op `id` (callback side).
-  void complete_op(std::uint64_t id, status outcome, std::uint64_t bytes, std::vector<std::byte> data);
+  void complete_op(std::uint64_t id, status outcome, std::uint64_t bytes,
+                   std::vector<std::byte> data);
   // submit() refused the batch the op was in.
   void fail_submit(std::uint64_t id, status why);
   void set_task_id(std::uint64_t id, std::uint64_t task_id);

@@ -56,11 +56,11 @@ struct transport_slot {
 };
 
 struct relay_slot {
-  std::string name;  // the link's name, or "<initiator>-<target>-r<rail>"
+  std::string name;                 // the link's name, or "<initiator>-<target>-r<rail>"
   const link_spec* link = nullptr;  // null: a plain pass-through
   std::size_t rail = 0;
   std::unique_ptr<relays::relay> r;
-  std::uint64_t started_us = 0;  // the relay's clock zero on the run's clock
+  std::uint64_t started_us = 0;                         // the relay's clock zero on the run's clock
   std::multimap<std::string, relays::fault_id> faults;  // name -> installed
 };
 
@@ -119,7 +119,7 @@ class scenario_run {
   std::map<std::string, std::unique_ptr<transport_slot>> transports_;
   std::map<std::pair<std::string, std::string>, std::unique_ptr<pair_slot>> pairs_;
   std::map<std::string, const region_spec*> regions_;
-  std::vector<phase_spec> phases_;  // the scenario's, or fault, heal, liveness
+  std::vector<phase_spec> phases_;                // the scenario's, or fault, heal, liveness
   std::map<std::string, std::uint64_t> planned_;  // stream -> ops planned
   std::set<std::string> fault_names_;  // every fault name a relay got, added ones included
 

@@ -52,7 +52,8 @@ result<void> scenario_run::register_region(transport_slot& t, const region_spec&
   if (!id) return id.error();
   t.ids[r.name] = id.value();
   rec_.edit([&](history& h) {
-    h.registrations.push_back({t.spec->name, inc, r.name, id.value(), registered_seq, 0, fill, r.size});
+    h.registrations.push_back(
+        {t.spec->name, inc, r.name, id.value(), registered_seq, 0, fill, r.size});
   });
   return {};
 }
@@ -152,8 +153,9 @@ result<void> scenario_run::open_segments(const std::string& initiator) {
   for (auto& [key, p] : pairs_) {
     if (key.first != initiator) continue;
     auto seg = t.p->local()->open_segment(p->source);
-    if (!seg) return error{seg.code(), fmt::format("{} cannot open {}: {}", initiator, key.second,
-                                                   seg.error().message)};
+    if (!seg)
+      return error{seg.code(), fmt::format("{} cannot open {}: {}", initiator, key.second,
+                                           seg.error().message)};
     p->segment = seg.value();
   }
   return {};
@@ -163,9 +165,8 @@ result<void> scenario_run::setup() {
   for (const auto& spec : s_.transports) {
     auto slot = std::make_unique<transport_slot>();
     slot->spec = &spec;
-    slot->p = spec.process == process_kind::child
-                  ? make_child_peer(spec, rec_, o_.child_program)
-                  : make_local_peer(spec, rec_);
+    slot->p = spec.process == process_kind::child ? make_child_peer(spec, rec_, o_.child_program)
+                                                  : make_local_peer(spec, rec_);
     if (auto r = start_transport(*slot, 0, true); !r) {
       return error{r.code(), fmt::format("transport {}: {}", spec.name, r.error().message)};
     }

@@ -101,7 +101,8 @@ void scenario_run::finish() {
       if (!bytes) continue;
       const auto seq = rec_.next_seq();
       rec_.edit([&](history& h) {
-        h.finals.push_back({r.transport, t.incarnation.load(), r.name, seq, std::move(bytes.value())});
+        h.finals.push_back(
+            {r.transport, t.incarnation.load(), r.name, seq, std::move(bytes.value())});
       });
     }
   }
@@ -109,9 +110,9 @@ void scenario_run::finish() {
   for (int pass = 0; pass < 2; ++pass) {
     for (auto& [slot_name, t] : transports_) {
       const auto& name = slot_name;
-      const bool initiator = t->p->local() != nullptr &&
-                             std::any_of(s_.streams.begin(), s_.streams.end(),
-                                         [&](const auto& st) { return st.from == name; });
+      const bool initiator =
+          t->p->local() != nullptr && std::any_of(s_.streams.begin(), s_.streams.end(),
+                                                  [&](const auto& st) { return st.from == name; });
       if (initiator != (pass == 0)) continue;
       std::unique_lock lock(t->lock);
       stop_transport(*t, "end of run", true);

@@ -17,7 +17,8 @@ namespace bounds = scenario_bounds;
 
 result<phase_spec> read_phase(const builder& b, const YAML::Node& node, const std::string& path) {
   const reader& rd = b.rd;
-  if (auto r = rd.mapping(node, path, {"name", "heal", "liveness", "deadline_ms", "settle_ms"}); !r) {
+  if (auto r = rd.mapping(node, path, {"name", "heal", "liveness", "deadline_ms", "settle_ms"});
+      !r) {
     return r.error();
   }
   phase_spec p;

@@ -165,9 +165,9 @@ void write_events_and_phases(const scenario& s, out_lines& out) {
   }
   out.emplace_back("phases:");
   for (const auto& p : s.phases) {
-    out.push_back(fmt::format(
-        "  - {{name: {}, heal: {}, liveness: {}, deadline_ms: {}, settle_ms: {}}}", p.name,
-        p.heal, p.liveness, p.deadline_ms, p.settle_ms));
+    out.push_back(
+        fmt::format("  - {{name: {}, heal: {}, liveness: {}, deadline_ms: {}, settle_ms: {}}}",
+                    p.name, p.heal, p.liveness, p.deadline_ms, p.settle_ms));
   }
 }
 

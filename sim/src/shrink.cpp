@@ -50,9 +50,8 @@ scenario without(const scenario& s, const std::vector<part>& drop) {
       out.expect.faults.erase(s.links[l].name + "/" + name);
     }
   }
-  out.needs_failpoints = std::any_of(out.events.begin(), out.events.end(), [](const auto& e) {
-    return e.action == event_action::arm;
-  });
+  out.needs_failpoints = std::any_of(out.events.begin(), out.events.end(),
+                                     [](const auto& e) { return e.action == event_action::arm; });
   return out;
 }
 
@@ -66,8 +65,13 @@ std::vector<scenario> lowered(const scenario& s) {
       change(c.streams[i]);
       out.push_back(std::move(c));
     };
-    if (st.count > 1) with([](stream_spec& x) { x.count = std::max<std::uint64_t>(1, x.count / 2); });
-    if (st.depth > 1) with([](stream_spec& x) { x.depth = std::max<std::size_t>(1, x.depth / 2); x.batch = std::min(x.batch, x.depth); });
+    if (st.count > 1)
+      with([](stream_spec& x) { x.count = std::max<std::uint64_t>(1, x.count / 2); });
+    if (st.depth > 1)
+      with([](stream_spec& x) {
+        x.depth = std::max<std::size_t>(1, x.depth / 2);
+        x.batch = std::min(x.batch, x.depth);
+      });
     if (st.batch > 1) with([](stream_spec& x) { x.batch = 1; });
     if (st.size.range && st.size.hi > st.size.lo) {
       with([](stream_spec& x) { x.size.hi = x.size.lo + (x.size.hi - x.size.lo) / 2; });
@@ -135,12 +139,14 @@ scenario drop_parts(const scenario& s, shrinker& sh, std::size_t& kept) {
   while (!parts.empty()) {
     bool progressed = false;
     for (std::size_t start = 0; start < parts.size(); start += chunk) {
-      std::vector<part> drop(parts.begin() + static_cast<std::ptrdiff_t>(start),
-                             parts.begin() + static_cast<std::ptrdiff_t>(std::min(parts.size(), start + chunk)));
+      std::vector<part> drop(
+          parts.begin() + static_cast<std::ptrdiff_t>(start),
+          parts.begin() + static_cast<std::ptrdiff_t>(std::min(parts.size(), start + chunk)));
       auto candidate = without(current, drop);
       if (!sh.fails(candidate)) continue;
       sh.log(fmt::format("dropped {} part(s): {} fault(s) and {} event(s) left", drop.size(),
-                         parts_of(candidate).size() - candidate.events.size(), candidate.events.size()));
+                         parts_of(candidate).size() - candidate.events.size(),
+                         candidate.events.size()));
       current = std::move(candidate);
       parts = parts_of(current);
       ++kept;

@@ -41,126 +41,182 @@ std::uint64_t draw_size(const size_dist& d, std::mt19937_64& rng) {
 
 }  // namespace
 
-void scenario_run::run_stream(const stream_spec& st, const std::string& phase, bool liveness,
-                              std::uint64_t count) {
-  const auto& region = *regions_.at(st.region);
-  auto& from = *transports_.at(st.from);
-  auto& target = *transports_.at(region.transport);
-  auto& pair = *pairs_.at({st.from, region.transport});
-  const auto label = liveness && phase != (st.phase.empty() ? phases_.front().name : st.phase)
-                         ? st.name + "@" + phase
-                         : st.name;
-  std::mt19937_64 rng(stable_hash(seed_ ^ stable_hash(label)));
-  registration_id reg = 0;
-  {
-    std::lock_guard lock(events_mutex_);
-    reg = target.ids[region.name];
+namespace {
+
+// One stream's run: draws ops, keeps `depth` in flight, records them.
+class stream_runner {
+ public:
+  stream_runner(scenario_run& run, const stream_spec& st, const std::string& phase, bool liveness,
+                std::uint64_t count)
+      : run_(run),
+        st_(st),
+        phase_(phase),
+        liveness_(liveness),
+        count_(count),
+        region_(*run.regions_.at(st.region)),
+        from_(*run.transports_.at(st.from)),
+        target_(*run.transports_.at(region_.transport)),
+        pair_(*run.pairs_.at({st.from, region_.transport})),
+        label_(liveness && phase != (st.phase.empty() ? run.phases_.front().name : st.phase)
+                   ? st.name + "@" + phase
+                   : st.name),
+        rng_(stable_hash(run.seed_ ^ stable_hash(label_))),
+        read_share_(st.read_weight / (st.read_weight + st.write_weight)) {
+    std::lock_guard lock(run.events_mutex_);
+    reg_ = target_.ids[region_.name];
   }
-  auto state = std::make_shared<stream_state>();
-  const auto started = std::chrono::steady_clock::now();
-  const auto until = started + std::chrono::milliseconds(st.duration_ms);
-  const double read_share = st.read_weight / (st.read_weight + st.write_weight);
-  std::uniform_real_distribution<double> coin(0, 1);
-  std::uint64_t submitted = 0;
-  std::uint64_t next_offset = 0;
-  std::vector<std::pair<std::shared_ptr<transfer_batch>, std::vector<std::uint64_t>>> batches;
 
-  for (;;) {
-    const auto now = std::chrono::steady_clock::now();
-    if (count ? submitted >= count : now >= until) break;
-    std::unique_lock lock(state->mutex);
-    if (!state->cv.wait_until(lock, deadline_, [&] { return state->inflight < st.depth; })) {
-      timed_out_ = true;
-      break;
+  void run() {
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(st_.duration_ms);
+    for (;;) {
+      if (count_ ? submitted_ >= count_ : std::chrono::steady_clock::now() >= until) break;
+      const auto n = reserve();
+      if (n == 0) break;
+      submit(n);
+      if (!liveness_) run_.fire_stream_events(st_.name, submitted_, submitted_ + n);
+      submitted_ += n;
     }
-    std::size_t n = std::min<std::size_t>(st.batch, st.depth - state->inflight);
-    if (count) n = static_cast<std::size_t>(std::min<std::uint64_t>(n, count - submitted));
-    state->inflight += n;
-    lock.unlock();
+    drain();
+  }
 
+ private:
+  // Waits for room under `depth`; the batch size, 0 at the run's timeout.
+  std::size_t reserve() {
+    std::unique_lock lock(state_->mutex);
+    if (!state_->cv.wait_until(lock, run_.deadline_,
+                               [&] { return state_->inflight < st_.depth; })) {
+      run_.timed_out_ = true;
+      return 0;
+    }
+    std::size_t n = std::min<std::size_t>(st_.batch, st_.depth - state_->inflight);
+    if (count_) n = static_cast<std::size_t>(std::min<std::uint64_t>(n, count_ - submitted_));
+    state_->inflight += n;
+    return n;
+  }
+
+  op_record draw(std::size_t i) {
+    op_record op;
+    op.stream = label_;
+    op.phase = phase_;
+    op.liveness = liveness_;
+    op.initiator = st_.from;
+    op.target = region_.transport;
+    op.region = region_.name;
+    op.initiator_incarnation = from_.incarnation.load();
+    op.target_incarnation = target_.incarnation.load();
+    op.op = coin_(rng_) < read_share_ ? wire::opcode::read : wire::opcode::write;
+    op.length = draw_size(st_.size, rng_);
+    if (st_.offsets == offset_mode::sequential) {
+      if (next_offset_ + op.length > region_.size) next_offset_ = 0;
+      op.offset = next_offset_;
+      next_offset_ += op.length;
+    } else {
+      op.offset = std::uniform_int_distribution<std::uint64_t>(0, region_.size - op.length)(rng_);
+    }
+    op.registration_id = reg_;
+    if (op.op == wire::opcode::write) {
+      op.data_seed =
+          stable_hash(stable_hash(label_) ^ stable_hash(run_.seed_ + submitted_ + i + 1)) | 1;
+    }
+    return op;
+  }
+
+  void submit(std::size_t n) {
     auto ctx = std::make_shared<batch_context>();
-    ctx->rec = &rec_;
-    ctx->stream = state;
+    ctx->rec = &run_.rec_;
+    ctx->stream = state_;
     std::vector<transfer_request> requests(n);
     for (std::size_t i = 0; i < n; ++i) {
-      op_record op;
-      op.stream = label;
-      op.phase = phase;
-      op.liveness = liveness;
-      op.initiator = st.from;
-      op.target = region.transport;
-      op.region = region.name;
-      op.initiator_incarnation = from.incarnation.load();
-      op.target_incarnation = target.incarnation.load();
-      op.op = coin(rng) < read_share ? wire::opcode::read : wire::opcode::write;
-      op.length = draw_size(st.size, rng);
-      if (st.offsets == offset_mode::sequential) {
-        if (next_offset + op.length > region.size) next_offset = 0;
-        op.offset = next_offset;
-        next_offset += op.length;
-      } else {
-        op.offset =
-            std::uniform_int_distribution<std::uint64_t>(0, region.size - op.length)(rng);
-      }
-      op.registration_id = reg;
+      auto op = draw(i);
       std::vector<std::byte> buffer(op.length);
-      if (op.op == wire::opcode::write) {
-        op.data_seed = stable_hash(stable_hash(label) ^ stable_hash(seed_ + submitted + i + 1)) | 1;
-        fill_pattern(buffer.data(), buffer.size(), op.data_seed);
-      }
-      requests[i] = {op.op,      buffer.data(), op.length,          pair.segment.load(),
-                     reg,        op.offset,     st.start_deadline_ms};
+      if (op.op == wire::opcode::write) fill_pattern(buffer.data(), buffer.size(), op.data_seed);
+      requests[i] = {op.op, buffer.data(), op.length, 0, reg_, op.offset, st_.start_deadline_ms};
       ctx->ops.push_back(op.op);
       ctx->buffers.push_back(std::move(buffer));
-      ctx->ids.push_back(rec_.add_op(std::move(op)));
+      ctx->ids.push_back(run_.rec_.add_op(std::move(op)));
     }
-    auto on_done = [ctx](std::size_t i, status code, std::uint64_t bytes) {
-      std::vector<std::byte> data;
-      if (ctx->ops[i] == wire::opcode::read && code == status::ok) data = std::move(ctx->buffers[i]);
-      ctx->rec->complete_op(ctx->ids[i], code, bytes, std::move(data));
-      std::vector<std::byte>().swap(ctx->buffers[i]);
-      std::lock_guard lock(ctx->stream->mutex);
-      --ctx->stream->inflight;
-      ctx->stream->cv.notify_all();
-    };
-    result<std::shared_ptr<transfer_batch>> submitted_batch =
+    result<std::shared_ptr<transfer_batch>> batch =
         error{status::shutting_down, "initiator is shut down"};
     {
-      std::shared_lock up(from.lock);
-      if (from.up) {
-        for (auto& r : requests) r.segment = pair.segment.load();  // reopened on a restart
+      std::shared_lock up(from_.lock);
+      if (from_.up) {
+        for (auto& r : requests) r.segment = pair_.segment.load();  // reopened on a restart
         submit_scope scope(ctx->ids);
-        submitted_batch = from.p->local()->submit(requests, on_done);
+        batch = from_.p->local()->submit(requests,
+                                         [ctx](std::size_t i, status code, std::uint64_t bytes) {
+                                           on_done(*ctx, i, code, bytes);
+                                         });
       }
     }
-    if (submitted_batch) {
-      batches.emplace_back(std::move(submitted_batch.value()), ctx->ids);
-    } else {
-      for (auto id : ctx->ids) rec_.fail_submit(id, submitted_batch.code());
-      std::lock_guard relock(state->mutex);
-      state->inflight -= n;
+    if (batch) {
+      batches_.emplace_back(std::move(batch.value()), ctx->ids);
+      return;
     }
-    if (!liveness) fire_stream_events(st.name, submitted, submitted + n);
-    submitted += n;
+    for (auto id : ctx->ids) run_.rec_.fail_submit(id, batch.code());
+    std::lock_guard relock(state_->mutex);
+    state_->inflight -= n;
   }
-  std::unique_lock lock(state->mutex);
-  if (!state->cv.wait_until(lock, deadline_, [&] { return state->inflight == 0; })) {
-    timed_out_ = true;
-    rec_.add_mark("note",
-                  fmt::format("stream {}: {} ops still in flight at the run's timeout", label,
-                              state->inflight),
-                  false);
+
+  static void on_done(batch_context& ctx, std::size_t i, status code, std::uint64_t bytes) {
+    std::vector<std::byte> data;
+    if (ctx.ops[i] == wire::opcode::read && code == status::ok) data = std::move(ctx.buffers[i]);
+    ctx.rec->complete_op(ctx.ids[i], code, bytes, std::move(data));
+    std::vector<std::byte>().swap(ctx.buffers[i]);
+    std::lock_guard lock(ctx.stream->mutex);
+    --ctx.stream->inflight;
+    ctx.stream->cv.notify_all();
   }
-  lock.unlock();
-  // A task's status is published once its callback returned; wait for
-  // that before comparing the two (exactly_once does).
-  for (const auto& [batch, ids] : batches) {
-    (void)batch->wait(std::chrono::duration_cast<std::chrono::milliseconds>(
-        std::max(deadline_ - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration{})));
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-      if (batch->status(i).done) rec_.set_batch_status(ids[i], batch->status(i).code);
+
+  // Waits for every op, then compares each task's published status.
+  void drain() {
+    std::unique_lock lock(state_->mutex);
+    if (!state_->cv.wait_until(lock, run_.deadline_, [&] { return state_->inflight == 0; })) {
+      run_.timed_out_ = true;
+      run_.rec_.add_mark("note",
+                         fmt::format("stream {}: {} ops still in flight at the run's timeout",
+                                     label_, state_->inflight),
+                         false);
+    }
+    lock.unlock();
+    // A task's status is published once its callback returned; wait for
+    // that before comparing the two (exactly_once does).
+    for (const auto& [batch, ids] : batches_) {
+      (void)batch->wait(std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::max(run_.deadline_ - std::chrono::steady_clock::now(),
+                   std::chrono::steady_clock::duration{})));
+      for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (batch->status(i).done) run_.rec_.set_batch_status(ids[i], batch->status(i).code);
+      }
     }
   }
+
+  scenario_run& run_;
+  const stream_spec& st_;
+  const std::string phase_;
+  const bool liveness_;
+  const std::uint64_t count_;
+  const region_spec& region_;
+  transport_slot& from_;
+  transport_slot& target_;
+  pair_slot& pair_;
+  const std::string label_;
+  std::mt19937_64 rng_;
+  const double read_share_;
+  std::uniform_real_distribution<double> coin_{0, 1};
+  registration_id reg_ = 0;
+  std::shared_ptr<scenario_run::stream_state> state_ =
+      std::make_shared<scenario_run::stream_state>();
+  std::uint64_t submitted_ = 0;
+  std::uint64_t next_offset_ = 0;
+  std::vector<std::pair<std::shared_ptr<transfer_batch>, std::vector<std::uint64_t>>> batches_;
+};
+
+}  // namespace
+
+void scenario_run::run_stream(const stream_spec& st, const std::string& phase, bool liveness,
+                              std::uint64_t count) {
+  stream_runner(*this, st, phase, liveness, count).run();
 }
 
 }  // namespace faultlane::sim

@@ -57,7 +57,8 @@ regions:
 TEST(runner, a_clean_run_passes_and_every_checker_had_work) {
   auto s = parse(two_peers + R"(
 workload:
-  - {name: mixed, from: client, region: data, ops: {read: 1, write: 1}, size: "1..8KiB", count: 60, depth: 3}
+  - {name: mixed, from: client, region: data, ops: {read: 1, write: 1}, size: "1..8KiB",
+     count: 60, depth: 3}
 )");
   auto r = run(s);
   ASSERT_TRUE(r.passed) << failure_text(r);

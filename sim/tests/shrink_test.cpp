@@ -14,7 +14,8 @@ namespace {
 const char* planted = R"(
 # Eight faults and three events; only the lost ACK exposes the planted replay.
 transports:
-  - {name: client, config: {progress_timeout_ms: 250, connections_per_peer: 1, reconnect_cooldown_ms: 10}}
+  - name: client
+    config: {progress_timeout_ms: 250, connections_per_peer: 1, reconnect_cooldown_ms: 10}
   - {name: server}
 regions:
   - {name: data, transport: server, size: 256KiB}
@@ -39,9 +40,14 @@ workload:
     count: 12
     allow: [ok, ambiguous_write]
 events:
-  - {at: {phase: fault}, do: arm, failpoint: {name: planted.replay_ambiguous_write, action: return_error, count: 1}}
+  - at: {phase: fault}
+    do: arm
+    failpoint: {name: planted.replay_ambiguous_write, action: return_error, count: 1}
   - {at: {stream: writes, ops: 4}, do: drop_connections, transport: client, target: server}
-  - {at: {stream: writes, ops: 6}, do: add_fault, link: client-server-r0, fault: {type: latency, dir: down, ms: 1, name: added_lat}}
+  - at: {stream: writes, ops: 6}
+    do: add_fault
+    link: client-server-r0
+    fault: {type: latency, dir: down, ms: 1, name: added_lat}
   - {at: {stream: writes, ops: 8}, do: remove_fault, link: client-server-r0, fault: added_lat}
 expect:
   checkers:

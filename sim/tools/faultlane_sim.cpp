@@ -142,7 +142,8 @@ std::vector<run_result> run_jobs(const std::vector<job>& jobs, const run_flags& 
     }
   };
   std::vector<std::thread> threads;
-  for (std::size_t t = 0; t < std::max<std::size_t>(1, f.jobs); ++t) threads.emplace_back(worker, false);
+  for (std::size_t t = 0; t < std::max<std::size_t>(1, f.jobs); ++t)
+    threads.emplace_back(worker, false);
   for (auto& t : threads) t.join();
   next = 0;
   worker(true);
@@ -166,10 +167,9 @@ void shrink_failure(const run_result& r, const scenario& s, const run_flags& f) 
   }
   auto path = (dir / (s.name + ".min.yaml")).string();
   if (!write_file(path, to_yaml(out.minimal))) return;
-  std::cerr << fmt::format("shrunk in {} runs to {} ({}); replay: faultlane-sim run {} --seed {}\n",
-                           out.candidates_run, path,
-                           out.confirmed ? "still fails" : "did NOT fail again: nondeterministic",
-                           path, r.seed);
+  std::cerr << fmt::format(
+      "shrunk in {} runs to {} ({}); replay: faultlane-sim run {} --seed {}\n", out.candidates_run,
+      path, out.confirmed ? "still fails" : "did NOT fail again: nondeterministic", path, r.seed);
 }
 
 int run_command(const run_flags& f) {
@@ -179,7 +179,7 @@ int run_command(const run_flags& f) {
   std::random_device entropy;
   for (const auto& s : scenarios) {
     for (std::size_t k = 0; k < f.repeat; ++k) {
-      std::uint64_t seed = f.seed ? *f.seed + k
+      std::uint64_t seed = f.seed         ? *f.seed + k
                            : f.repeat > 1 ? (std::uint64_t{entropy()} << 32 | entropy())
                                           : s.seed;
       jobs.push_back({&s, seed});
@@ -187,8 +187,8 @@ int run_command(const run_flags& f) {
   }
   auto results = run_jobs(jobs, f);
   std::cout << summary_table(results);
-  if (!results.empty() && std::all_of(results.begin(), results.end(),
-                                      [](const run_result& r) { return r.skipped; })) {
+  if (!results.empty() &&
+      std::all_of(results.begin(), results.end(), [](const run_result& r) { return r.skipped; })) {
     std::cout << "every run skipped\n";
   }
   bool ok = true;

@@ -20,7 +20,7 @@ namespace faultlane::sim {
 struct shrink_options {
   std::string checker;  // the checker the original failed
   int runs_per_candidate = 3;
-  run_options run;      // seed and child program of the failing run
+  run_options run;                              // seed and child program of the failing run
   std::function<void(const std::string&)> log;  // one line per accepted step
 };
 
