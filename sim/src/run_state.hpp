@@ -46,6 +46,26 @@ class runner_source final : public descriptor_source {
   segment_descriptor descriptor_;
 };
 
+// The byte ranges of each region that ops in flight touch. A stream draws
+// an offset that overlaps none of them: two in-flight ops on the same bytes
+// would be a data race in the target's memory (ThreadSanitizer reports it,
+// rightly), and their result is undefined anyway. Ranges are freed when the
+// op's callback ran.
+class region_ranges {
+ public:
+  // Takes [offset, offset + length) of `region` if free.
+  bool try_take(const std::string& region, std::uint64_t offset, std::uint64_t length);
+  void release(const std::string& region, std::uint64_t offset);
+  // Waits until something is released, or `deadline`.
+  bool wait(std::chrono::steady_clock::time_point deadline);
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::map<std::string, std::map<std::uint64_t, std::uint64_t>> taken_;  // offset -> end
+  std::uint64_t releases_ = 0;
+};
+
 struct transport_slot {
   const transport_spec* spec = nullptr;
   std::unique_ptr<peer> p;
@@ -123,6 +143,7 @@ class scenario_run {
   std::map<std::string, std::uint64_t> planned_;  // stream -> ops planned
   std::set<std::string> fault_names_;  // every fault name a relay got, added ones included
 
+  region_ranges ranges_;
   std::mutex events_mutex_;
   std::vector<bool> fired_;  // by event index
   std::atomic<bool> timed_out_{false};

@@ -10,6 +10,7 @@
 // the core's refresh path is what gets exercised.
 #include <fmt/format.h>
 
+#include <optional>
 #include <random>
 
 #include "faultlane/core/hash.hpp"
@@ -28,6 +29,9 @@ namespace {
 
 struct batch_context {
   recorder* rec = nullptr;
+  region_ranges* ranges = nullptr;
+  std::string region;
+  std::vector<std::uint64_t> offsets;
   std::shared_ptr<scenario_run::stream_state> stream;
   std::vector<std::uint64_t> ids;
   std::vector<std::vector<std::byte>> buffers;
@@ -71,9 +75,10 @@ class stream_runner {
         std::chrono::steady_clock::now() + std::chrono::milliseconds(st_.duration_ms);
     for (;;) {
       if (count_ ? submitted_ >= count_ : std::chrono::steady_clock::now() >= until) break;
-      const auto n = reserve();
-      if (n == 0) break;
-      submit(n);
+      const auto reserved = reserve();
+      if (reserved == 0) break;
+      const auto n = submit(reserved);
+      if (n == 0) break;  // no room before the run's deadline
       if (!liveness_) run_.fire_stream_events(st_.name, submitted_, submitted_ + n);
       submitted_ += n;
     }
@@ -95,7 +100,7 @@ class stream_runner {
     return n;
   }
 
-  op_record draw(std::size_t i) {
+  std::optional<op_record> draw(std::size_t i) {
     op_record op;
     op.stream = label_;
     op.phase = phase_;
@@ -107,13 +112,9 @@ class stream_runner {
     op.target_incarnation = target_.incarnation.load();
     op.op = coin_(rng_) < read_share_ ? wire::opcode::read : wire::opcode::write;
     op.length = draw_size(st_.size, rng_);
-    if (st_.offsets == offset_mode::sequential) {
-      if (next_offset_ + op.length > region_.size) next_offset_ = 0;
-      op.offset = next_offset_;
-      next_offset_ += op.length;
-    } else {
-      op.offset = std::uniform_int_distribution<std::uint64_t>(0, region_.size - op.length)(rng_);
-    }
+    auto offset = take_offset(op.length, i == 0);
+    if (!offset) return std::nullopt;
+    op.offset = *offset;
     op.registration_id = reg_;
     if (op.op == wire::opcode::write) {
       op.data_seed =
@@ -122,20 +123,61 @@ class stream_runner {
     return op;
   }
 
-  void submit(std::size_t n) {
+  // An offset whose range no op in flight touches: drawn (or the next
+  // sequential one), redrawn a few times, then waited for. Only the first op
+  // of a batch waits (what it waits for is already in flight); a later one
+  // gives up, and the batch goes out shorter.
+  std::optional<std::uint64_t> take_offset(std::uint64_t length, bool may_wait) {
+    constexpr int draws_before_waiting = 16;
+    for (;;) {
+      for (int i = 0; i < draws_before_waiting; ++i) {
+        std::uint64_t offset = 0;
+        if (st_.offsets == offset_mode::sequential) {
+          if (next_offset_ + length > region_.size) next_offset_ = 0;
+          offset = next_offset_;
+        } else {
+          offset = std::uniform_int_distribution<std::uint64_t>(0, region_.size - length)(rng_);
+        }
+        if (run_.ranges_.try_take(region_.name, offset, length)) {
+          if (st_.offsets == offset_mode::sequential) next_offset_ = offset + length;
+          return offset;
+        }
+      }
+      if (!may_wait) return std::nullopt;
+      if (!run_.ranges_.wait(run_.deadline_)) {
+        run_.timed_out_ = true;
+        return std::nullopt;
+      }
+    }
+  }
+
+  // Submits up to `n` ops (fewer when the region has no room for more);
+  // returns how many.
+  std::size_t submit(std::size_t n) {
     auto ctx = std::make_shared<batch_context>();
     ctx->rec = &run_.rec_;
+    ctx->ranges = &run_.ranges_;
+    ctx->region = region_.name;
     ctx->stream = state_;
     std::vector<transfer_request> requests(n);
     for (std::size_t i = 0; i < n; ++i) {
-      auto op = draw(i);
+      auto drawn = draw(i);
+      if (!drawn) {  // no room now: send the ops drawn so far
+        give_back(n - i);
+        requests.resize(i);
+        n = i;
+        break;
+      }
+      auto& op = *drawn;
       std::vector<std::byte> buffer(op.length);
       if (op.op == wire::opcode::write) fill_pattern(buffer.data(), buffer.size(), op.data_seed);
       requests[i] = {op.op, buffer.data(), op.length, 0, reg_, op.offset, st_.start_deadline_ms};
       ctx->ops.push_back(op.op);
+      ctx->offsets.push_back(op.offset);
       ctx->buffers.push_back(std::move(buffer));
       ctx->ids.push_back(run_.rec_.add_op(std::move(op)));
     }
+    if (n == 0) return 0;
     result<std::shared_ptr<transfer_batch>> batch =
         error{status::shutting_down, "initiator is shut down"};
     {
@@ -151,17 +193,26 @@ class stream_runner {
     }
     if (batch) {
       batches_.emplace_back(std::move(batch.value()), ctx->ids);
-      return;
+      return n;
     }
     for (auto id : ctx->ids) run_.rec_.fail_submit(id, batch.code());
-    std::lock_guard relock(state_->mutex);
-    state_->inflight -= n;
+    for (auto offset : ctx->offsets) run_.ranges_.release(region_.name, offset);
+    give_back(n);
+    return n;
+  }
+
+  // Returns `k` reserved in-flight slots that were not used.
+  void give_back(std::size_t k) {
+    std::lock_guard lock(state_->mutex);
+    state_->inflight -= k;
+    state_->cv.notify_all();
   }
 
   static void on_done(batch_context& ctx, std::size_t i, status code, std::uint64_t bytes) {
     std::vector<std::byte> data;
     if (ctx.ops[i] == wire::opcode::read && code == status::ok) data = std::move(ctx.buffers[i]);
     ctx.rec->complete_op(ctx.ids[i], code, bytes, std::move(data));
+    ctx.ranges->release(ctx.region, ctx.offsets[i]);
     std::vector<std::byte>().swap(ctx.buffers[i]);
     std::lock_guard lock(ctx.stream->mutex);
     --ctx.stream->inflight;
@@ -213,6 +264,30 @@ class stream_runner {
 };
 
 }  // namespace
+
+bool region_ranges::try_take(const std::string& region, std::uint64_t offset,
+                             std::uint64_t length) {
+  std::lock_guard lock(mutex_);
+  auto& taken = taken_[region];
+  auto next = taken.lower_bound(offset);
+  if (next != taken.end() && next->first < offset + length) return false;
+  if (next != taken.begin() && std::prev(next)->second > offset) return false;
+  taken.emplace(offset, offset + length);
+  return true;
+}
+
+void region_ranges::release(const std::string& region, std::uint64_t offset) {
+  std::lock_guard lock(mutex_);
+  taken_[region].erase(offset);
+  ++releases_;
+  cv_.notify_all();
+}
+
+bool region_ranges::wait(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(mutex_);
+  const auto seen = releases_;
+  return cv_.wait_until(lock, deadline, [&] { return releases_ != seen; });
+}
 
 void scenario_run::run_stream(const stream_spec& st, const std::string& phase, bool liveness,
                               std::uint64_t count) {
