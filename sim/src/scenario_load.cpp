@@ -117,6 +117,55 @@ error yaml_error(const std::string& file, const YAML::Exception& e) {
                fmt::format("{}:{}:{}: yaml: {}", file, line, column, e.msg)};
 }
 
+// Lines of the file that start a document ("---" in column 1) after some
+// content, and the first line of content: YAML::LoadAll() loops forever on
+// some malformed input in yaml-cpp 0.7 (a leading ','), so the file is read
+// with YAML::Load() and these two questions answered from the text.
+struct text_shape {
+  int first_content_line = 0;  // 0: only comments and blank lines
+  int second_document_line = 0;
+};
+
+text_shape shape_of(std::string_view text) {
+  text_shape out;
+  std::istringstream in{std::string(text)};
+  int number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++number;
+    const bool marker =
+        line.rfind("---", 0) == 0 && (line.size() == 3 || line[3] == ' ' || line[3] == '\r');
+    if (marker && out.first_content_line != 0) {
+      out.second_document_line = number;
+      return out;
+    }
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#' || marker) continue;
+    if (out.first_content_line == 0) out.first_content_line = number;
+  }
+  return out;
+}
+
+result<void> read_document(builder& b, std::string_view text) {
+  const text_shape shape = shape_of(text);
+  const YAML::Node root = YAML::Load(std::string(text));
+  const std::string& file = b.rd.file();
+  if (shape.second_document_line != 0) {
+    return error{status::invalid_argument,
+                 fmt::format("{}:{}:1: yaml: more than one YAML document (a scenario is one "
+                             "mapping)",
+                             file, shape.second_document_line)};
+  }
+  if (root.IsNull() && shape.first_content_line != 0) {
+    return error{status::invalid_argument,
+                 fmt::format("{}:{}:1: yaml: not a YAML mapping", file, shape.first_content_line)};
+  }
+  if (root.IsNull()) return b.rd.fail(root, "", "the file is empty (a scenario is a mapping)");
+  if (!root.IsMap()) {
+    return b.rd.fail(root, "", "the top level must be a mapping (name:, transports:, ...)");
+  }
+  return read_sections(b, root);
+}
+
 }  // namespace
 
 result<scenario> parse_scenario(std::string_view text, const std::string& file) {
@@ -124,17 +173,7 @@ result<scenario> parse_scenario(std::string_view text, const std::string& file) 
   b.s.file = file;
   b.s.summary = opening_comment(text);
   try {
-    const std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
-    if (docs.empty() || docs[0].IsNull()) {
-      return b.rd.fail(YAML::Node(), "", "the file is empty (a scenario is a mapping)");
-    }
-    if (docs.size() > 1) {
-      return b.rd.fail(docs[1], "", "more than one YAML document (a scenario is one mapping)");
-    }
-    if (!docs[0].IsMap()) {
-      return b.rd.fail(docs[0], "", "the top level must be a mapping (name:, transports:, ...)");
-    }
-    if (auto r = read_sections(b, docs[0]); !r) return r.error();
+    if (auto r = read_document(b, text); !r) return r.error();
   } catch (const YAML::Exception& e) {
     return yaml_error(file, e);
   }

@@ -114,7 +114,8 @@ result<std::string> reader::name(const YAML::Node& node, std::string_view path,
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
            (dots && c == '.');
   });
-  if (s.empty() || s.size() > length_max || !good) {
+  // "null" would be written back as YAML's null (to_yaml() writes names plain).
+  if (s.empty() || s.size() > length_max || !good || s == "null") {
     return fail(node, path,
                 fmt::format("'{}' is not a name: 1..{} characters from [a-z0-9_-{}]", s, length_max,
                             dots ? "." : ""));

@@ -465,5 +465,21 @@ TEST(ScenarioLoader, FileNameIsTheDefaultNameAndMustBeOne) {
   EXPECT_FALSE(load_scenario("/nonexistent/dir/none.yaml").ok());
 }
 
+// The complete example that opens docs/scenarios.md loads as it stands.
+TEST(ScenarioLoader, DocsExampleLoads) {
+  std::ifstream in(test_dir / ".." / ".." / "docs" / "scenarios.md");
+  std::stringstream doc;
+  doc << in.rdbuf();
+  const std::string text = doc.str();
+  const auto start = text.find("```yaml\n");
+  ASSERT_NE(start, std::string::npos);
+  const auto end = text.find("```\n", start + 8);
+  auto s = parse_scenario(text.substr(start + 8, end - start - 8), "docs-example.yaml");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(s.value().name, "lost-write-ack");
+  EXPECT_EQ(s.value().streams.size(), 2u);
+  EXPECT_EQ(s.value().events[0].action, event_action::kill);
+}
+
 }  // namespace
 }  // namespace faultlane::sim
