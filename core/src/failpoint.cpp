@@ -5,6 +5,7 @@
 // return after one relaxed load, without the lock.
 #include "faultlane/core/failpoint.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <map>
@@ -82,6 +83,10 @@ bool parse_action_round_trips() noexcept {
   return true;
 }
 }  // namespace
+
+bool is_known(std::string_view name) noexcept {
+  return std::find(std::begin(known_names), std::end(known_names), name) != std::end(known_names);
+}
 
 std::string_view to_string(action a) noexcept {
   switch (a) {

@@ -10,14 +10,17 @@
 #include <unistd.h>
 
 #include <bit>
+#include <filesystem>
 #include <fstream>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/limits.hpp"
-#include "receive_watermark.hpp"
 #include "faultlane/testing/transport_fixture.hpp"
+#include "receive_watermark.hpp"
 
 namespace faultlane {
 namespace {
@@ -344,6 +347,30 @@ TEST(transport_hardening, docs_counter_table_matches_the_counter_list) {
     expected += "| `" + std::string(c.name) + "` | " + std::string(c.meaning) + " |\n";
   }
   EXPECT_TRUE(doc_holds("architecture.md", expected));
+}
+
+// failpoint::known_names is every failpoint the sources evaluate, no more,
+// and docs/architecture.md's failpoint table names each of them.
+TEST(transport_hardening, known_failpoints_match_the_sources_and_the_docs) {
+  std::set<std::string> in_sources;
+  const std::regex call(R"re(FAULTLANE_FAILPOINT(?:_KEY)?\("([a-z_.]+)")re");
+  for (const auto& entry : std::filesystem::directory_iterator(FAULTLANE_SOURCE_DIR "/core/src")) {
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    const auto body = text.str();
+    for (std::sregex_iterator it(body.begin(), body.end(), call), end; it != end; ++it) {
+      in_sources.insert((*it)[1]);
+    }
+  }
+  std::set<std::string> listed(std::begin(failpoint::known_names),
+                               std::end(failpoint::known_names));
+  EXPECT_EQ(in_sources, listed);
+  for (const auto& name : listed) {
+    EXPECT_TRUE(failpoint::is_known(name));
+    EXPECT_TRUE(doc_holds("architecture.md", "| `" + name + "` |")) << name;
+  }
+  EXPECT_FALSE(failpoint::is_known("lane.on_deadlnie"));
 }
 
 // The test helper checks every counter, zeros included.

@@ -40,7 +40,8 @@ json checker_json(const checker_result& c) {
     violations.push_back({{"checker", v.checker},
                           {"op_id", v.op_id},
                           {"task_id", v.task_id},
-                          {"request_id", v.request_id},
+                          // Hex text: ids pass 2^53, beyond a JSON number's precision.
+                          {"request_id", fmt::format("{:#x}", v.request_id)},
                           {"transport", v.transport},
                           {"seq", v.seq},
                           {"evidence", v.evidence}});

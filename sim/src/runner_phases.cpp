@@ -125,7 +125,8 @@ void scenario_run::finish() {
       lr.initiator = p->initiator;
       lr.target = p->target;
       lr.rail = rail.rail;
-      lr.tapped = rail.r->config().tap;
+      // A raw link's tap sees connections but no frames: nothing to check.
+      lr.tapped = rail.r->config().tap && rail.r->config().proto == relays::protocol::faultlane;
       rail.r->stop();
       lr.counters = rail.r->counters();
       if (lr.tapped) {

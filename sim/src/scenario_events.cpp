@@ -104,6 +104,17 @@ result<void> read_trigger(const builder& b, event_spec& e, const YAML::Node& nod
   return {};
 }
 
+// A failpoint the core has (failpoint::known_names): a misspelled name
+// would arm nothing and test nothing.
+result<void> known_failpoint(const reader& rd, const YAML::Node& node, const std::string& path,
+                             const std::string& name) {
+  if (failpoint::is_known(name)) return {};
+  std::string names;
+  for (auto known : failpoint::known_names)
+    names += (names.empty() ? "" : ", ") + std::string(known);
+  return rd.fail(node, path, fmt::format("unknown failpoint '{}' (the core has: {})", name, names));
+}
+
 result<void> read_failpoint(const reader& rd, event_spec& e, const YAML::Node& node,
                             const std::string& path) {
   if (auto r = rd.mapping(
@@ -116,6 +127,9 @@ result<void> read_failpoint(const reader& rd, event_spec& e, const YAML::Node& n
   if (!name_node.ok()) return name_node.error();
   auto name = rd.name(name_node.value(), key_path(path, "name"), 64, true);
   if (!name.ok()) return name.error();
+  if (auto r = known_failpoint(rd, name_node.value(), key_path(path, "name"), name.value()); !r) {
+    return r;
+  }
   e.failpoint = name.value();
   auto act_node = rd.required(node, path, "action");
   if (!act_node.ok()) return act_node.error();
@@ -279,6 +293,7 @@ result<void> read_action_keys(builder& b, event_spec& e, const YAML::Node& node,
       }
       auto name = rd.name(name_node, name_path, 64, true);
       if (!name.ok()) return name.error();
+      if (auto r = known_failpoint(rd, name_node, name_path, name.value()); !r) return r;
       e.failpoint = name.value();
       return {};
     }

@@ -297,12 +297,22 @@ result<stream_spec> read_stream(const builder& b, const YAML::Node& node, const 
 
 }  // namespace
 
+// Time past the longest cooldown before a default liveness phase begins.
+constexpr std::uint32_t heal_margin_ms = 100;
+
 result<void> read_phases(builder& b, const YAML::Node& node) {
   if (!node.IsDefined()) {
     b.s.phases.resize(3);
     b.s.phases[0].name = "fault";
     b.s.phases[1].name = "heal";
     b.s.phases[1].heal = true;
+    // The default heal waits out every reconnect cooldown, so the liveness
+    // phase meets lanes that may connect again rather than ones still
+    // refusing to after a fault (docs/scenarios.md).
+    for (const auto& t : b.s.transports) {
+      b.s.phases[1].settle_ms =
+          std::max(b.s.phases[1].settle_ms, t.config.reconnect_cooldown_ms + heal_margin_ms);
+    }
     b.s.phases[2].name = "liveness";
     b.s.phases[2].liveness = true;
     return {};

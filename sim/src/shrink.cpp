@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <regex>
 
 namespace faultlane::sim {
 namespace {
@@ -93,6 +94,11 @@ std::vector<scenario> lowered(const scenario& s) {
 
 }  // namespace
 
+std::string evidence_form(const std::string& evidence) {
+  static const std::regex numbers("0x[0-9a-f]+|[0-9]+");
+  return std::regex_replace(evidence, numbers, "#");
+}
+
 std::string first_failing_checker(const run_result& r) {
   for (const auto& c : r.checkers) {
     if (!c.passed()) return c.name;
@@ -104,7 +110,7 @@ namespace {
 
 class shrinker {
  public:
-  explicit shrinker(const shrink_options& o) : o_(o) {}
+  explicit shrinker(const shrink_options& o) : o_(o), form_(evidence_form(o.evidence)) {}
 
   // Valid (the loader accepts its YAML) and still failing the same checker.
   bool fails(const scenario& candidate) {
@@ -114,7 +120,10 @@ class shrinker {
       ++runs_;
       auto r = run_scenario(reloaded.value(), o_.run);
       for (const auto& c : r.checkers) {
-        if (c.name == o_.checker && !c.passed()) return true;
+        if (c.name != o_.checker) continue;
+        for (const auto& v : c.violations) {
+          if (o_.evidence.empty() || evidence_form(v.evidence) == form_) return true;
+        }
       }
     }
     return false;
@@ -128,6 +137,7 @@ class shrinker {
 
  private:
   const shrink_options& o_;
+  const std::string form_;
 };
 
 // ddmin over the removable parts: try dropping chunks, halving the chunk
@@ -181,6 +191,10 @@ shrink_outcome shrink(const scenario& failing, const shrink_options& options) {
     }
   }
   out.minimal.name = failing.name + ".min";
+  out.minimal.seed = options.run.seed;
+  out.minimal.summary = fmt::format(
+      "Shrunk from {} (seed {}): still fails {}{}", failing.name, options.run.seed, options.checker,
+      options.evidence.empty() ? "" : ": " + evidence_form(options.evidence));
   out.confirmed = sh.fails(out.minimal);
   out.candidates_run = sh.runs_;
   return out;

@@ -80,6 +80,22 @@ workload:
   EXPECT_GE(executed, r.ops_total);
 }
 
+// The example that opens docs/scenarios.md passes as written.
+TEST(runner, the_docs_opening_example_runs_and_passes) {
+  std::ifstream in(std::string(FAULTLANE_SOURCE_DIR) + "/docs/scenarios.md");
+  std::stringstream doc;
+  doc << in.rdbuf();
+  const std::string text = doc.str();
+  const auto start = text.find("```yaml\n");
+  ASSERT_NE(start, std::string::npos);
+  const auto end = text.find("```\n", start + 8);
+  auto s = parse_scenario(text.substr(start + 8, end - start - 8), "docs-example.yaml");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  auto r = run(s.value(), s.value().seed);
+  EXPECT_TRUE(r.passed) << failure_text(r);
+  EXPECT_EQ(r.faults_fired["ack_lost"], 1u);
+}
+
 TEST(runner, a_declared_fault_that_never_fired_fails_the_scenario) {
   auto s = parse(two_peers + R"(
 links:

@@ -102,7 +102,7 @@ TEST(ScenarioLoader, RichFileParsesToExactValues) {
   EXPECT_EQ(fp.probability, 0.5);
   EXPECT_EQ(fp.only_key, std::optional<std::uint64_t>(12));
   EXPECT_EQ(fp.seed, 3u);
-  EXPECT_EQ(s.events[10].failpoint, "other.point");
+  EXPECT_EQ(s.events[10].failpoint, "server.on_header");
   ASSERT_EQ(s.phases.size(), 3u);
   EXPECT_TRUE(s.phases[1].heal);
   EXPECT_TRUE(s.phases[2].liveness);
@@ -448,7 +448,7 @@ TEST(ScenarioLoader, FaultNamesAreUniquePerLinkAndReferencesResolve) {
       "transports: [{name: a}, {name: b, process: child}]\n"
       "regions: [{name: r, transport: b, size: 1}]\n"
       "workload: [{name: s, from: a, region: r, ops: read, size: 1, count: 3}]\n"
-      "events: [{at: {stream: s, ops: 1}, do: arm, failpoint: {name: x.y, action: pause}}]\n",
+      "events: [{at: {stream: s, ops: 1}, do: arm, failpoint: {name: lane.enqueue, action: pause}}]\n",
       "child.yaml");
   ASSERT_TRUE(child.ok()) << child.error().message;
   EXPECT_TRUE(child.value().needs_failpoints);
@@ -479,6 +479,9 @@ TEST(ScenarioLoader, DocsExampleLoads) {
   EXPECT_EQ(s.value().name, "lost-write-ack");
   EXPECT_EQ(s.value().streams.size(), 2u);
   EXPECT_EQ(s.value().events[0].action, event_action::kill);
+  // The default phases; the heal waits out the default 1 s cooldown.
+  ASSERT_EQ(s.value().phases.size(), 3u);
+  EXPECT_EQ(s.value().phases[1].settle_ms, limits::reconnect_cooldown_ms_default + 100);
 }
 
 }  // namespace

@@ -66,9 +66,11 @@ TEST(shrink, a_planted_replay_shrinks_to_the_one_fault_that_exposes_it) {
   auto original = run_scenario(s.value(), o);
   ASSERT_FALSE(original.passed);
   ASSERT_EQ(first_failing_checker(original), "no_replay") << failure_text(original);
+  ASSERT_EQ(original.checkers[2].name, "no_replay");
 
   shrink_options so;
   so.checker = "no_replay";
+  so.evidence = original.checkers[2].violations.front().evidence;  // no_replay's first
   so.runs_per_candidate = 2;
   so.run = o;
   auto out = shrink(s.value(), so);
@@ -85,6 +87,14 @@ TEST(shrink, a_planted_replay_shrinks_to_the_one_fault_that_exposes_it) {
   ASSERT_TRUE(reloaded.ok()) << reloaded.error().message;
   auto again = run_scenario(reloaded.value(), o);
   EXPECT_EQ(first_failing_checker(again), "no_replay") << failure_text(again);
+}
+
+TEST(shrink, the_same_failure_means_the_same_evidence_numbers_aside) {
+  EXPECT_EQ(evidence_form("WRITE sent twice: request 0x1f00000002 seen 2 times"),
+            evidence_form("WRITE sent twice: request 0xab seen 3 times"));
+  EXPECT_NE(evidence_form("expect.counts writes.ok: 99 ops, expected 100"),
+            evidence_form("stream writes: WRITE ended ambiguous_write, which the stream does "
+                          "not allow (ok)"));
 }
 
 TEST(shrink, without_the_planted_bug_the_same_schedule_passes) {

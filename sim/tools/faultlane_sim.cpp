@@ -54,6 +54,10 @@ std::vector<std::string> expand(const std::vector<std::string>& paths) {
 }
 
 bool load_all(const std::vector<std::string>& files, std::vector<scenario>& out) {
+  if (files.empty()) {
+    std::cerr << "faultlane-sim: no scenario files (a directory stands for its *.yaml files)\n";
+    return false;
+  }
   bool ok = true;
   for (const auto& f : files) {
     auto s = load_scenario(f);
@@ -136,6 +140,7 @@ std::vector<run_result> run_jobs(const std::vector<job>& jobs, const run_flags& 
       o.seed = jobs[i].seed;
       o.child_program = self_program();
       o.record = !f.no_record;
+      o.replay_command = self_program() + " run";
       o.on_progress = [&, i](const progress& p) { printer.update(i + 1, p); };
       results[i] = run_scenario(*jobs[i].s, o);
       printer.done(i + 1, results[i]);
@@ -154,6 +159,9 @@ void shrink_failure(const run_result& r, const scenario& s, const run_flags& f) 
   shrink_options o;
   o.checker = first_failing_checker(r);
   if (o.checker.empty()) return;
+  for (const auto& c : r.checkers) {
+    if (c.name == o.checker) o.evidence = c.violations.front().evidence;
+  }
   o.runs_per_candidate = f.shrink_runs;
   o.run.seed = r.seed;
   o.run.child_program = self_program();
@@ -247,7 +255,7 @@ int main(int argc, char** argv) {
   run->add_option("--seed", f.seed, "the seed (default: each file's seed:)");
   run->add_option("--repeat", f.repeat, "runs per scenario; without --seed, fresh seeds")
       ->check(CLI::Range(1, 100000));
-  run->add_option("--jobs", f.jobs, "scenarios run at once")->check(CLI::Range(1, 64));
+  run->add_option("--jobs", f.jobs, "scenarios run at once (default 1)")->check(CLI::Range(1, 64));
   run->add_option("--json", f.json, "write results as JSON");
   run->add_option("--junit", f.junit, "write results as JUnit XML");
   run->add_option("--timeline", f.timeline, "write the first failing (or last) run as HTML");
@@ -258,9 +266,11 @@ int main(int argc, char** argv) {
   std::vector<std::string> check_paths;
   auto* check = app.add_subcommand("check", "validate scenario files without running them");
   check->add_option("paths", check_paths, "scenario files or directories")->required();
-  std::vector<std::string> list_paths{"sim/scenarios"};
+  // The library of this source tree when run from elsewhere.
+  std::vector<std::string> list_paths{fs::exists("sim/scenarios") ? "sim/scenarios"
+                                                                  : FAULTLANE_SCENARIO_DIR};
   auto* list = app.add_subcommand("list", "list scenarios with their tags and summaries");
-  list->add_option("paths", list_paths, "files or directories (default sim/scenarios)");
+  list->add_option("paths", list_paths, "files or directories (default: the library)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -26,6 +26,29 @@ namespace faultlane::failpoint {
 
 enum class action : std::uint8_t { off, return_error, delay, throw_exception, pause };
 
+// Every failpoint the core evaluates, as docs/architecture.md lists them
+// (a test holds the sources, this list and the docs to each other). The
+// scenario loader accepts only these names, so a misspelled one is an
+// error rather than a failpoint that silently never fires.
+inline constexpr std::string_view known_names[] = {
+    "admission.release_extra",
+    "client.after_request_sent",
+    "client.on_response",
+    "lane.cancel_task",
+    "lane.enqueue",
+    "lane.on_deadline",
+    "lane.probe_finished",
+    "lane.set_non_blocking",
+    "planted.replay_ambiguous_write",
+    "server.before_read_payload",
+    "server.before_write_ack",
+    "server.on_accept",
+    "server.on_header",
+    "session.on_deadline",
+    "submit.before_slice",
+};
+bool is_known(std::string_view name) noexcept;
+
 std::string_view to_string(action a) noexcept;
 std::optional<action> parse_action(std::string_view text) noexcept;
 

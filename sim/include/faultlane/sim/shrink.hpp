@@ -19,6 +19,11 @@ namespace faultlane::sim {
 
 struct shrink_options {
   std::string checker;  // the checker the original failed
+  // One of its violations' evidence: a candidate must show evidence of the
+  // same form (digits and ids aside), so the shrinker cannot trade the bug
+  // for another that the same checker also reports. Empty: any violation
+  // of `checker` will do.
+  std::string evidence;
   int runs_per_candidate = 3;
   run_options run;                              // seed and child program of the failing run
   std::function<void(const std::string&)> log;  // one line per accepted step
@@ -35,5 +40,7 @@ shrink_outcome shrink(const scenario& failing, const shrink_options& options);
 
 // The first failing checker of a run, or "" if none failed.
 std::string first_failing_checker(const run_result& r);
+// Evidence with its numbers and ids taken out: what "the same failure" compares.
+std::string evidence_form(const std::string& evidence);
 
 }  // namespace faultlane::sim
