@@ -1,10 +1,14 @@
 # Runs the fuzzer for a fixed number of inputs from a fresh copy of the seeds.
+# MAX_LEN bounds an input (default 128, a frame header with room to spare).
 # With EXPECT_FAILURE, passes only if the fuzzer found a crashing input and
 # the crash is the target's own assertion (not some unrelated failure).
+if(NOT MAX_LEN)
+  set(MAX_LEN 128)
+endif()
 file(REMOVE_RECURSE "${WORK}")
 file(COPY "${SEEDS}/" DESTINATION "${WORK}")
 execute_process(
-  COMMAND "${FUZZER}" -runs=${RUNS} -seed=1 -max_len=128 "${WORK}"
+  COMMAND "${FUZZER}" -runs=${RUNS} -seed=1 -max_len=${MAX_LEN} "${WORK}"
   WORKING_DIRECTORY "${WORK}"
   RESULT_VARIABLE rc
   OUTPUT_VARIABLE out
@@ -18,5 +22,5 @@ if(EXPECT_FAILURE)
   endif()
   message(STATUS "planted bug found")
 elseif(NOT rc EQUAL 0)
-  message(FATAL_ERROR "frame_fuzz failed with ${rc}:\n${out}")
+  message(FATAL_ERROR "${FUZZER} failed with ${rc}:\n${out}")
 endif()

@@ -146,6 +146,17 @@ void check_declared_fired(const scenario& s, const history& h, checker_result& r
   for (const auto& e : s.events) {
     if (e.action == event_action::add_fault) check(e.link, e.added);
   }
+  // The same holds for an armed failpoint: one that never fired (a call
+  // site the scenario never reached) tested nothing.
+  for (const auto& e : s.events) {
+    if (e.action != event_action::arm) continue;
+    ++r.checked;
+    auto it = h.failpoints_fired.find(e.failpoint);
+    if (it == h.failpoints_fired.end() || it->second == 0) {
+      add(r,
+          fmt::format("armed failpoint {} never fired: the scenario tested nothing", e.failpoint));
+    }
+  }
 }
 
 std::optional<std::uint64_t> stats_field(const transport_stats& st, std::string_view field) {

@@ -59,7 +59,7 @@ void scenario_run::heal() {
       rail.faults.clear();
     }
   }
-  if (failpoints_available()) failpoint::disarm_all();
+  disarm_and_count({});
   rec_.add_mark("event", "heal: every relay fault removed, every failpoint disarmed");
 }
 
@@ -131,10 +131,31 @@ result<void> scenario_run::apply(const event_spec& e) {
     }
     case event_action::add_fault:
     case event_action::remove_fault: return change_fault(e);
-    case event_action::arm: failpoint::arm(e.failpoint, e.failpoint_config); return {};
-    case event_action::disarm: failpoint::disarm(e.failpoint); return {};
+    case event_action::arm:
+      if (armed_.count(e.failpoint) != 0) disarm_and_count(e.failpoint);  // counts restart
+      failpoint::arm(e.failpoint, e.failpoint_config);
+      armed_.insert(e.failpoint);
+      return {};
+    case event_action::disarm: disarm_and_count(e.failpoint); return {};
   }
   return error{status::internal_error, "unknown event"};
+}
+
+void scenario_run::disarm_and_count(const std::string& name) {
+  if (!failpoints_available()) return;
+  auto count = [&](const std::string& each) {
+    const auto n = failpoint::fired(each);
+    rec_.edit([&](history& h) { h.failpoints_fired[each] += n; });
+    failpoint::disarm(each);
+  };
+  if (!name.empty()) {
+    if (armed_.erase(name) != 0) count(name);
+    failpoint::disarm(name);
+    return;
+  }
+  for (const auto& each : armed_) count(each);
+  armed_.clear();
+  failpoint::disarm_all();
 }
 
 result<void> scenario_run::change_fault(const event_spec& e) {

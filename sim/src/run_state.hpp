@@ -141,7 +141,12 @@ class scenario_run {
   std::map<std::string, const region_spec*> regions_;
   std::vector<phase_spec> phases_;                // the scenario's, or fault, heal, liveness
   std::map<std::string, std::uint64_t> planned_;  // stream -> ops planned
-  std::set<std::string> fault_names_;  // every fault name a relay got, added ones included
+  std::set<std::string> fault_names_;
+  std::set<std::string> armed_;  // failpoints armed and not yet disarmed (events_mutex_)
+  // Adds `name`'s firings to the history and disarms it; every armed one
+  // when `name` is empty.
+  void disarm_and_count(
+      const std::string& name);  // every fault name a relay got, added ones included
 
   region_ranges ranges_;
   std::mutex events_mutex_;

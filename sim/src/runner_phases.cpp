@@ -136,7 +136,8 @@ void scenario_run::finish() {
       rec_.edit([&](history& h) { h.links.push_back(std::move(lr)); });
     }
   }
-  if (failpoints_available()) failpoint::disarm_all();
+  std::lock_guard lock(events_mutex_);
+  disarm_and_count({});
 }
 
 run_result scenario_run::run() {

@@ -114,6 +114,35 @@ workload:
   EXPECT_NE(c->violations.front().evidence.find("never"), std::string::npos);
 }
 
+TEST(runner, an_armed_failpoint_that_never_fired_fails_the_scenario) {
+  if (!failpoints_available()) GTEST_SKIP() << "needs failpoints";
+  const std::string body = two_peers + R"(
+workload:
+  - {name: writes, from: client, region: data, ops: write, size: 4KiB, count: 10}
+events:
+  - {at: {phase: fault}, do: arm, failpoint: {name: NAME, action: delay, delay_ms: 1}}
+)";
+  auto with = [&](const std::string& name) {
+    auto text = body;
+    text.replace(text.find("NAME"), 4, name);
+    return run(parse(text));
+  };
+  // WRITEs never reach the READ payload path: nothing fired.
+  auto silent = with("server.before_read_payload");
+  EXPECT_FALSE(silent.passed);
+  const auto* c = find(silent, "expectations");
+  ASSERT_NE(c, nullptr);
+  ASSERT_FALSE(c->passed());
+  EXPECT_NE(
+      c->violations.front().evidence.find("armed failpoint server.before_read_payload never fired"),
+      std::string::npos)
+      << failure_text(silent);
+  // The WRITE ACK path is reached by every WRITE.
+  auto fired = with("server.before_write_ack");
+  EXPECT_TRUE(fired.passed) << failure_text(fired);
+  EXPECT_EQ(fired.hist->failpoints_fired.at("server.before_write_ack"), 10u);
+}
+
 TEST(runner, an_optional_fault_may_stay_silent) {
   auto s = parse(two_peers + R"(
 links:

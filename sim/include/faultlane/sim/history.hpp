@@ -199,6 +199,9 @@ struct history {
   std::vector<mark_record> marks;
   std::vector<phase_record> phases;
   std::vector<region_final> finals;
+  // Firings of each failpoint the scenario armed (failpoint::fired, read
+  // before each disarm), for "an armed failpoint must fire".
+  std::map<std::string, std::uint64_t> failpoints_fired;
   std::uint64_t slice_step_bytes = 0;  // limits::slice_step_bytes, for the slice checker
 };
 
