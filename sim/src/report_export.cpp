@@ -87,6 +87,7 @@ json run_json(const run_result& r) {
               {"ops_done", r.ops_done},
               {"faults_fired", r.faults_fired},
               {"seconds", r.seconds},
+              {"check_seconds", r.check_seconds},
               {"replay", r.replay},
               {"checkers", std::move(checkers)}};
   out["counters"] = r.hist ? counters_json(*r.hist) : json::object();

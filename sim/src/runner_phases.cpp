@@ -169,8 +169,12 @@ run_result scenario_run::run() {
   }
   finish();
   report_progress("done");
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  return judge(std::move(r));
+  const auto judged = std::chrono::steady_clock::now();
+  r = judge(std::move(r));
+  const auto now = std::chrono::steady_clock::now();
+  r.check_seconds = std::chrono::duration<double>(now - judged).count();
+  r.seconds = std::chrono::duration<double>(now - started).count();
+  return r;
 }
 
 run_result scenario_run::judge(run_result r) {

@@ -32,7 +32,8 @@ struct run_result {
   std::uint64_t ops_total = 0;                        // planned
   std::uint64_t ops_done = 0;                         // completed
   std::map<std::string, std::uint64_t> faults_fired;  // name (summed over links) -> count
-  double seconds = 0;
+  double seconds = 0;        // the run, checkers included
+  double check_seconds = 0;  // of which the checkers
   std::string replay;                   // one shell line that replays exactly this run
   std::shared_ptr<const history> hist;  // kept for the timeline
 };
