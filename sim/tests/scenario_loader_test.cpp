@@ -448,7 +448,8 @@ TEST(ScenarioLoader, FaultNamesAreUniquePerLinkAndReferencesResolve) {
       "transports: [{name: a}, {name: b, process: child}]\n"
       "regions: [{name: r, transport: b, size: 1}]\n"
       "workload: [{name: s, from: a, region: r, ops: read, size: 1, count: 3}]\n"
-      "events: [{at: {stream: s, ops: 1}, do: arm, failpoint: {name: lane.enqueue, action: pause}}]\n",
+      "events: [{at: {stream: s, ops: 1}, do: arm,\n"
+      "          failpoint: {name: lane.enqueue, action: pause}}]\n",
       "child.yaml");
   ASSERT_TRUE(child.ok()) << child.error().message;
   EXPECT_TRUE(child.value().needs_failpoints);
