@@ -309,6 +309,8 @@ workload:
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.text.find("broken.yaml:"), std::string::npos) << bad.text;
   EXPECT_EQ(run_program({"run", "--seed", "x", good}).code, 2);
+  EXPECT_EQ(run_program({"run", "--seed", "-1", good}).code, 2);
+  EXPECT_EQ(run_program({"run", fs::path(good).parent_path().string() + "/no-such-dir"}).code, 2);
   auto passed = run_program({"run", good});
   EXPECT_EQ(passed.code, 0) << passed.text;
   auto json = write_temp("out.json", "");

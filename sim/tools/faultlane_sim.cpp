@@ -252,7 +252,8 @@ int main(int argc, char** argv) {
   run_flags f;
   auto* run = app.add_subcommand("run", "run scenario files (or directories of them)");
   run->add_option("paths", f.paths, "scenario files or directories")->required();
-  run->add_option("--seed", f.seed, "the seed (default: each file's seed:)");
+  run->add_option("--seed", f.seed, "the seed (default: each file's seed:)")
+      ->check(CLI::NonNegativeNumber);  // "-1" would otherwise wrap to 2^64 - 1
   run->add_option("--repeat", f.repeat, "runs per scenario; without --seed, fresh seeds")
       ->check(CLI::Range(1, 100000));
   run->add_option("--jobs", f.jobs, "scenarios run at once (default 1)")->check(CLI::Range(1, 64));
