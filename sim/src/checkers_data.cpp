@@ -77,7 +77,11 @@ comparison compare(const std::byte* model, const std::uint8_t* known, const std:
                    std::size_t n, const std::vector<byte_range>& skip) {
   comparison c;
   if (skip.empty() && std::memcmp(model, seen, n) == 0) {
-    c.compared = static_cast<std::uint64_t>(std::count(known, known + n, std::uint8_t{1}));
+    // Usually every byte is known: memchr (vectorised in libc) says so
+    // faster than counting byte by byte.
+    c.compared = std::memchr(known, 0, n) == nullptr
+                     ? n
+                     : static_cast<std::uint64_t>(std::count(known, known + n, std::uint8_t{1}));
     return c;
   }
   std::vector<std::uint8_t> masked(known, known + n);
