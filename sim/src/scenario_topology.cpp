@@ -295,6 +295,13 @@ result<link_spec> read_link(builder& b, const YAML::Node& node, const std::strin
   }
   if (const auto f = node["faults"]) {
     if (auto r = read_faults(b, l, f, key_path(path, "faults")); !r) return r.error();
+    // A raw link decodes no frames, so a frame fault there would never fire.
+    for (std::size_t i = 0; l.proto == relays::protocol::raw && i < l.faults.size(); ++i) {
+      if (!l.faults[i].spec.frame_aware()) continue;
+      return rd.fail(f[i], item_path(key_path(path, "faults"), i),
+                     "a frame fault or frame trigger needs protocol: faultlane (a raw link "
+                     "decodes no frames)");
+    }
   }
   return l;
 }
