@@ -242,11 +242,16 @@ class server_session : public std::enable_shared_from_this<server_session> {
 
   void read_payload_sent(const std::error_code& ec) {
     FL_ASSERT(state_ == session_state::sending_read);
+    if (ec) {
+      release_lease();
+      return end();
+    }
+    bump(rt_.stats.server_reads);
+    // Reported while the lease still pins the buffer, so an observer sees
+    // every execution before unregister_buffer() can return.
+    report(status::ok);
     release_lease();
     FL_ASSERT(!lease_);  // the payload left: the buffer may be unregistered now
-    if (ec) return end();
-    bump(rt_.stats.server_reads);
-    report(status::ok);
     next_request();
   }
 
@@ -266,16 +271,20 @@ class server_session : public std::enable_shared_from_this<server_session> {
                        io_pending_ = false;
                        FL_ASSERT(state_ == session_state::receiving_body);
                        watermark_.end(socket_);
-                       release_lease();
-                       if (ec) return end();
+                       if (ec) {
+                         release_lease();
+                         return end();
+                       }
                        if (auto injected = FAULTLANE_FAILPOINT_KEY("server.before_write_ack",
                                                                    request_.registration_id)) {
+                         release_lease();
                          report(*injected);
                          return reply_then(wire::wire_status_for(*injected), request_.request_id, 0,
                                            after_reply::close);
                        }
                        bump(rt_.stats.server_writes);
-                       report(status::ok);
+                       report(status::ok);  // lease held: before any unregister returns
+                       release_lease();
                        reply_then(wire::wire_status::ok, request_.request_id, request_.length,
                                   after_reply::next_request);
                      }));

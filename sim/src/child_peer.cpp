@@ -49,6 +49,7 @@ class child_peer final : public peer {
           status::invalid_argument,
           "transport " + spec_.name + " is process: child, but no child program was given"};
     }
+    if (pid_ > 0) finish(true);  // a half-started incarnation never lingers
     if (auto r = spawn(); !r) return r;
     auto reply = command({{"cmd", "start"},
                           {"name", spec_.name},
@@ -199,6 +200,9 @@ class child_peer final : public peer {
     }
     std::unique_lock lock(mutex_);
     if (!cv_.wait_for(lock, reply_timeout, [&] { return !replies_.empty() || eof_; })) {
+      // A late reply would answer the next command: a child that does not
+      // answer in time is killed (finish() reaps it).
+      ::kill(pid_, SIGKILL);
       return error{status::timeout, "child " + spec_.name + " did not answer " + cmd.dump()};
     }
     if (replies_.empty())
@@ -229,6 +233,11 @@ class child_peer final : public peer {
       std::lock_guard one_at_a_time(command_mutex_);
       ::close(to_child_);
       to_child_ = -1;
+    }
+    {
+      // A child exits at the end of its stdin; one that hangs is killed.
+      std::unique_lock lock(mutex_);
+      if (!cv_.wait_for(lock, reply_timeout, [&] { return eof_; })) ::kill(pid_, SIGKILL);
     }
     int wstatus = 0;
     while (::waitpid(pid_, &wstatus, 0) < 0 && errno == EINTR) {

@@ -60,6 +60,7 @@ void scenario_run::heal() {
     }
   }
   disarm_and_count({});
+  healed_ = true;
   rec_.add_mark("event", "heal: every relay fault removed, every failpoint disarmed");
 }
 
@@ -70,19 +71,32 @@ void scenario_run::fire(const event_spec& e) {
   fired_[index] = true;
   auto r = apply(e);
   rec_.add_mark("event", describe_event(e) + (r ? "" : ": failed: " + r.error().message), r.ok());
+  // An event that could not act leaves a run that tested less than it
+  // says: a run error, unless it removed a fault a heal already removed.
+  const bool healed_away = e.action == event_action::remove_fault && r.code() == status::cancelled;
+  if (!r && !healed_away && error_.empty()) {
+    error_ = fmt::format("event {} failed: {}", describe_event(e), r.error().message);
+  }
 }
 
 result<void> scenario_run::restart(transport_slot& t, bool sigkill) {
-  {
-    std::unique_lock lock(t.lock);
-    stop_transport(t, sigkill ? "kill" : "restart", !sigkill);
-    if (auto r = start_transport(t, t.incarnation + 1, true); !r) return r;
+  if (t.shut_down) return error{status::shutting_down, "it was shut down for the rest of the run"};
+  // One exclusive section: no stream submits to the transport before its
+  // segments are open again and it is marked up.
+  std::unique_lock lock(t.lock);
+  stop_transport(t, sigkill ? "kill" : "restart", !sigkill);
+  if (auto r = start_transport(t, t.incarnation + 1, true); !r) {
+    t.p->stop();  // nothing half started stays behind
+    return r;
   }
   publish_descriptor(t.spec->name);
   if (t.p->local() != nullptr) {
-    std::unique_lock lock(t.lock);
-    return open_segments(t.spec->name);
+    if (auto r = open_segments(t.spec->name); !r) {
+      t.p->stop();
+      return r;
+    }
   }
+  t.up = true;
   return {};
 }
 
@@ -94,6 +108,7 @@ result<void> scenario_run::apply(const event_spec& e) {
       auto& t = *transports_.at(e.transport);
       std::unique_lock lock(t.lock);
       stop_transport(t, "shutdown", true);
+      t.shut_down = true;
       return {};
     }
     case event_action::unregister: {
@@ -102,6 +117,7 @@ result<void> scenario_run::apply(const event_spec& e) {
       auto id = t.ids[region.name];
       if (!t.up || id == 0) return error{status::invalid_argument, "not registered"};
       auto r = t.p->unregister_region(region.name, id);
+      if (!r) return r;  // still registered: nothing changes
       const auto seq = rec_.next_seq();
       t.ids[region.name] = 0;
       rec_.edit([&](history& h) {
@@ -168,6 +184,9 @@ result<void> scenario_run::change_fault(const event_spec& e) {
         return {};
       }
       auto [first, last] = rail.faults.equal_range(e.fault_name);
+      if (first == last && healed_) {
+        return error{status::cancelled, "a heal already removed " + e.fault_name};
+      }
       if (first == last) return error{status::invalid_argument, "no fault " + e.fault_name};
       for (auto it = first; it != last; ++it) rail.r->remove_fault(it->second);
       rail.faults.erase(first, last);

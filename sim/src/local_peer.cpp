@@ -36,6 +36,7 @@ class local_peer final : public peer {
   ~local_peer() override { stop(); }
 
   result<void> start(std::uint32_t index) override {
+    stop();  // a half-started incarnation never lingers
     auto c = runner_config(spec_);
     if (recorder_.enabled()) {
       observer_ = std::make_unique<recording_observer>(&recorder_, spec_.name, index, sink_);

@@ -56,10 +56,15 @@ class region_ranges {
   // Takes [offset, offset + length) of `region` if free.
   bool try_take(const std::string& region, std::uint64_t offset, std::uint64_t length);
   void release(const std::string& region, std::uint64_t offset);
-  // Waits until something is released, or `deadline`.
-  bool wait(std::chrono::steady_clock::time_point deadline);
+  // Keeps the range taken until release_deferred() (the phase's end).
+  void defer(const std::string& region, std::uint64_t offset);
+  void release_deferred();
+  // Releases so far; wait() returns when that changed, or at `deadline`.
+  std::uint64_t releases();
+  bool wait(std::uint64_t seen, std::chrono::steady_clock::time_point deadline);
 
  private:
+  std::vector<std::pair<std::string, std::uint64_t>> deferred_;
   std::mutex mutex_;
   std::condition_variable cv_;
   std::map<std::string, std::map<std::uint64_t, std::uint64_t>> taken_;  // offset -> end
@@ -72,6 +77,7 @@ struct transport_slot {
   std::shared_mutex lock;
   std::atomic<std::uint32_t> incarnation{0};
   std::atomic<bool> up{false};
+  bool shut_down = false;                      // by a shutdown event: stays down (under `lock`)
   std::map<std::string, registration_id> ids;  // region -> current id (0: unregistered)
 };
 
@@ -135,6 +141,9 @@ class scenario_run {
   const run_options& o_;
   const std::uint64_t seed_;
   recorder rec_;
+  // Before the transports: a transport destroyed with work still queued
+  // settles it, and its callbacks release ranges and record completions.
+  region_ranges ranges_;
   std::chrono::steady_clock::time_point deadline_;
   std::map<std::string, std::unique_ptr<transport_slot>> transports_;
   std::map<std::pair<std::string, std::string>, std::unique_ptr<pair_slot>> pairs_;
@@ -142,13 +151,13 @@ class scenario_run {
   std::vector<phase_spec> phases_;                // the scenario's, or fault, heal, liveness
   std::map<std::string, std::uint64_t> planned_;  // stream -> ops planned
   std::set<std::string> fault_names_;
+  bool healed_ = false;          // a heal ran (events_mutex_)
   std::set<std::string> armed_;  // failpoints armed and not yet disarmed (events_mutex_)
   // Adds `name`'s firings to the history and disarms it; every armed one
   // when `name` is empty.
   void disarm_and_count(
       const std::string& name);  // every fault name a relay got, added ones included
 
-  region_ranges ranges_;
   std::mutex events_mutex_;
   std::vector<bool> fired_;  // by event index
   std::atomic<bool> timed_out_{false};

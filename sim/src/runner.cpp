@@ -67,7 +67,6 @@ result<void> scenario_run::start_transport(transport_slot& t, std::uint32_t inde
     if (r.transport != t.spec->name) continue;
     if (auto ok = register_region(t, r, fresh); !ok) return ok;
   }
-  t.up = true;
   incarnation_record rec;
   rec.transport = t.spec->name;
   rec.index = index;
@@ -135,7 +134,7 @@ result<void> scenario_run::start_relays() {
 // relays, to every initiator that reaches it.
 void scenario_run::publish_descriptor(const std::string& target) {
   auto& t = *transports_.at(target);
-  if (!t.up) return;
+  if (!t.p->running()) return;
   const auto d = t.p->descriptor();
   for (auto& [key, p] : pairs_) {
     if (key.second != target) continue;
@@ -178,6 +177,7 @@ result<void> scenario_run::setup() {
     if (t->p->local() == nullptr) continue;
     if (auto r = open_segments(name); !r) return r;
   }
+  for (auto& [name, t] : transports_) t->up = true;
   return {};
 }
 

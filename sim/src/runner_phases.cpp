@@ -74,6 +74,7 @@ void scenario_run::run_phase(const phase_spec& ph) {
     }
   }
   joiner.join();
+  ranges_.release_deferred();
   if (ph.settle_ms > 0) {
     // A settle period is a wait by design: the scenario asks for time to pass.
     std::this_thread::sleep_for(std::chrono::milliseconds(ph.settle_ms));

@@ -79,7 +79,9 @@ class stream_runner {
       if (reserved == 0) break;
       const auto n = submit(reserved);
       if (n == 0) break;  // no room before the run's deadline
-      if (!liveness_) run_.fire_stream_events(st_.name, submitted_, submitted_ + n);
+      // A liveness probe is not the stream its events name.
+      if (label_ == st_.name) run_.fire_stream_events(st_.name, submitted_, submitted_ + n);
+      if (refused_down_) break;  // a shut-down initiator refuses every further op
       submitted_ += n;
     }
     drain();
@@ -108,8 +110,6 @@ class stream_runner {
     op.initiator = st_.from;
     op.target = region_.transport;
     op.region = region_.name;
-    op.initiator_incarnation = from_.incarnation.load();
-    op.target_incarnation = target_.incarnation.load();
     op.op = coin_(rng_) < read_share_ ? wire::opcode::read : wire::opcode::write;
     op.length = draw_size(st_.size, rng_);
     auto offset = take_offset(op.length, i == 0);
@@ -130,6 +130,7 @@ class stream_runner {
   std::optional<std::uint64_t> take_offset(std::uint64_t length, bool may_wait) {
     constexpr int draws_before_waiting = 16;
     for (;;) {
+      const auto seen = run_.ranges_.releases();  // before trying: no release is missed
       for (int i = 0; i < draws_before_waiting; ++i) {
         std::uint64_t offset = 0;
         if (st_.offsets == offset_mode::sequential) {
@@ -144,7 +145,7 @@ class stream_runner {
         }
       }
       if (!may_wait) return std::nullopt;
-      if (!run_.ranges_.wait(run_.deadline_)) {
+      if (!run_.ranges_.wait(seen, run_.deadline_)) {
         run_.timed_out_ = true;
         return std::nullopt;
       }
@@ -175,13 +176,21 @@ class stream_runner {
       ctx->ops.push_back(op.op);
       ctx->offsets.push_back(op.offset);
       ctx->buffers.push_back(std::move(buffer));
-      ctx->ids.push_back(run_.rec_.add_op(std::move(op)));
+      drawn_.push_back(std::move(op));
     }
     if (n == 0) return 0;
     result<std::shared_ptr<transfer_batch>> batch =
         error{status::shutting_down, "initiator is shut down"};
     {
+      // Ops are recorded under the lock a restart takes exclusively, so the
+      // incarnations and submit seq they carry are the ones they ran in.
       std::shared_lock up(from_.lock);
+      for (auto& op : drawn_) {
+        op.initiator_incarnation = from_.incarnation.load();
+        op.target_incarnation = target_.incarnation.load();
+        ctx->ids.push_back(run_.rec_.add_op(std::move(op)));
+      }
+      drawn_.clear();
       if (from_.up) {
         for (auto& r : requests) r.segment = pair_.segment.load();  // reopened on a restart
         submit_scope scope(ctx->ids);
@@ -196,6 +205,7 @@ class stream_runner {
       return n;
     }
     for (auto id : ctx->ids) run_.rec_.fail_submit(id, batch.code());
+    refused_down_ = batch.code() == status::shutting_down;
     for (auto offset : ctx->offsets) run_.ranges_.release(region_.name, offset);
     give_back(n);
     return n;
@@ -212,7 +222,13 @@ class stream_runner {
     std::vector<std::byte> data;
     if (ctx.ops[i] == wire::opcode::read && code == status::ok) data = std::move(ctx.buffers[i]);
     ctx.rec->complete_op(ctx.ids[i], code, bytes, std::move(data));
-    ctx.ranges->release(ctx.region, ctx.offsets[i]);
+    // An ambiguous WRITE may still land (its bytes held in a relay, or in
+    // a socket): its range stays taken until the phase ends.
+    if (ctx.ops[i] == wire::opcode::write && code == status::ambiguous_write) {
+      ctx.ranges->defer(ctx.region, ctx.offsets[i]);
+    } else {
+      ctx.ranges->release(ctx.region, ctx.offsets[i]);
+    }
     std::vector<std::byte>().swap(ctx.buffers[i]);
     std::lock_guard lock(ctx.stream->mutex);
     --ctx.stream->inflight;
@@ -259,6 +275,8 @@ class stream_runner {
   std::shared_ptr<scenario_run::stream_state> state_ =
       std::make_shared<scenario_run::stream_state>();
   std::uint64_t submitted_ = 0;
+  std::vector<op_record> drawn_;  // drawn, not yet recorded
+  bool refused_down_ = false;     // submit refused: the initiator is shut down
   std::uint64_t next_offset_ = 0;
   std::vector<std::pair<std::shared_ptr<transfer_batch>, std::vector<std::uint64_t>>> batches_;
 };
@@ -283,10 +301,27 @@ void region_ranges::release(const std::string& region, std::uint64_t offset) {
   cv_.notify_all();
 }
 
-bool region_ranges::wait(std::chrono::steady_clock::time_point deadline) {
+std::uint64_t region_ranges::releases() {
+  std::lock_guard lock(mutex_);
+  return releases_;
+}
+
+bool region_ranges::wait(std::uint64_t seen, std::chrono::steady_clock::time_point deadline) {
   std::unique_lock lock(mutex_);
-  const auto seen = releases_;
   return cv_.wait_until(lock, deadline, [&] { return releases_ != seen; });
+}
+
+void region_ranges::defer(const std::string& region, std::uint64_t offset) {
+  std::lock_guard lock(mutex_);
+  deferred_.emplace_back(region, offset);
+}
+
+void region_ranges::release_deferred() {
+  std::lock_guard lock(mutex_);
+  for (const auto& [region, offset] : deferred_) taken_[region].erase(offset);
+  deferred_.clear();
+  ++releases_;
+  cv_.notify_all();
 }
 
 void scenario_run::run_stream(const stream_spec& st, const std::string& phase, bool liveness,
