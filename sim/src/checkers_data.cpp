@@ -254,6 +254,16 @@ void data_sweep::complete_write(std::size_t i) {
   } else {
     m->set_known(range, 0);  // ambiguous: it may or may not have executed
   }
+  // Submitted to one incarnation, it may have run on a later one: a WRITE
+  // still queued when its target restarted is answered stale by the new
+  // incarnation, refreshed by name and executed there. Its bytes are
+  // unknown in every later incarnation that started before it completed.
+  for (auto& [key, later] : models_) {
+    if (key.transport == op.target && key.region == op.region &&
+        key.incarnation > op.target_incarnation && range.hi <= later.bytes.size()) {
+      later.set_known(range, 0);
+    }
+  }
 }
 
 void data_sweep::complete_read(std::size_t i) {

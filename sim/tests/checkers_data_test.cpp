@@ -177,6 +177,32 @@ TEST(data_integrity, a_new_incarnation_refills_or_carries_over) {
   }
 }
 
+// A WRITE submitted to incarnation 0 that completed after incarnation 1
+// began may have run on 1 (refreshed by name): its bytes are unknown there.
+TEST(data_integrity, a_write_that_outlived_its_incarnation_is_unknown_in_the_next) {
+  world w;
+  auto wr = w.start(wire::opcode::write, 0, 4096, 11);
+  w.h.registrations.push_back(registration_record{.transport = "server",
+                                                  .incarnation = 1,
+                                                  .region = "buf",
+                                                  .id = 0x5001,
+                                                  .registered_seq = w.tick(),
+                                                  .fill_seed = 99,
+                                                  .size = region_size});
+  w.end(wr);  // ok: it ran on 0, or on 1 after a refresh
+  auto rd = w.start(wire::opcode::read, 0, 8192);
+  w.op(rd).target_incarnation = 1;
+  w.end(rd);
+  w.op(rd).data = pattern(region_size, 99);
+  w.op(rd).data.resize(8192);
+  put(w.op(rd).data, 0, pattern(4096, 11));  // it ran on incarnation 1
+  auto r = check_data_integrity(w.h);
+  EXPECT_TRUE(r.passed()) << all(r);
+  EXPECT_EQ(r.checked, 4096u);          // only the bytes the WRITE never touched
+  w.op(rd).data[5000] ^= std::byte{1};  // those are still checked
+  EXPECT_FALSE(check_data_integrity(w.h).passed());
+}
+
 TEST(data_integrity, a_read_of_the_wrong_size) {
   auto w = clean_world();
   w.op(3).data.resize(10);
