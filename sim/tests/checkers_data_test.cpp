@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
+#include <ctime>
 #include <random>
 
 #include "checkers_test_world.hpp"
@@ -220,9 +220,9 @@ TEST(data_integrity, final_bytes_that_differ) {
   EXPECT_TRUE(mentions(r, "2 of 65536 compared bytes differ")) << all(r);
 }
 
-// 10 000 ops of 4 KiB-64 KiB, eight in flight, over a 4 MiB region: the
-// sweep is linear in the bytes, so this stays well under a second in release.
-TEST(data_integrity, ten_thousand_ops_check_quickly) {
+// 10 000 ops of 4 KiB-64 KiB, eight in flight, over a 4 MiB region: every
+// READ byte is compared against the model, none skipped.
+TEST(data_integrity, ten_thousand_ops_are_all_compared) {
   constexpr std::uint64_t slots = 8;
   constexpr std::uint64_t slot_bytes = 512 * 1024;
   world w;
@@ -241,17 +241,15 @@ TEST(data_integrity, ten_thousand_ops_check_quickly) {
   }
   for (auto id : in_flight) w.end(id);
   w.finish();
-  auto t0 = std::chrono::steady_clock::now();
+  // No time limit here (a loaded machine must not fail a test); the
+  // checker's cost is measured by sim/bench/ten_thousand_ops.yaml and
+  // docs/benchmarks.md. This prints it for a person reading the log.
+  auto t0 = std::clock();
   auto r = check_data_integrity(w.h);
-  auto took = std::chrono::steady_clock::now() - t0;
+  auto took_ms = static_cast<double>(std::clock() - t0) * 1000.0 / CLOCKS_PER_SEC;
   EXPECT_TRUE(r.passed()) << all(r);
   EXPECT_GT(r.checked, 100'000'000u);
-  std::printf(
-      "data_integrity: %zu ops checked in %lld ms\n", w.h.ops.size(),
-      static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
-#if defined(NDEBUG)
-  EXPECT_LT(took, std::chrono::milliseconds(500));
-#endif
+  std::printf("data_integrity: %zu ops checked in %.0f ms of CPU\n", w.h.ops.size(), took_ms);
 }
 
 }  // namespace
