@@ -227,6 +227,7 @@ result<void> relay::set_upstream(address upstream) {
 }
 tap& relay::taps() { return impl_->state->recorder; }
 std::size_t relay::live_connections() const { return impl_->state->live.load(); }
+std::size_t relay::active_faults_peak() const { return impl_->state->active_peak.load(); }
 
 fault_id relay::add_fault(fault_spec spec) {
   FL_ASSERT(validate(spec).ok());  // the caller parsed or validated it

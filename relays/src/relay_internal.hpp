@@ -57,6 +57,7 @@ struct relay_state {
   std::atomic<std::uint64_t> accept_errors{0};
   std::atomic<std::uint64_t> decode_errors{0};
   std::atomic<std::size_t> active_effects{0};
+  std::atomic<std::size_t> active_peak{0};
   std::atomic<std::size_t> live{0};
 
   address current_upstream() const {
@@ -77,7 +78,15 @@ struct relay_state {
   // Takes a slot for a lasting effect; false (and counted) over the cap.
   bool take_effect_slot() {
     auto before = active_effects.fetch_add(1, std::memory_order_acq_rel);
-    if (before < config.active_faults_max) return true;
+    if (before < config.active_faults_max) {
+      // The most slots ever held at once (a granted slot, not the moment
+      // an over-the-cap attempt bumps the count before giving it back).
+      auto peak = active_peak.load(std::memory_order_relaxed);
+      while (peak < before + 1 &&
+             !active_peak.compare_exchange_weak(peak, before + 1, std::memory_order_relaxed)) {
+      }
+      return true;
+    }
     active_effects.fetch_sub(1, std::memory_order_acq_rel);
     overflow.fetch_add(1, std::memory_order_relaxed);
     return false;

@@ -220,6 +220,7 @@ TEST(relay, lasting_faults_over_the_cap_are_skipped_and_counted) {
   second.send(bytes(10));
   EXPECT_EQ(second.read(10, 10s).data, bytes(10));  // relayed, without the fault
   expect_counters(*r, {{"latency.up", 1}, {"faults.overflow", 1}}, 2);
+  EXPECT_EQ(r->active_faults_peak(), 1u);  // the overflowing attempt never counted as held
 }
 
 TEST(relay, set_upstream_sends_new_connections_to_the_new_upstream_only) {

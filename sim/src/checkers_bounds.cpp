@@ -158,12 +158,25 @@ void check_leases(const history& h, checker_result& r) {
 
 }  // namespace
 
+// A relay never had more lasting fault effects in force than its cap.
+void check_relay_effects(const history& h, checker_result& r) {
+  for (const auto& l : h.links) {
+    ++r.checked;
+    if (l.active_faults_peak <= l.active_faults_max) continue;
+    add_bound(r, l.initiator, 0,
+              fmt::format("relay {} had {} lasting fault effects in force at once, over its "
+                          "active_faults_max of {}",
+                          l.name, l.active_faults_peak, l.active_faults_max));
+  }
+}
+
 checker_result check_bounds(const history& h) {
   checker_result r{.name = std::string(bounds_name)};
   detail::history_index index(h);
   check_admission(h, index, r);
   check_stats(h, index, r);
   check_leases(h, r);
+  check_relay_effects(h, r);
   return r;
 }
 

@@ -130,6 +130,8 @@ void scenario_run::finish() {
       lr.tapped = rail.r->config().tap && rail.r->config().proto == relays::protocol::faultlane;
       rail.r->stop();
       lr.counters = rail.r->counters();
+      lr.active_faults_peak = rail.r->active_faults_peak();
+      lr.active_faults_max = rail.r->config().active_faults_max;
       if (lr.tapped) {
         lr.tap = rail.r->taps().records();
         for (auto& t : lr.tap) t.time_us += rail.started_us;

@@ -19,7 +19,19 @@ TEST(bounds, clean_history_passes) {
   auto w = clean_world();
   auto r = check_bounds(w.h);
   EXPECT_TRUE(r.passed()) << all(r);
-  EXPECT_EQ(r.checked, 10u + 2u + 12u);  // admission changes, stats, lease events
+  EXPECT_EQ(r.checked, 10u + 2u + 12u + 2u);  // admission changes, stats, lease events, relays
+}
+
+TEST(bounds, a_relay_over_its_active_fault_cap) {
+  auto w = clean_world();
+  w.h.links[1].active_faults_max = 4;
+  w.h.links[1].active_faults_peak = 4;  // at the cap is within it
+  EXPECT_TRUE(check_bounds(w.h).passed());
+  w.h.links[1].active_faults_peak = 5;
+  EXPECT_TRUE(one_violation(check_bounds(w.h),
+                            "relay client-server-r1 had 5 lasting fault effects in force at "
+                            "once, over its active_faults_max of 4",
+                            0, 0));
 }
 
 TEST(bounds, admission_tasks_over_the_limit) {

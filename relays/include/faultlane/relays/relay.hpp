@@ -93,6 +93,10 @@ class relay {
 
   tap& taps();
   std::size_t live_connections() const;
+  // The most lasting fault effects (held stalls, delayed chunks...) ever in
+  // effect at once: never above relay_config::active_faults_max; what did
+  // not fit was skipped and counted in "faults.overflow".
+  std::size_t active_faults_peak() const;
 
   // Closes the listener and every connection; joins the io thread.
   void stop();

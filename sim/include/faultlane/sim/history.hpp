@@ -155,6 +155,8 @@ struct link_record {
   bool tapped = false;
   std::vector<relays::tap_record> tap;  // time_us rebased to the run's clock
   std::map<std::string, std::uint64_t> counters;
+  std::size_t active_faults_peak = 0;  // relay::active_faults_peak()
+  std::size_t active_faults_max = 0;   // relay_config::active_faults_max
 };
 
 // A scenario event, a phase boundary or a runner note, for the timeline.
