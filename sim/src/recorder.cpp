@@ -118,14 +118,21 @@ core_event recording_observer::base(event_kind kind) const {
   return e;
 }
 
-void recording_observer::task_submitted(const task_event& t) {
-  auto e = base(event_kind::task_submitted);
+namespace {
+core_event& fill_task(core_event& e, const task_event& t) {
   e.task_id = t.task_id;
   e.op = t.op;
   e.segment = t.segment;
   e.registration_id = t.registration_id;
   e.remote_offset = t.remote_offset;
   e.length = t.length;
+  return e;
+}
+}  // namespace
+
+void recording_observer::task_submitted(const task_event& t) {
+  auto e = base(event_kind::task_submitted);
+  fill_task(e, t);
   if (recorder_ && submitting_ops != nullptr && submitting_next < submitting_ops->size()) {
     recorder_->set_task_id((*submitting_ops)[submitting_next++], t.task_id);
   }
@@ -134,12 +141,7 @@ void recording_observer::task_submitted(const task_event& t) {
 
 void recording_observer::task_finalized(const task_event& t, status s, std::uint64_t bytes) {
   auto e = base(event_kind::task_finalized);
-  e.task_id = t.task_id;
-  e.op = t.op;
-  e.segment = t.segment;
-  e.registration_id = t.registration_id;
-  e.remote_offset = t.remote_offset;
-  e.length = t.length;
+  fill_task(e, t);
   e.outcome = s;
   e.bytes = bytes;
   emit(std::move(e));

@@ -16,6 +16,7 @@
 #include <regex>
 #include <sstream>
 
+#include "docs_example.hpp"
 #include "faultlane/sim/runner.hpp"
 
 extern char** environ;
@@ -82,14 +83,9 @@ workload:
 
 // The example that opens docs/scenarios.md passes as written.
 TEST(runner, the_docs_opening_example_runs_and_passes) {
-  std::ifstream in(std::string(FAULTLANE_SOURCE_DIR) + "/docs/scenarios.md");
-  std::stringstream doc;
-  doc << in.rdbuf();
-  const std::string text = doc.str();
-  const auto start = text.find("```yaml\n");
-  ASSERT_NE(start, std::string::npos);
-  const auto end = text.find("```\n", start + 8);
-  auto s = parse_scenario(text.substr(start + 8, end - start - 8), "docs-example.yaml");
+  const auto example = test::docs_opening_example(FAULTLANE_SOURCE_DIR);
+  ASSERT_FALSE(example.empty());
+  auto s = parse_scenario(example, "docs-example.yaml");
   ASSERT_TRUE(s.ok()) << s.error().message;
   auto r = run(s.value(), s.value().seed);
   EXPECT_TRUE(r.passed) << failure_text(r);

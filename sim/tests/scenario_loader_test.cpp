@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "docs_example.hpp"
 #include "faultlane/sim/scenario.hpp"
 
 namespace faultlane::sim {
@@ -468,14 +469,9 @@ TEST(ScenarioLoader, FileNameIsTheDefaultNameAndMustBeOne) {
 
 // The complete example that opens docs/scenarios.md loads as it stands.
 TEST(ScenarioLoader, DocsExampleLoads) {
-  std::ifstream in(test_dir / ".." / ".." / "docs" / "scenarios.md");
-  std::stringstream doc;
-  doc << in.rdbuf();
-  const std::string text = doc.str();
-  const auto start = text.find("```yaml\n");
-  ASSERT_NE(start, std::string::npos);
-  const auto end = text.find("```\n", start + 8);
-  auto s = parse_scenario(text.substr(start + 8, end - start - 8), "docs-example.yaml");
+  const auto example = test::docs_opening_example((test_dir / ".." / "..").string());
+  ASSERT_FALSE(example.empty());
+  auto s = parse_scenario(example, "docs-example.yaml");
   ASSERT_TRUE(s.ok()) << s.error().message;
   EXPECT_EQ(s.value().name, "lost-write-ack");
   EXPECT_EQ(s.value().streams.size(), 2u);
