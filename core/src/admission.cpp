@@ -44,6 +44,7 @@ void admission_reservation::release() noexcept {
   // (key 0) or one byte (key 1) too many, to show the fail-closed path.
   if (FAULTLANE_FAILPOINT_KEY("admission.release_extra", 0)) ++tasks;
   if (FAULTLANE_FAILPOINT_KEY("admission.release_extra", 1)) ++bytes;
+  FAULTLANE_PERTURB("admission.release");
   std::exchange(owner_, nullptr)->release(tasks, bytes);
 }
 

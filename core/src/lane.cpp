@@ -221,6 +221,7 @@ void lane::on_connected(const std::error_code& ec) {
     e.remote = {remote.address().to_string(), remote.port()};
     rt_.observer->lane_connected(e);
   }
+  FAULTLANE_PERTURB("lane.connected");
   state_ = state::idle;
   group_.connect_finished(peer_group::connect_outcome::connected);
   if (queue_.empty()) {
@@ -260,6 +261,7 @@ void lane::on_connect_failed() {
 void lane::cancel_task(const task_state* task) {
   FL_ASSERT(task != nullptr);
   (void)FAULTLANE_FAILPOINT("lane.cancel_task");
+  FAULTLANE_PERTURB("lane.cancel_task");
   for (auto it = queue_.begin(); it != queue_.end();) {
     if ((*it)->task == task) {
       auto op = std::move(*it);
@@ -289,6 +291,7 @@ void lane::close_socket(status why) {
     rt_.stats.lanes_connected.fetch_sub(1, std::memory_order_relaxed);
     if (rt_.observer) rt_.observer->lane_closed(event(), why);
   }
+  FAULTLANE_PERTURB("lane.close");
   std::error_code ignored;
   socket_.close(ignored);
   deadline_.cancel();

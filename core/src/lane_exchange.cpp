@@ -198,6 +198,7 @@ void lane::finish(status code, std::uint64_t bytes, bool keep_connection, fate o
   if (retry) {
     group_.refresh_and_retry(std::move(op), shared_from_this());
   } else {
+    FAULTLANE_PERTURB("lane.retire");
     retire(std::move(op), code, bytes);
   }
   if (state_ == state::idle) {
@@ -214,6 +215,11 @@ void lane::cancel_siblings(const transfer_op& failed) {
   auto* task = failed.task;
   FL_ASSERT(task != nullptr);
   if (task->slice_lanes.empty()) return;
+  // A planted bug, for the harness's own tests only (docs/testing.md): the
+  // siblings of a failed slice run on, the defect the slice-coverage
+  // checker's cancellation rule exists to catch.
+  if (FAULTLANE_FAILPOINT("planted.no_sibling_cancel")) return;
+  FAULTLANE_PERTURB("siblings.cancel");
   if (task->cancelled.exchange(true, std::memory_order_acq_rel)) return;  // already done once
   for (const auto& sibling : task->slice_lanes) {
     if (sibling.get() == this) continue;

@@ -1,6 +1,8 @@
 // registry and lease; see registry.hpp.
 #include "faultlane/core/registry.hpp"
 
+#include "faultlane/core/failpoint.hpp"
+
 #include <sys/random.h>
 
 #include <algorithm>
@@ -86,6 +88,7 @@ lease& lease::operator=(lease&& other) noexcept {
 void lease::release() noexcept {
   if (!entry_) return;
   FL_ASSERT(owner_ != nullptr);
+  FAULTLANE_PERTURB("lease.release");
   owner_->lease_released(*entry_);
   entry_.reset();
   owner_ = nullptr;
@@ -149,6 +152,10 @@ result<void> registry::unregister_buffer(registration_id id, std::chrono::millis
     std::unique_lock lock(mutex_);
     if (auto it = live_.find(id); it != live_.end()) {
       entry = it->second;
+      // A planted bug, for the harness's own tests only (docs/testing.md):
+      // the buffer is never hidden, so a stale id keeps reaching it, the
+      // defect the stale-rejection checker exists to catch.
+      if (FAULTLANE_FAILPOINT("planted.accept_stale_id")) return {};
       live_.erase(it);
       retiring_.emplace(id, entry);
     } else if (auto r = retiring_.find(id); r != retiring_.end()) {
@@ -159,6 +166,7 @@ result<void> registry::unregister_buffer(registration_id id, std::chrono::millis
     FL_ASSERT(!live_.count(id));  // hidden from new requests before the wait
   }
   FL_ASSERT(entry != nullptr && entry->id == id);
+  FAULTLANE_PERTURB("unregister.hide");
   return wait_retired(entry, id, timeout);
 }
 

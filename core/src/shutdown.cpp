@@ -5,6 +5,7 @@
 
 #include <thread>
 
+#include "faultlane/core/failpoint.hpp"
 #include "transport_impl.hpp"
 
 namespace faultlane {
@@ -45,12 +46,21 @@ result<void> transport::impl::shutdown() {
     std::shared_lock lock(groups_mutex);
     for (auto& [id, g] : groups) all.push_back(g);
   }
+  FAULTLANE_PERTURB("shutdown.lanes");
   rounds_done = rounds_done && on_every_shard([all](std::size_t shard) {
                   for (const auto& g : all) g->shutdown_on(shard);
                 });
   rounds_done =
       rounds_done && on_every_shard([this](std::size_t shard) { srv->close_sessions(shard); });
 
+  FAULTLANE_PERTURB("shutdown.drain");
+  // A planted bug, for the harness's own tests only (docs/testing.md):
+  // shutdown returns without waiting for the lanes to drain, the defect the
+  // drained-shutdown checker exists to catch.
+  if (FAULTLANE_FAILPOINT("planted.shutdown_skip_drain")) {
+    rt.pool->stop();
+    return shutdown_result;
+  }
   auto drained = rt.admission_control.wait_drained(left());
   // Sessions end in their own handlers once their sockets are closed; each
   // round on every shard lets those handlers run.
@@ -60,6 +70,7 @@ result<void> transport::impl::shutdown() {
   }
   auto leases = rt.buffers.close(left());
   if (rounds_done) on_every_shard([](std::size_t) {});  // cancelled timers retire
+  FAULTLANE_PERTURB("shutdown.stop");
   rt.pool->stop();
   FL_ASSERT(rt.pool->stopped());
   FL_ASSERT(!rt.accepting_work());

@@ -41,6 +41,10 @@ void check_op_once(const detail::history_index& index, const op_record& op, chec
   };
   if (op.callbacks != 1) add(fmt::format("callback ran {} times, expected 1", op.callbacks));
   if (op.complete_seq == 0) add("never completed: no terminal status by the end of the run");
+  // Only a WRITE can have run without the initiator knowing.
+  if (op.op == wire::opcode::read && op.outcome == status::ambiguous_write) {
+    add("a READ ended ambiguous_write");
+  }
   if (op.batch_status != op.outcome) {
     add(fmt::format("batch status {} but task outcome {}", to_string(op.batch_status),
                     to_string(op.outcome)));

@@ -59,9 +59,13 @@ class region_ranges {
   // Keeps the range taken until release_deferred() (the phase's end).
   void defer(const std::string& region, std::uint64_t offset);
   void release_deferred();
-  // Releases so far; wait() returns when that changed, or at `deadline`.
+  // Releases so far; wait() returns `released` when that changed, `blocked`
+  // at once when every range of `region` still taken is deferred (nothing
+  // can free one before the phase ends), `timed_out` at `deadline`.
   std::uint64_t releases();
-  bool wait(std::uint64_t seen, std::chrono::steady_clock::time_point deadline);
+  enum class wait_result : std::uint8_t { released, blocked, timed_out };
+  wait_result wait(std::uint64_t seen, const std::string& region,
+                   std::chrono::steady_clock::time_point deadline);
 
  private:
   std::vector<std::pair<std::string, std::uint64_t>> deferred_;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "faultlane/core/failpoint.hpp"
+#include "faultlane/core/hash.hpp"
 #include "faultlane/core/limits.hpp"
 #include "run_state.hpp"
 
@@ -88,6 +89,7 @@ void scenario_run::run_phase(const phase_spec& ph) {
 }
 
 void scenario_run::finish() {
+  if (s_.perturb) failpoint::perturb_off();
   // Stats and region bytes while everything is still up and quiet.
   for (auto& [name, t] : transports_) {
     if (t->up && rec_.enabled()) record_stats(*t);
@@ -159,6 +161,13 @@ run_result scenario_run::run() {
   }
   for (const auto& st : s_.streams) planned_[st.name] = st.count;
   rec_.add_mark("note", fmt::format("seed {}", seed_));
+  // Off again in finish(); a build without failpoints has no points to perturb.
+  if (s_.perturb && failpoints_available()) {
+    failpoint::perturb_on({stable_hash(seed_ ^ 0x7065727475726221ull), s_.perturb->probability,
+                           s_.perturb->max_us});
+    rec_.add_mark("note", fmt::format("perturbation: probability {}, max_us {}",
+                                      s_.perturb->probability, s_.perturb->max_us));
+  }
   if (auto ok = setup(); !ok) {
     error_ = "setup: " + ok.error().message;
   } else {

@@ -119,7 +119,8 @@ result<void> read_failpoint(const reader& rd, event_spec& e, const YAML::Node& n
                             const std::string& path) {
   if (auto r = rd.mapping(
           node, path,
-          {"name", "action", "error", "count", "probability", "delay_ms", "key", "seed"});
+          {"name", "action", "error", "count", "probability", "delay_ms", "key", "seed",
+           "optional"});
       !r) {
     return r;
   }
@@ -150,6 +151,11 @@ result<void> read_failpoint(const reader& rd, event_spec& e, const YAML::Node& n
     if (!st.ok()) return st.error();
     if (st.value() == status::ok) return rd.fail(n, key_path(path, "error"), "cannot be ok");
     c.error = st.value();
+  }
+  if (const auto n = node["optional"]) {
+    auto optional = rd.boolean(n, key_path(path, "optional"));
+    if (!optional.ok()) return optional.error();
+    e.failpoint_optional = optional.value();
   }
   if (const auto n = node["delay_ms"]) {
     auto ms = rd.integer(n, key_path(path, "delay_ms"), 0, bounds::failpoint_delay_ms_max);

@@ -74,13 +74,28 @@ result<void> read_header(builder& b, const YAML::Node& root) {
     if (!ms.ok()) return ms.error();
     s.timeout_ms = static_cast<std::uint32_t>(ms.value());
   }
+  if (const auto n = root["perturb"]) {
+    if (auto r = rd.mapping(n, "perturb", {"probability", "max_us"}); !r) return r;
+    perturb_spec p;
+    if (const auto v = n["probability"]) {
+      auto prob = rd.number(v, "perturb.probability", 0, 1);
+      if (!prob.ok()) return prob.error();
+      p.probability = prob.value();
+    }
+    if (const auto v = n["max_us"]) {
+      auto us = rd.integer(v, "perturb.max_us", 0, bounds::perturb_max_us);
+      if (!us.ok()) return us.error();
+      p.max_us = static_cast<std::uint32_t>(us.value());
+    }
+    s.perturb = p;
+  }
   return {};
 }
 
 result<void> read_sections(builder& b, const YAML::Node& root) {
   if (auto r = b.rd.mapping(root, "",
-                            {"name", "tags", "seed", "timeout_ms", "transports", "regions", "links",
-                             "workload", "events", "phases", "expect"});
+                            {"name", "tags", "seed", "timeout_ms", "perturb", "transports",
+                             "regions", "links", "workload", "events", "phases", "expect"});
       !r) {
     return r;
   }

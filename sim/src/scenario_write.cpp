@@ -125,6 +125,7 @@ std::string failpoint_flow(const event_spec& e) {
   if (c.probability != d.probability) out += fmt::format(", probability: {}", c.probability);
   if (c.only_key) out += fmt::format(", key: {}", *c.only_key);
   if (c.seed != d.seed) out += fmt::format(", seed: {}", c.seed);
+  if (e.failpoint_optional) out += ", optional: true";
   return out + "}";
 }
 
@@ -207,6 +208,10 @@ std::string to_yaml(const scenario& s) {
   out.push_back(fmt::format("tags: [{}]", fmt::join(tags, ", ")));
   out.push_back(fmt::format("seed: {}", s.seed));
   out.push_back(fmt::format("timeout_ms: {}", s.timeout_ms));
+  if (s.perturb) {
+    out.push_back(fmt::format("perturb: {{probability: {}, max_us: {}}}", s.perturb->probability,
+                              s.perturb->max_us));
+  }
   write_topology(s, out);
   write_streams(s, out);
   write_events_and_phases(s, out);

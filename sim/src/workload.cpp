@@ -10,6 +10,7 @@
 // the core's refresh path is what gets exercised.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 #include <random>
 
@@ -78,6 +79,12 @@ class stream_runner {
       const auto reserved = reserve();
       if (reserved == 0) break;
       const auto n = submit(reserved);
+      if (n == 0 && blocked_) {
+        run_.rec_.add_mark("note", fmt::format("{} stopped after {} ops: every free range of {} "
+                                               "is held by an ambiguous WRITE until the phase ends",
+                                               label_, submitted_, region_.name));
+        break;
+      }
       if (n == 0) break;  // no room before the run's deadline
       // A liveness probe is not the stream its events name.
       if (label_ == st_.name) run_.fire_stream_events(st_.name, submitted_, submitted_ + n);
@@ -145,9 +152,10 @@ class stream_runner {
         }
       }
       if (!may_wait) return std::nullopt;
-      if (!run_.ranges_.wait(seen, run_.deadline_)) {
-        run_.timed_out_ = true;
-        return std::nullopt;
+      switch (run_.ranges_.wait(seen, region_.name, run_.deadline_)) {
+        case region_ranges::wait_result::released: break;
+        case region_ranges::wait_result::blocked: blocked_ = true; return std::nullopt;
+        case region_ranges::wait_result::timed_out: run_.timed_out_ = true; return std::nullopt;
       }
     }
   }
@@ -277,6 +285,7 @@ class stream_runner {
   std::uint64_t submitted_ = 0;
   std::vector<op_record> drawn_;  // drawn, not yet recorded
   bool refused_down_ = false;     // submit refused: the initiator is shut down
+  bool blocked_ = false;          // no room in the region until the phase ends
   std::uint64_t next_offset_ = 0;
   std::vector<std::pair<std::shared_ptr<transfer_batch>, std::vector<std::uint64_t>>> batches_;
 };
@@ -306,9 +315,20 @@ std::uint64_t region_ranges::releases() {
   return releases_;
 }
 
-bool region_ranges::wait(std::uint64_t seen, std::chrono::steady_clock::time_point deadline) {
+region_ranges::wait_result region_ranges::wait(std::uint64_t seen, const std::string& region,
+                                               std::chrono::steady_clock::time_point deadline) {
   std::unique_lock lock(mutex_);
-  return cv_.wait_until(lock, deadline, [&] { return releases_ != seen; });
+  auto only_deferred = [&] {
+    for (const auto& [offset, end] : taken_[region]) {
+      auto held = std::find(deferred_.begin(), deferred_.end(), std::pair{region, offset});
+      if (held == deferred_.end()) return false;
+    }
+    return true;
+  };
+  if (cv_.wait_until(lock, deadline, [&] { return releases_ != seen || only_deferred(); })) {
+    return releases_ != seen ? wait_result::released : wait_result::blocked;
+  }
+  return wait_result::timed_out;
 }
 
 void region_ranges::defer(const std::string& region, std::uint64_t offset) {

@@ -39,6 +39,25 @@ TEST(exactly_once, callback_twice_or_never) {
   }
 }
 
+// Only a WRITE can be ambiguous: the same outcome on a READ is a violation,
+// on a WRITE it is not.
+TEST(exactly_once, read_ended_ambiguous_write) {
+  world w;
+  w.write(0, 4096, 11);
+  auto read = w.start(wire::opcode::read, 0, 1000, 0, "fault");
+  w.end(read, status::ambiguous_write);
+  w.finish();
+  auto r = check_exactly_once(w.h);
+  ASSERT_EQ(r.violations.size(), 1u) << all(r);
+  EXPECT_TRUE(mentions(r, "a READ ended ambiguous_write")) << all(r);
+  EXPECT_EQ(r.violations[0].task_id, w.op(read).task_id);
+  world ok;
+  auto write = ok.start(wire::opcode::write, 0, 4096, 11, "fault");
+  ok.end(write, status::ambiguous_write);
+  ok.finish();
+  EXPECT_TRUE(check_exactly_once(ok.h).passed()) << all(check_exactly_once(ok.h));
+}
+
 TEST(exactly_once, never_completed) {
   auto w = clean_world();
   w.op(1).complete_seq = 0;

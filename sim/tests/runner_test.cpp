@@ -139,6 +139,53 @@ events:
   EXPECT_EQ(fired.hist->failpoints_fired.at("server.before_write_ack"), 10u);
 }
 
+// The same with `optional: true`: a failpoint that may stay silent.
+TEST(runner, an_optional_failpoint_may_stay_silent) {
+  if (!failpoints_available()) GTEST_SKIP() << "needs failpoints";
+  auto r = run(parse(two_peers + R"(
+workload:
+  - {name: writes, from: client, region: data, ops: write, size: 4KiB, count: 4}
+events:
+  - at: {phase: fault}
+    do: arm
+    failpoint: {name: server.before_read_payload, action: delay, delay_ms: 1, optional: true}
+)"));
+  EXPECT_TRUE(r.passed) << failure_text(r);
+}
+
+// An ambiguous WRITE keeps its range until the phase ends. When it fills the
+// region, the stream stops early with a note instead of waiting for a range
+// nothing can free (which used to hang the run until timeout_ms).
+TEST(runner, a_region_full_of_ambiguous_writes_ends_the_stream_early) {
+  auto r = run(parse(R"(
+timeout_ms: 20000
+transports:
+  - {name: client, config: {progress_timeout_ms: 300, connections_per_peer: 1}}
+  - {name: server}
+regions:
+  - {name: data, transport: server, size: 4KiB}
+links:
+  - initiator: client
+    target: server
+    faults:
+      - {type: drop_frame, dir: down, opcode: write, count: 1, name: ack_lost}
+workload:
+  - {name: writes, from: client, region: data, ops: write, size: 4KiB, count: 3,
+     allow: [ok, ambiguous_write]}
+phases:
+  - {name: fault}
+)"));
+  EXPECT_TRUE(r.error.empty()) << r.error;
+  EXPECT_TRUE(r.passed) << failure_text(r);
+  ASSERT_TRUE(r.hist);
+  EXPECT_EQ(r.hist->ops.size(), 1u);
+  bool noted = false;
+  for (const auto& m : r.hist->marks) {
+    noted = noted || m.text.find("writes stopped after 1 ops") != std::string::npos;
+  }
+  EXPECT_TRUE(noted);
+}
+
 TEST(runner, an_optional_fault_may_stay_silent) {
   auto s = parse(two_peers + R"(
 links:

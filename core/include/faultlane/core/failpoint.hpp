@@ -39,7 +39,11 @@ inline constexpr std::string_view known_names[] = {
     "lane.on_deadline",
     "lane.probe_finished",
     "lane.set_non_blocking",
+    "planted.accept_stale_id",
+    "planted.finalize_twice",
+    "planted.no_sibling_cancel",
     "planted.replay_ambiguous_write",
+    "planted.shutdown_skip_drain",
     "server.before_read_payload",
     "server.before_write_ack",
     "server.on_accept",
@@ -84,6 +88,32 @@ std::uint64_t evaluated(std::string_view name);
 bool wait_paused(std::string_view name, std::size_t threads, std::chrono::milliseconds timeout);
 void resume(std::string_view name);
 
+// Schedule perturbation (docs/properties.md): named points at decisions
+// that race another thread. While it is on, each pass through a point draws,
+// from (seed, point, how often that point was passed), whether to yield or
+// to sleep a few microseconds, so a property explores interleavings a plain
+// run never reaches and one seed perturbs the same way again.
+inline constexpr std::string_view perturbation_points[] = {
+    "admission.release",   "lane.cancel_task",      "lane.close",
+    "lane.connected",      "lane.retire",           "lease.release",
+    "settle.finalize",     "settle.merge",          "shutdown.drain",
+    "shutdown.lanes",      "shutdown.stop",         "siblings.cancel",
+    "unregister.hide",
+};
+
+struct perturbation {
+  std::uint64_t seed = 0;
+  double probability = 0.05;  // of perturbing one pass, 0..1
+  std::uint32_t max_us = 50;  // a sleep lasts 1..max_us; 0 only yields
+};
+void perturb_on(const perturbation& p);
+void perturb_off();
+bool perturbing() noexcept;
+// Passes that yielded or slept since perturb_on.
+std::uint64_t perturbed() noexcept;
+// Called through FAULTLANE_PERTURB.
+void perturb(std::string_view point) noexcept;
+
 // Called through FAULTLANE_FAILPOINT; returns the status to inject, if any.
 std::optional<status> evaluate(std::string_view name);
 std::optional<status> evaluate(std::string_view name, std::uint64_t key);
@@ -105,7 +135,9 @@ class scoped {
 #if defined(FAULTLANE_FAILPOINTS_ENABLED)
 #define FAULTLANE_FAILPOINT(name) ::faultlane::failpoint::evaluate(name)
 #define FAULTLANE_FAILPOINT_KEY(name, key) ::faultlane::failpoint::evaluate(name, key)
+#define FAULTLANE_PERTURB(point) ::faultlane::failpoint::perturb(point)
 #else
 #define FAULTLANE_FAILPOINT(name) (::std::optional<::faultlane::status>{})
 #define FAULTLANE_FAILPOINT_KEY(name, key) ((void)(key), ::std::optional<::faultlane::status>{})
+#define FAULTLANE_PERTURB(point) ((void)0)
 #endif

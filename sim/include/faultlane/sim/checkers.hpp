@@ -44,7 +44,8 @@ struct checker_result {
 
 // Every op submit() accepted: one callback, a completion, batch status ==
 // outcome, exactly one task_submitted and one task_finalized (with that
-// outcome) for its task; no task_finalized for a task no op has.
+// outcome) for its task; no task_finalized for a task no op has; no READ
+// ends ambiguous_write.
 // checked: ops.
 checker_result check_exactly_once(const history& h);
 // A model of every (target, incarnation, region): registration fills, ok

@@ -48,6 +48,7 @@ inline constexpr std::size_t depth_max = 1024;
 inline constexpr std::size_t batch_max = 256;
 inline constexpr std::uint32_t liveness_deadline_ms_default = 10000;
 inline constexpr std::uint32_t failpoint_delay_ms_max = 600000;
+inline constexpr std::uint32_t perturb_max_us = 10000;
 static_assert(rails_max <= limits::rail_count_max, "scenario rails are core rails");
 static_assert(batch_max <= depth_max, "a batch never exceeds the depth");
 static_assert(region_bytes_max <= limits::transfer_bytes_default,
@@ -199,6 +200,7 @@ struct event_spec {
   std::string fault_name;  // remove_fault
   std::string failpoint;   // arm, disarm
   failpoint::config failpoint_config;
+  bool failpoint_optional = false;  // arm: may never fire without failing the scenario
   source_mark mark;
 };
 
@@ -226,6 +228,15 @@ struct expectations {
   std::map<std::string, std::string> checkers_off;
 };
 
+// `perturb:` turns schedule perturbation on for the run (builds with
+// failpoints; docs/properties.md): each pass through a perturbation point
+// yields or sleeps with this probability, drawn from the run's seed.
+struct perturb_spec {
+  double probability = 0.05;  // 0..1
+  std::uint32_t max_us = 50;  // 0..perturb_max_us; 0 only yields
+  friend bool operator==(const perturb_spec&, const perturb_spec&) = default;
+};
+
 struct scenario {
   std::string name;  // default: the file stem
   std::string file;
@@ -234,6 +245,7 @@ struct scenario {
   std::uint64_t seed = 1;
   std::uint32_t timeout_ms = scenario_bounds::timeout_ms_default;  // the whole run
   bool needs_failpoints = false;                                   // derived: an event arms one
+  std::optional<perturb_spec> perturb;
   std::vector<transport_spec> transports;
   std::vector<region_spec> regions;
   std::vector<link_spec> links;

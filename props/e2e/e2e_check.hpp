@@ -1,0 +1,73 @@
+// e2e_check: runs an end-to-end property, the simulator's checkers judging
+// each generated schedule, and keeps what a person needs from a failure.
+//
+//   property_spec p{.name = "exactly_once", .gen = {...}};
+//   auto out = check_property(p);   // out.passed, out.counterexample
+//
+// Each case draws a schedule, writes it as a scenario, reads the file back
+// (so what runs is exactly what a user can replay) and runs it over
+// loopback with relays on every rail. Any checker violation, expectation
+// miss or run error fails the case. After the first failure rapidcheck
+// only shrinks, and from then on each candidate runs `runs_per_candidate`
+// times and counts as failing if any run fails, so a nondeterministic pass
+// cannot hide a real counterexample. Every failing case overwrites the
+// counterexample files, so when rapidcheck stops they hold the minimal one:
+// NAME.yaml (runnable with `faultlane-sim run`) and NAME.html (its timeline).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "faultlane/sim/report.hpp"
+#include "schedule.hpp"
+
+namespace faultlane::props {
+
+struct property_spec {
+  std::string name;
+  gen_options gen;
+  // Defaults for this property; RC_PARAMS's max_success and max_size win.
+  int cases = 8;
+  int max_size = 40;
+  int runs_per_candidate = 3;
+  std::string planted;  // a planted-bug failpoint armed in every schedule
+  std::optional<std::uint64_t> seed;  // default: RC_PARAMS's seed, else random
+};
+
+struct property_outcome {
+  bool passed = true;
+  std::size_t cases = 0;  // scenario runs, shrinking included
+  // The last failing case: after shrinking, the minimal one.
+  std::optional<schedule> counterexample;
+  std::string failing_checker;  // "" for a run error
+  std::string yaml_path;
+  std::string timeline_path;
+};
+
+property_outcome check_property(const property_spec& p);
+
+// Where counterexamples go: $FAULTLANE_COUNTEREXAMPLE_DIR, else
+// ./props-counterexamples.
+std::string counterexample_dir();
+
+// What the runs so far exercised, for the soak table (docs/properties.md):
+// cases, ops, faults fired by type x trigger x direction, events, outcomes
+// by status, violations. Thread-safe; one per process.
+struct coverage {
+  std::uint64_t cases = 0;
+  std::uint64_t ops = 0;
+  std::uint64_t violations = 0;
+  std::uint64_t run_errors = 0;
+  std::map<std::string, std::uint64_t> faults_fired;   // "stall up header_byte"
+  std::map<std::string, std::uint64_t> faults_drawn;   // the same keys, drawn
+  std::map<std::string, std::uint64_t> events;         // "restart", "arm client.on_response"
+  std::map<std::string, std::uint64_t> outcomes;       // "read ok", "write ambiguous_write"
+};
+coverage coverage_so_far();
+// The table, and the fault (type, direction, trigger) cells never fired.
+std::string coverage_table(const coverage& c);
+
+}  // namespace faultlane::props

@@ -1,0 +1,126 @@
+// Drawing a schedule; see schedule.hpp.
+//
+// Every part is drawn inside one gen::exec, so rapidcheck records each pick
+// and shrinks it on its own: a list loses elements, a number moves toward
+// the low end of its range. Ranges are what to_scenario accepts, and
+// indexes (peer, rail, menu picks) are taken modulo what exists there, so a
+// shrunk topology never leaves a fault pointing nowhere.
+#include <algorithm>
+
+#include "schedule.hpp"
+
+namespace faultlane::props {
+namespace {
+
+using relays::fault_kind;
+
+constexpr fault_kind all_kinds[] = {
+    fault_kind::reset,     fault_kind::drop_frame, fault_kind::stall,     fault_kind::truncate,
+    fault_kind::corrupt,   fault_kind::half_close, fault_kind::blackhole, fault_kind::refuse,
+    fault_kind::latency,   fault_kind::bandwidth,  fault_kind::slicer,    fault_kind::slow_close,
+};
+constexpr fault_kind slowing_kinds[] = {fault_kind::latency, fault_kind::bandwidth,
+                                        fault_kind::slicer, fault_kind::slow_close};
+
+template <typename T>
+rc::Gen<T> one_of(const std::vector<T>& values) {
+  return rc::gen::elementOf(values);
+}
+
+rc::Gen<fault_draw> gen_fault(const gen_options& o) {
+  return rc::gen::exec([o] {
+    fault_draw f;
+    if (o.slowing_faults_only) {
+      f.kind = *rc::gen::elementOf(std::vector<fault_kind>(std::begin(slowing_kinds),
+                                                           std::end(slowing_kinds)));
+    } else {
+      f.kind = *rc::gen::elementOf(
+          std::vector<fault_kind>(std::begin(all_kinds), std::end(all_kinds)));
+    }
+    f.dir = *rc::gen::element(relays::direction::up, relays::direction::down);
+    f.trigger = static_cast<trigger_draw>(*rc::gen::inRange<int>(0, trigger_draw_count));
+    f.peer = *rc::gen::inRange<std::size_t>(0, 3);
+    f.rail = *rc::gen::inRange<std::size_t>(0, 3);
+    // Byte positions near the start (headers, small payloads) and deep
+    // inside a large payload.
+    f.at = *rc::gen::oneOf(rc::gen::inRange<std::uint64_t>(0, 200),
+                           rc::gen::inRange<std::uint64_t>(0, 3u << 20));
+    f.header_byte = *rc::gen::inRange<std::uint32_t>(1, 48);
+    f.on_write = *rc::gen::arbitrary<bool>();
+    f.status_pick = *rc::gen::inRange<std::uint32_t>(0, 3);
+    f.field_pick = *rc::gen::inRange<std::uint32_t>(0, 10);
+    f.count = *rc::gen::inRange<std::uint32_t>(0, 3);
+    f.amount = *rc::gen::inRange<std::uint32_t>(0, 64);
+    return f;
+  });
+}
+
+rc::Gen<stream_draw> gen_stream(const gen_options& o) {
+  return rc::gen::exec([o] {
+    stream_draw s;
+    s.read_percent = *rc::gen::inRange<std::uint32_t>(0, 101 - o.write_percent_min);
+    s.sizes = *rc::gen::nonEmpty(rc::gen::container<std::vector<size_class>>(
+        rc::gen::map(rc::gen::inRange<int>(0, size_class_count),
+                     [](int c) { return static_cast<size_class>(c); })));
+    if (s.sizes.size() > 4) s.sizes.resize(4);
+    s.count = *rc::gen::inRange<std::uint64_t>(1, o.ops_max + 1);
+    s.depth = *rc::gen::inRange<std::size_t>(1, 5);
+    s.batch = *rc::gen::inRange<std::size_t>(1, 5);
+    return s;
+  });
+}
+
+template <typename T>
+std::vector<T> some(const rc::Gen<T>& g, std::size_t max) {
+  auto n = *rc::gen::inRange<std::size_t>(0, max + 1);
+  return *rc::gen::container<std::vector<T>>(n, g);
+}
+
+}  // namespace
+
+rc::Gen<schedule> gen_schedule(const gen_options& options) {
+  return rc::gen::exec([o = options] {
+    schedule s;
+    s.peers = *rc::gen::inRange<std::size_t>(1, 4);
+    s.rails = *rc::gen::inRange<std::size_t>(1, 4);
+    s.lanes = *rc::gen::inRange<std::size_t>(1, 5);
+    s.workers = *rc::gen::inRange<std::size_t>(1, 3);
+    s.streams = *rc::gen::container<std::vector<stream_draw>>(s.peers, gen_stream(o));
+    s.faults = some(gen_fault(o), o.faults_max);
+    s.failpoints = some(rc::gen::exec([] {
+                          failpoint_draw d;
+                          d.pick = *rc::gen::inRange<std::size_t>(0, failpoint_menu.size());
+                          d.count = *rc::gen::inRange<std::uint32_t>(0, 2);
+                          return d;
+                        }),
+                        o.failpoints_max);
+    if (!o.events.empty()) {
+      s.events = some(rc::gen::exec([o] {
+                        event_draw e;
+                        e.kind = *one_of(o.events);
+                        e.peer = *rc::gen::inRange<std::size_t>(0, 3);
+                        e.at_op = *rc::gen::inRange<std::uint64_t>(0, o.ops_max);
+                        e.gap = *rc::gen::inRange<std::uint64_t>(1, 8);
+                        return e;
+                      }),
+                      o.events_max);
+    }
+    if (o.shutdown_always) {
+      event_draw e;
+      e.kind = event_draw_kind::shutdown;
+      e.peer = *rc::gen::inRange<std::size_t>(0, 3);
+      e.at_op = *rc::gen::inRange<std::uint64_t>(0, o.ops_max);
+      s.events.push_back(e);
+    }
+    s.seed = *rc::gen::inRange<std::uint64_t>(1, 1u << 30);
+    if (o.perturb) {
+      sim::perturb_spec p;
+      p.probability = *rc::gen::element(0.02, 0.1, 0.3);
+      p.max_us = *rc::gen::element<std::uint32_t>(0, 20, 100);
+      s.perturb = p;
+    }
+    return s;
+  });
+}
+
+}  // namespace faultlane::props
