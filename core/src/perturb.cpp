@@ -20,7 +20,6 @@ namespace {
 constexpr std::size_t point_count = std::size(perturbation_points);
 
 struct perturb_state {
-  std::atomic<bool> on{false};
   std::atomic<std::uint64_t> seed{0};
   std::atomic<std::uint64_t> threshold{0};  // a draw below it perturbs
   std::atomic<std::uint32_t> max_us{0};
@@ -43,7 +42,7 @@ std::size_t index_of(std::string_view point) noexcept {
 void perturb_on(const perturbation& p) {
   FL_ASSERT(p.probability >= 0 && p.probability <= 1);
   auto& s = state();
-  s.on.store(false, std::memory_order_release);
+  perturb_active.store(false, std::memory_order_release);
   for (auto& n : s.passes) n.store(0, std::memory_order_relaxed);
   s.perturbed.store(0, std::memory_order_relaxed);
   s.seed.store(p.seed, std::memory_order_relaxed);
@@ -52,22 +51,22 @@ void perturb_on(const perturbation& p) {
   s.threshold.store(p.probability >= 1 ? UINT64_MAX : static_cast<std::uint64_t>(scaled),
                     std::memory_order_relaxed);
   s.max_us.store(p.max_us, std::memory_order_relaxed);
-  s.on.store(true, std::memory_order_release);
+  perturb_active.store(true, std::memory_order_release);
 }
 
-void perturb_off() { state().on.store(false, std::memory_order_release); }
+void perturb_off() { perturb_active.store(false, std::memory_order_release); }
 
-bool perturbing() noexcept { return state().on.load(std::memory_order_acquire); }
+bool perturbing() noexcept { return perturb_active.load(std::memory_order_acquire); }
 
 std::uint64_t perturbed() noexcept { return state().perturbed.load(std::memory_order_relaxed); }
 
 void perturb(std::string_view point) noexcept {
   auto& s = state();
-  if (!s.on.load(std::memory_order_relaxed)) return;
+  if (!perturb_active.load(std::memory_order_relaxed)) return;
   const std::size_t index = index_of(point);
   const std::uint64_t pass = s.passes[index].fetch_add(1, std::memory_order_relaxed);
-  const std::uint64_t draw = stable_hash(s.seed.load(std::memory_order_relaxed) ^
-                                         stable_hash(point) ^ stable_hash(pass));
+  const std::uint64_t draw =
+      stable_hash(s.seed.load(std::memory_order_relaxed) ^ stable_hash(point) ^ stable_hash(pass));
   if (draw >= s.threshold.load(std::memory_order_relaxed)) return;
   s.perturbed.fetch_add(1, std::memory_order_relaxed);
   const std::uint32_t max_us = s.max_us.load(std::memory_order_relaxed);

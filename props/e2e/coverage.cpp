@@ -63,9 +63,9 @@ std::string coverage_table(const coverage& c) {
   for (const auto& [name, n] : c.events) out += fmt::format("| {} | {} |\n", name, n);
   out += "\n| op outcome | ops |\n|---|---:|\n";
   for (const auto& [name, n] : c.outcomes) out += fmt::format("| {} | {} |\n", name, n);
-  out += never.empty() ? "\nevery drawable fault cell fired\n"
-                       : fmt::format("\nnever fired ({}): {}\n", never.size(),
-                                     fmt::join(never, ", "));
+  out += never.empty()
+             ? "\nevery drawable fault cell fired\n"
+             : fmt::format("\nnever fired ({}): {}\n", never.size(), fmt::join(never, ", "));
   return out;
 }
 

@@ -82,7 +82,10 @@ void write_counterexample(case_state& st, const schedule& sch, const sim::scenar
   std::ofstream(yaml) << sim::to_yaml(sc);
   std::ofstream(html) << sim::timeline_html(r);
   st.out.counterexample = sch;
-  st.out.failing_checker = sim::first_failing_checker(r);
+  st.out.failing_checkers.clear();
+  for (const auto& c : r.checkers) {
+    if (!c.passed()) st.out.failing_checkers.push_back(c.name);
+  }
   st.out.yaml_path = yaml.string();
   st.out.timeline_path = html.string();
 }
@@ -92,8 +95,8 @@ void run_case(case_state& st, const schedule& sch) {
   // What runs is the file a user replays: written and read back.
   auto loaded = sim::parse_scenario(sim::to_yaml(generated), generated.file);
   if (!loaded.ok()) {
-    RC_FAIL("the generator made a scenario the loader rejects: " + loaded.error().message +
-            "\n" + sim::to_yaml(generated));
+    RC_FAIL("the generator made a scenario the loader rejects: " + loaded.error().message + "\n" +
+            sim::to_yaml(generated));
   }
   const int runs = st.failing ? st.p.runs_per_candidate : 1;
   for (int i = 0; i < runs; ++i) {
@@ -106,10 +109,11 @@ void run_case(case_state& st, const schedule& sch) {
     if (sim::outcome_of(r) == sim::run_outcome::passed) continue;
     st.failing = true;
     write_counterexample(st, sch, loaded.value(), r);
-    RC_FAIL(fmt::format("{}\ncounterexample ({} fault(s), events and failpoints): {}\n"
-                        "timeline: {}\nreplay: faultlane-sim run {} --seed {}",
-                        sim::failure_text(r), fault_count(sch), st.out.yaml_path,
-                        st.out.timeline_path, st.out.yaml_path, sch.seed));
+    RC_FAIL(
+        fmt::format("{}\ncounterexample ({} fault(s), events and failpoints): {}\n"
+                    "timeline: {}\nreplay: faultlane-sim run {} --seed {}",
+                    sim::failure_text(r), fault_count(sch), st.out.yaml_path, st.out.timeline_path,
+                    st.out.yaml_path, sch.seed));
   }
 }
 

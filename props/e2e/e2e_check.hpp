@@ -33,7 +33,7 @@ struct property_spec {
   int cases = 8;
   int max_size = 40;
   int runs_per_candidate = 3;
-  std::string planted;  // a planted-bug failpoint armed in every schedule
+  std::string planted;                // a planted-bug failpoint armed in every schedule
   std::optional<std::uint64_t> seed;  // default: RC_PARAMS's seed, else random
 };
 
@@ -42,7 +42,7 @@ struct property_outcome {
   std::size_t cases = 0;  // scenario runs, shrinking included
   // The last failing case: after shrinking, the minimal one.
   std::optional<schedule> counterexample;
-  std::string failing_checker;  // "" for a run error
+  std::vector<std::string> failing_checkers;  // empty for a run error
   std::string yaml_path;
   std::string timeline_path;
 };
@@ -61,10 +61,10 @@ struct coverage {
   std::uint64_t ops = 0;
   std::uint64_t violations = 0;
   std::uint64_t run_errors = 0;
-  std::map<std::string, std::uint64_t> faults_fired;   // "stall up header_byte"
-  std::map<std::string, std::uint64_t> faults_drawn;   // the same keys, drawn
-  std::map<std::string, std::uint64_t> events;         // "restart", "arm client.on_response"
-  std::map<std::string, std::uint64_t> outcomes;       // "read ok", "write ambiguous_write"
+  std::map<std::string, std::uint64_t> faults_fired;  // "stall up header_byte"
+  std::map<std::string, std::uint64_t> faults_drawn;  // the same keys, drawn
+  std::map<std::string, std::uint64_t> events;        // "restart", "arm client.on_response"
+  std::map<std::string, std::uint64_t> outcomes;      // "read ok", "write ambiguous_write"
 };
 coverage coverage_so_far();
 // The table, and the fault (type, direction, trigger) cells never fired.

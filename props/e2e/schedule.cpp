@@ -44,16 +44,14 @@ bool slowing(fault_kind k) {
 }
 
 const status_set broken_exchange{status::connection_failed, status::timeout,
-                                  status::ambiguous_write, status::protocol_error,
-                                  status::cancelled};
+                                 status::ambiguous_write, status::protocol_error,
+                                 status::cancelled};
 
-constexpr std::string_view up_fields[] = {"magic",           "version",       "opcode",
-                                          "flags",           "request_id",    "registration_id",
-                                          "remote_offset",   "length",        "checksum",
-                                          "reserved"};
-constexpr std::string_view down_fields[] = {"magic",  "version",         "request_id",
-                                            "status", "committed_bytes", "checksum",
-                                            "reserved"};
+constexpr std::string_view up_fields[] = {
+    "magic",           "version",       "opcode", "flags",    "request_id",
+    "registration_id", "remote_offset", "length", "checksum", "reserved"};
+constexpr std::string_view down_fields[] = {"magic",           "version",  "request_id", "status",
+                                            "committed_bytes", "checksum", "reserved"};
 constexpr status trigger_statuses[] = {status::ok, status::stale_registration,
                                        status::range_rejected};
 
@@ -100,9 +98,9 @@ relays::fault_spec fault_of(const fault_draw& d, std::size_t index) {
     case trigger_draw::frame: f.when.frame = d.at % 8; break;
     case trigger_draw::header_byte:
       f.when.frame = d.at % 8;
-      f.when.header_byte = 1 + d.header_byte % (d.dir == relays::direction::up
-                                                    ? wire::request_frame_bytes - 1
-                                                    : wire::response_frame_bytes - 1);
+      f.when.header_byte =
+          1 + d.header_byte % (d.dir == relays::direction::up ? wire::request_frame_bytes - 1
+                                                              : wire::response_frame_bytes - 1);
       break;
     case trigger_draw::opcode:
       f.when.opcode = d.on_write ? wire::opcode::write : wire::opcode::read;
@@ -110,14 +108,15 @@ relays::fault_spec fault_of(const fault_draw& d, std::size_t index) {
     case trigger_draw::status:
       // A request carries no status: the trigger is a response's.
       f.dir = relays::direction::down;
-      f.when.status = static_cast<std::uint16_t>(
-          trigger_statuses[d.status_pick % std::size(trigger_statuses)]);
+      f.when.status =
+          static_cast<std::uint16_t>(trigger_statuses[d.status_pick % std::size(trigger_statuses)]);
       break;
   }
   if (f.kind == fault_kind::corrupt && f.dir != d.dir) {
     f.field = down_fields[d.field_pick % std::size(down_fields)];
   }
-  if ((f.kind == fault_kind::drop_frame || f.kind == fault_kind::corrupt) && !f.when.needs_frame()) {
+  if ((f.kind == fault_kind::drop_frame || f.kind == fault_kind::corrupt) &&
+      !f.when.needs_frame()) {
     f.when.frame = d.at % 8;  // a frame fault needs a frame to act on
   }
   return f;
@@ -222,7 +221,7 @@ sim::transport_spec transport_of(const schedule& s, const std::string& name) {
   t.name = name;
   t.rails = s.rails;
   t.config.worker_count = s.workers;
-  t.config.connections_per_peer = s.lanes;
+  t.config.connections_per_peer = std::max(s.lanes, s.rails);  // a lane per rail at least
   t.config.max_transfer_bytes = max_transfer(s.rails);
   t.config.progress_timeout_ms = progress_timeout_ms;
   t.config.connect_timeout_ms = 1000;
@@ -341,9 +340,8 @@ sim::scenario to_scenario(const schedule& s, const std::string& name) {
   sc.transports.push_back(transport_of(s, "client"));
   for (std::size_t p = 0; p < s.peers; ++p) {
     sc.transports.push_back(transport_of(s, peer_name(p)));
-    sc.regions.push_back({.name = region_name(p),
-                          .transport = peer_name(p),
-                          .size = max_transfer(s.rails) + 1});
+    sc.regions.push_back(
+        {.name = region_name(p), .transport = peer_name(p), .size = max_transfer(s.rails) + 1});
     for (std::size_t r = 0; r < s.rails; ++r) {
       sim::link_spec l;
       l.name = fmt::format("client-{}-r{}", peer_name(p), r);
@@ -384,6 +382,8 @@ sim::scenario to_scenario(const schedule& s, const std::string& name) {
   return sc;
 }
 
-void showValue(const schedule& s, std::ostream& os) { os << "\n" << sim::to_yaml(to_scenario(s, "shown")); }
+void showValue(const schedule& s, std::ostream& os) {
+  os << "\n" << sim::to_yaml(to_scenario(s, "shown"));
+}
 
 }  // namespace faultlane::props

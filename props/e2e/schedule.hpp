@@ -48,11 +48,11 @@ struct fault_draw {
   std::size_t rail = 0;  // modulo the rails
   std::uint64_t at = 0;  // byte position (bytes, truncate) or frame index
   std::uint32_t header_byte = 1;
-  bool on_write = true;       // opcode trigger: WRITE frames, else READ frames
+  bool on_write = true;           // opcode trigger: WRITE frames, else READ frames
   std::uint32_t status_pick = 0;  // status trigger: index into trigger_statuses
   std::uint32_t field_pick = 0;   // corrupt: index into the direction's fields
-  std::uint32_t count = 1;    // fire at most this many times
-  std::uint32_t amount = 1;   // latency ms, bandwidth MiB/s, slicer KiB, slow_close ms
+  std::uint32_t count = 1;        // fire at most this many times
+  std::uint32_t amount = 1;       // latency ms, bandwidth MiB/s, slicer KiB, slow_close ms
 };
 
 // Core failpoints in the ways a schedule may arm them (failpoint_menu).
@@ -66,7 +66,7 @@ inline constexpr std::size_t event_draw_kind_count = 4;
 
 struct event_draw {
   event_draw_kind kind = event_draw_kind::restart;
-  std::size_t peer = 0;    // modulo the peers: whose stream triggers it, and which target
+  std::size_t peer = 0;     // modulo the peers: whose stream triggers it, and which target
   std::uint64_t at_op = 0;  // modulo that stream's count
   std::uint64_t gap = 1;    // unregister: ops until the region is registered again
 };

@@ -15,9 +15,9 @@ namespace {
 using relays::fault_kind;
 
 constexpr fault_kind all_kinds[] = {
-    fault_kind::reset,     fault_kind::drop_frame, fault_kind::stall,     fault_kind::truncate,
-    fault_kind::corrupt,   fault_kind::half_close, fault_kind::blackhole, fault_kind::refuse,
-    fault_kind::latency,   fault_kind::bandwidth,  fault_kind::slicer,    fault_kind::slow_close,
+    fault_kind::reset,   fault_kind::drop_frame, fault_kind::stall,     fault_kind::truncate,
+    fault_kind::corrupt, fault_kind::half_close, fault_kind::blackhole, fault_kind::refuse,
+    fault_kind::latency, fault_kind::bandwidth,  fault_kind::slicer,    fault_kind::slow_close,
 };
 constexpr fault_kind slowing_kinds[] = {fault_kind::latency, fault_kind::bandwidth,
                                         fault_kind::slicer, fault_kind::slow_close};
@@ -31,11 +31,11 @@ rc::Gen<fault_draw> gen_fault(const gen_options& o) {
   return rc::gen::exec([o] {
     fault_draw f;
     if (o.slowing_faults_only) {
-      f.kind = *rc::gen::elementOf(std::vector<fault_kind>(std::begin(slowing_kinds),
-                                                           std::end(slowing_kinds)));
-    } else {
       f.kind = *rc::gen::elementOf(
-          std::vector<fault_kind>(std::begin(all_kinds), std::end(all_kinds)));
+          std::vector<fault_kind>(std::begin(slowing_kinds), std::end(slowing_kinds)));
+    } else {
+      f.kind =
+          *rc::gen::elementOf(std::vector<fault_kind>(std::begin(all_kinds), std::end(all_kinds)));
     }
     f.dir = *rc::gen::element(relays::direction::up, relays::direction::down);
     f.trigger = static_cast<trigger_draw>(*rc::gen::inRange<int>(0, trigger_draw_count));

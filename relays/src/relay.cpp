@@ -284,6 +284,18 @@ std::uint64_t relay::counter(const std::string& name) const {
   return it == all.end() ? 0 : it->second;
 }
 
+bool relay::reset_connections(std::chrono::milliseconds timeout) {
+  auto done = std::make_shared<std::promise<void>>();
+  auto finished = done->get_future();
+  asio::post(impl_->state->context, [i = impl_.get(), done] {
+    for (auto& weak : i->connections) {
+      if (auto c = weak.lock()) c->abort(true);
+    }
+    done->set_value();
+  });
+  return finished.wait_for(timeout) == std::future_status::ready;
+}
+
 void relay::stop() {
   std::lock_guard guard(impl_->stop_mutex);
   if (impl_->stopped) return;

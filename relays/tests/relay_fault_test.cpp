@@ -157,6 +157,23 @@ TEST(relay, stall_holds_and_releases_when_removed) {
   expect_counters(*r, {{"stall.down", 1}}, 1);
 }
 
+// reset_connections drops what a stall holds: the client sees a reset, the
+// held bytes never arrive, and the relay goes on accepting.
+TEST(relay, reset_connections_drops_held_bytes_and_keeps_accepting) {
+  plain_peer source(plain_peer::mode::source, 5000);
+  auto r = start_relay(config_to(source.where(), {}));
+  auto stall = r->add_fault(parse_fault("stall dir=down after_bytes=500").value());
+  client c(r->listen_endpoint());
+  EXPECT_EQ(c.read(500, 10s).data.size(), 500u);
+  ASSERT_TRUE(r->reset_connections(10s));
+  ASSERT_TRUE(r->remove_fault(stall));
+  auto rest = c.read(4500, 10s);
+  EXPECT_EQ(rest.data.size(), 0u);
+  EXPECT_EQ(rest.end, asio::error::connection_reset);
+  client again(r->listen_endpoint());
+  EXPECT_EQ(again.read(5000, 10s).data.size(), 5000u);  // a new connection, unharmed
+}
+
 TEST(relay, blackhole_swallows_and_keeps_the_connection) {
   plain_peer sink(plain_peer::mode::sink);
   auto r = start_relay(config_to(sink.where(), {"blackhole dir=up"}));

@@ -74,22 +74,14 @@ json counters_json(const history& h) {
 json run_json(const run_result& r) {
   json checkers = json::array();
   for (const auto& c : r.checkers) checkers.push_back(checker_json(c));
-  json out = {{"scenario", r.scenario},
-              {"file", r.file},
-              {"seed", r.seed},
-              {"outcome", outcome_name(outcome_of(r))},
-              {"verdict", verdict(r)},
-              {"passed", r.passed},
-              {"skipped", r.skipped},
-              {"skip_reason", r.skip_reason},
-              {"error", r.error},
-              {"ops_total", r.ops_total},
-              {"ops_done", r.ops_done},
-              {"faults_fired", r.faults_fired},
-              {"seconds", r.seconds},
-              {"check_seconds", r.check_seconds},
-              {"replay", r.replay},
-              {"checkers", std::move(checkers)}};
+  json out = {{"scenario", r.scenario}, {"file", r.file},
+              {"seed", r.seed},         {"outcome", outcome_name(outcome_of(r))},
+              {"verdict", verdict(r)},  {"passed", r.passed},
+              {"skipped", r.skipped},   {"skip_reason", r.skip_reason},
+              {"error", r.error},       {"ops_total", r.ops_total},
+              {"ops_done", r.ops_done}, {"faults_fired", r.faults_fired},
+              {"seconds", r.seconds},   {"check_seconds", r.check_seconds},
+              {"replay", r.replay},     {"checkers", std::move(checkers)}};
   out["counters"] = r.hist ? counters_json(*r.hist) : json::object();
   return out;
 }

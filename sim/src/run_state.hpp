@@ -59,6 +59,7 @@ class region_ranges {
   // Keeps the range taken until release_deferred() (the phase's end).
   void defer(const std::string& region, std::uint64_t offset);
   void release_deferred();
+  bool has_deferred();
   // Releases so far; wait() returns `released` when that changed, `blocked`
   // at once when every range of `region` still taken is deferred (nothing
   // can free one before the phase ends), `timed_out` at `deadline`.
@@ -131,6 +132,8 @@ class scenario_run {
   void stop_transport(transport_slot& t, const std::string& reason, bool graceful);
   void record_stats(transport_slot& t);
   void finish();
+  void read_finals();
+  void quiesce_links();
   run_result judge(run_result r);
   void report_progress(const std::string& phase);
 

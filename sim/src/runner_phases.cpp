@@ -75,6 +75,7 @@ void scenario_run::run_phase(const phase_spec& ph) {
     }
   }
   joiner.join();
+  if (ranges_.has_deferred()) quiesce_links();
   ranges_.release_deferred();
   if (ph.settle_ms > 0) {
     // A settle period is a wait by design: the scenario asks for time to pass.
@@ -88,26 +89,59 @@ void scenario_run::run_phase(const phase_spec& ph) {
   });
 }
 
+// An ambiguous WRITE may still land after its phase: its bytes held by a
+// stall, queued in a slow relay, or half received by the target. Before its
+// range goes to new work, every relayed connection is reset (dropping what
+// relays hold) and every target's leases drain, so nothing old can write
+// there any more. Bounded: a target that stays busy is noted, not waited for.
+void scenario_run::quiesce_links() {
+  for (auto& [key, p] : pairs_) {
+    for (auto& rail : p->rails) (void)rail.r->reset_connections(std::chrono::seconds(2));
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (auto& [name, t] : transports_) {
+    std::shared_lock lock(t->lock);
+    while (t->up) {
+      auto st = t->p->stats();
+      if (!st || st.value().leases_live == 0) break;
+      if (std::chrono::steady_clock::now() >= until) {
+        rec_.add_mark("note", name + " still holds leases 5 s after its links were reset");
+        break;
+      }
+      std::this_thread::sleep_for(poll_interval);  // sleep-ok: polling a child's stats
+    }
+  }
+  rec_.add_mark("event", "ambiguous WRITE ranges freed: every relayed connection reset");
+}
+
+// Each region's bytes (its target's last incarnation), once no initiator can
+// send more work: what the data checker compares with its model.
+void scenario_run::read_finals() {
+  if (!rec_.enabled()) return;
+  for (const auto& r : s_.regions) {
+    auto slot = transports_.find(r.transport);
+    if (slot == transports_.end()) continue;  // setup failed before it
+    auto& t = *slot->second;
+    if (!t.up || !t.ids[r.name]) continue;
+    // With the initiators stopped, a WRITE may still be landing (its bytes
+    // were in a relay); unregistering waits for its lease, so nothing
+    // writes into the region while it is read.
+    (void)t.p->unregister_region(r.name, t.ids[r.name]);
+    auto bytes = t.p->dump(r.name);
+    if (!bytes) continue;
+    const auto seq = rec_.next_seq();
+    rec_.edit([&](history& h) {
+      h.finals.push_back(
+          {r.transport, t.incarnation.load(), r.name, seq, std::move(bytes.value())});
+    });
+  }
+}
+
 void scenario_run::finish() {
   if (s_.perturb) failpoint::perturb_off();
-  // Stats and region bytes while everything is still up and quiet.
+  // Stats while everything is still up.
   for (auto& [name, t] : transports_) {
     if (t->up && rec_.enabled()) record_stats(*t);
-  }
-  if (rec_.enabled()) {
-    for (const auto& r : s_.regions) {
-      auto slot = transports_.find(r.transport);
-      if (slot == transports_.end()) continue;  // setup failed before it
-      auto& t = *slot->second;
-      if (!t.up || !t.ids[r.name]) continue;
-      auto bytes = t.p->dump(r.name);
-      if (!bytes) continue;
-      const auto seq = rec_.next_seq();
-      rec_.edit([&](history& h) {
-        h.finals.push_back(
-            {r.transport, t.incarnation.load(), r.name, seq, std::move(bytes.value())});
-      });
-    }
   }
   // Initiators first, so no new work reaches a target that is closing.
   for (int pass = 0; pass < 2; ++pass) {
@@ -120,6 +154,7 @@ void scenario_run::finish() {
       std::unique_lock lock(t->lock);
       stop_transport(*t, "end of run", true);
     }
+    if (pass == 0) read_finals();
   }
   for (auto& [key, p] : pairs_) {
     for (auto& rail : p->rails) {
@@ -163,8 +198,8 @@ run_result scenario_run::run() {
   rec_.add_mark("note", fmt::format("seed {}", seed_));
   // Off again in finish(); a build without failpoints has no points to perturb.
   if (s_.perturb && failpoints_available()) {
-    failpoint::perturb_on({stable_hash(seed_ ^ 0x7065727475726221ull), s_.perturb->probability,
-                           s_.perturb->max_us});
+    failpoint::perturb_on(
+        {stable_hash(seed_ ^ 0x7065727475726221ull), s_.perturb->probability, s_.perturb->max_us});
     rec_.add_mark("note", fmt::format("perturbation: probability {}, max_us {}",
                                       s_.perturb->probability, s_.perturb->max_us));
   }

@@ -117,10 +117,9 @@ result<void> known_failpoint(const reader& rd, const YAML::Node& node, const std
 
 result<void> read_failpoint(const reader& rd, event_spec& e, const YAML::Node& node,
                             const std::string& path) {
-  if (auto r = rd.mapping(
-          node, path,
-          {"name", "action", "error", "count", "probability", "delay_ms", "key", "seed",
-           "optional"});
+  if (auto r = rd.mapping(node, path,
+                          {"name", "action", "error", "count", "probability", "delay_ms", "key",
+                           "seed", "optional"});
       !r) {
     return r;
   }

@@ -334,6 +334,12 @@ region_ranges::wait_result region_ranges::wait(std::uint64_t seen, const std::st
 void region_ranges::defer(const std::string& region, std::uint64_t offset) {
   std::lock_guard lock(mutex_);
   deferred_.emplace_back(region, offset);
+  cv_.notify_all();  // a waiter may now be blocked for good: wait() says so
+}
+
+bool region_ranges::has_deferred() {
+  std::lock_guard lock(mutex_);
+  return !deferred_.empty();
 }
 
 void region_ranges::release_deferred() {

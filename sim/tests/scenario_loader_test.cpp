@@ -191,6 +191,7 @@ void expect_same(const scenario& a, const scenario& b) {
   EXPECT_EQ(a.tags, b.tags);
   EXPECT_EQ(a.seed, b.seed);
   EXPECT_EQ(a.timeout_ms, b.timeout_ms);
+  EXPECT_EQ(a.perturb, b.perturb);
   EXPECT_EQ(a.needs_failpoints, b.needs_failpoints);
   EXPECT_EQ(a.transports, b.transports);  // compares the config, not the mark
   ASSERT_EQ(a.regions.size(), b.regions.size());
@@ -236,6 +237,7 @@ void expect_same(const scenario& a, const scenario& b) {
     const failpoint::config& q = y.failpoint_config;
     EXPECT_EQ(std::tie(p.act, p.error, p.delay_ms, p.count, p.probability, p.seed, p.only_key),
               std::tie(q.act, q.error, q.delay_ms, q.count, q.probability, q.seed, q.only_key));
+    EXPECT_EQ(x.failpoint_optional, y.failpoint_optional) << "event " << i;
   }
   ASSERT_EQ(a.phases.size(), b.phases.size());
   for (std::size_t i = 0; i < a.phases.size(); ++i) {
@@ -257,6 +259,8 @@ TEST(ScenarioLoader, ToYamlRoundTrips) {
     // Values the files leave at their defaults, so the writer must carry them.
     s.expect.checkers_off["bounds"] = "a \"quoted\" reason: with a colon\nand a line";
     s.streams[0].start_deadline_ms = 250;
+    s.perturb = perturb_spec{.probability = 0.25, .max_us = 30};
+    for (auto& e : s.events) e.failpoint_optional = e.action == event_action::arm;
     const std::string text = to_yaml(s);
     auto back = parse_scenario(text, s.file);
     ASSERT_TRUE(back.ok()) << back.error().message << "\n" << text;

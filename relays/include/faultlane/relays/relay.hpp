@@ -19,6 +19,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -97,6 +98,13 @@ class relay {
   // effect at once: never above relay_config::active_faults_max; what did
   // not fit was skipped and counted in "faults.overflow".
   std::size_t active_faults_peak() const;
+
+  // Resets (RST) every relayed connection, both sides, dropping whatever
+  // bytes a fault held; the listener goes on accepting. Returns once done
+  // (false if the relay's thread did not answer within `timeout`). The
+  // scenario runner uses it so that no WRITE held in a relay can land after
+  // the range it wrote is handed to new work.
+  bool reset_connections(std::chrono::milliseconds timeout);
 
   // Closes the listener and every connection; joins the io thread.
   void stop();
