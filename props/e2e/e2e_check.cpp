@@ -124,28 +124,36 @@ std::string counterexample_dir() {
   return "props-counterexamples";
 }
 
-property_outcome check_property(const property_spec& p) {
+bool check_with_defaults(const std::string& id, int cases, int max_size,
+                         const std::function<void()>& property, std::optional<std::uint64_t> seed) {
   auto params = rc::detail::configuration().testParams;
   const std::string env = std::getenv("RC_PARAMS") ? std::getenv("RC_PARAMS") : "";
-  if (env.find("max_success") == std::string::npos) params.maxSuccess = p.cases;
-  if (env.find("max_size") == std::string::npos) params.maxSize = p.max_size;
-  if (p.seed) params.seed = *p.seed;
+  if (env.find("max_success") == std::string::npos) params.maxSuccess = cases;
+  if (env.find("max_size") == std::string::npos) params.maxSize = max_size;
+  if (seed) params.seed = *seed;
+  rc::detail::TestMetadata metadata;
+  metadata.id = id;
+  metadata.description = id;
+  std::cerr << "\n- " << id << "\n";
+  const auto result =
+      rc::detail::checkProperty(rc::detail::toProperty([&] { property(); }), metadata, params);
+  rc::detail::printResultMessage(result, std::cerr);
+  std::cerr << "\n";
+  return result.template is<rc::detail::SuccessResult>();
+}
+
+property_outcome check_property(const property_spec& p) {
   gen_options g = p.gen;
   if (!sim::failpoints_available()) g.failpoints_max = 0;
   case_state st{p};
-  rc::detail::TestMetadata metadata;
-  metadata.id = "e2e." + p.name;
-  metadata.description = metadata.id;
-  std::cerr << "\n- " << metadata.id << "\n";
-  const auto result = rc::detail::checkProperty(rc::detail::toProperty([&] {
-                                                  auto sch = *gen_schedule(g);
-                                                  sch.planted = p.planted;
-                                                  run_case(st, sch);
-                                                }),
-                                                metadata, params);
-  rc::detail::printResultMessage(result, std::cerr);
-  std::cerr << "\n";
-  st.out.passed = result.template is<rc::detail::SuccessResult>();
+  st.out.passed = check_with_defaults(
+      "e2e." + p.name, p.cases, p.max_size,
+      [&] {
+        auto sch = *gen_schedule(g);
+        sch.planted = p.planted;
+        run_case(st, sch);
+      },
+      p.seed);
   return st.out;
 }
 

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -48,6 +49,13 @@ struct property_outcome {
 };
 
 property_outcome check_property(const property_spec& p);
+
+// rc::check with this test's own defaults for max_success and max_size
+// (RC_PARAMS's win when it sets them) and an optional fixed seed; prints
+// rapidcheck's result and reproduce string. True when the property held.
+bool check_with_defaults(const std::string& id, int cases, int max_size,
+                         const std::function<void()>& property,
+                         std::optional<std::uint64_t> seed = std::nullopt);
 
 // Where counterexamples go: $FAULTLANE_COUNTEREXAMPLE_DIR, else
 // ./props-counterexamples.

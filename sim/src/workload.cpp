@@ -37,6 +37,9 @@ struct batch_context {
   std::vector<std::uint64_t> ids;
   std::vector<std::vector<std::byte>> buffers;
   std::vector<wire::opcode> ops;
+  // One flag per op: a second callback for it (a core bug the exactly-once
+  // checker reports) is recorded, but must not give its slot back twice.
+  std::unique_ptr<std::atomic<bool>[]> completed;
 };
 
 std::uint64_t draw_size(const size_dist& d, std::mt19937_64& rng) {
@@ -187,6 +190,7 @@ class stream_runner {
       drawn_.push_back(std::move(op));
     }
     if (n == 0) return 0;
+    ctx->completed = std::make_unique<std::atomic<bool>[]>(n);
     result<std::shared_ptr<transfer_batch>> batch =
         error{status::shutting_down, "initiator is shut down"};
     {
@@ -230,6 +234,7 @@ class stream_runner {
     std::vector<std::byte> data;
     if (ctx.ops[i] == wire::opcode::read && code == status::ok) data = std::move(ctx.buffers[i]);
     ctx.rec->complete_op(ctx.ids[i], code, bytes, std::move(data));
+    if (ctx.completed[i].exchange(true, std::memory_order_acq_rel)) return;
     // An ambiguous WRITE may still land (its bytes held in a relay, or in
     // a socket): its range stays taken until the phase ends.
     if (ctx.ops[i] == wire::opcode::write && code == status::ambiguous_write) {
