@@ -46,6 +46,13 @@ result<void> transport::impl::shutdown() {
     std::shared_lock lock(groups_mutex);
     for (auto& [id, g] : groups) all.push_back(g);
   }
+  // A planted bug, for the harness's own tests only (docs/testing.md):
+  // shutdown stops the io threads without stopping and draining the lanes,
+  // the defect the drained-shutdown checker exists to catch.
+  if (FAULTLANE_FAILPOINT("planted.shutdown_skip_drain")) {
+    rt.pool->stop();
+    return shutdown_result;
+  }
   FAULTLANE_PERTURB("shutdown.lanes");
   rounds_done = rounds_done && on_every_shard([all](std::size_t shard) {
                   for (const auto& g : all) g->shutdown_on(shard);
@@ -54,13 +61,6 @@ result<void> transport::impl::shutdown() {
       rounds_done && on_every_shard([this](std::size_t shard) { srv->close_sessions(shard); });
 
   FAULTLANE_PERTURB("shutdown.drain");
-  // A planted bug, for the harness's own tests only (docs/testing.md):
-  // shutdown returns without waiting for the lanes to drain, the defect the
-  // drained-shutdown checker exists to catch.
-  if (FAULTLANE_FAILPOINT("planted.shutdown_skip_drain")) {
-    rt.pool->stop();
-    return shutdown_result;
-  }
   auto drained = rt.admission_control.wait_drained(left());
   // Sessions end in their own handlers once their sockets are closed; each
   // round on every shard lets those handlers run.

@@ -98,23 +98,29 @@ void run_case(case_state& st, const schedule& sch) {
     RC_FAIL("the generator made a scenario the loader rejects: " + loaded.error().message + "\n" +
             sim::to_yaml(generated));
   }
+  // Before the first failure a case runs once. After it, rapidcheck only
+  // shrinks, and a candidate counts as failing only if it fails in every
+  // one of runs_per_candidate runs: a smaller schedule that failed by luck
+  // cannot pass for the counterexample.
   const int runs = st.failing ? st.p.runs_per_candidate : 1;
+  std::optional<sim::run_result> failed;
   for (int i = 0; i < runs; ++i) {
     sim::run_options o;
     o.seed = sch.seed;
-    const auto r = sim::run_scenario(loaded.value(), o);
+    auto r = sim::run_scenario(loaded.value(), o);
     ++st.out.cases;
     record(loaded.value(), r);
     if (r.skipped) RC_DISCARD(r.skip_reason);
-    if (sim::outcome_of(r) == sim::run_outcome::passed) continue;
-    st.failing = true;
-    write_counterexample(st, sch, loaded.value(), r);
-    RC_FAIL(
-        fmt::format("{}\ncounterexample ({} fault(s), events and failpoints): {}\n"
-                    "timeline: {}\nreplay: faultlane-sim run {} --seed {}",
-                    sim::failure_text(r), fault_count(sch), st.out.yaml_path, st.out.timeline_path,
-                    st.out.yaml_path, sch.seed));
+    if (sim::outcome_of(r) == sim::run_outcome::passed) return;
+    failed = std::move(r);
   }
+  st.failing = true;
+  write_counterexample(st, sch, loaded.value(), *failed);
+  RC_FAIL(
+      fmt::format("{}\ncounterexample ({} fault(s), events and failpoints): {}\n"
+                  "timeline: {}\nreplay: faultlane-sim run {} --seed {}",
+                  sim::failure_text(*failed), fault_count(sch), st.out.yaml_path,
+                  st.out.timeline_path, st.out.yaml_path, sch.seed));
 }
 
 }  // namespace

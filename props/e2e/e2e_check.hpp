@@ -9,8 +9,9 @@
 // loopback with relays on every rail. Any checker violation, expectation
 // miss or run error fails the case. After the first failure rapidcheck
 // only shrinks, and from then on each candidate runs `runs_per_candidate`
-// times and counts as failing if any run fails, so a nondeterministic pass
-// cannot hide a real counterexample. Every failing case overwrites the
+// times and counts as failing only if every run fails, so a schedule that
+// failed by luck cannot pass for a smaller counterexample. Every failing
+// case overwrites the
 // counterexample files, so when rapidcheck stops they hold the minimal one:
 // NAME.yaml (runnable with `faultlane-sim run`) and NAME.html (its timeline).
 #pragma once

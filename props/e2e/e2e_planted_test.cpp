@@ -1,7 +1,8 @@
 // Each end-to-end property catches a planted bug (docs/testing.md): with a
 // planted-bug failpoint armed in every schedule, the property fails, its
 // own checker names the violation, and rapidcheck shrinks the schedule to
-// at most 3 faults, written as a scenario file that fails again when run.
+// at most 3 faults, written as a scenario file that fails again when run
+// (within 10 runs: see docs/properties.md, "Shrinking and nondeterminism").
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -27,8 +28,11 @@ void caught_and_shrunk(property_spec p, const std::string& planted, const std::s
   // The file is what a person replays: it loads, and fails the same way.
   auto loaded = sim::load_scenario(out.yaml_path);
   ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  // Thread timing is not replayed: a bug that needs a restart to land while
+  // a WRITE is in flight shows in some runs of the same file, not all.
+  constexpr int replays_max = 10;
   bool again = false;
-  for (int i = 0; i < p.runs_per_candidate && !again; ++i) {
+  for (int i = 0; i < replays_max && !again; ++i) {
     sim::run_options o;
     o.seed = out.counterexample->seed;
     auto r = sim::run_scenario(loaded.value(), o);

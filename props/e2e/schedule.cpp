@@ -55,11 +55,15 @@ constexpr std::string_view down_fields[] = {"magic",           "version",  "requ
 constexpr status trigger_statuses[] = {status::ok, status::stale_registration,
                                        status::range_rejected};
 
+std::string fault_name(const fault_draw& d, std::size_t index) {
+  return fmt::format("f{}_{}_{}", index, relays::to_string(d.kind), relays::to_string(d.dir));
+}
+
 relays::fault_spec fault_of(const fault_draw& d, std::size_t index) {
   relays::fault_spec f;
   f.kind = d.kind;
   f.dir = d.dir;
-  f.name = fmt::format("f{}_{}_{}", index, relays::to_string(d.kind), relays::to_string(d.dir));
+  f.name = fault_name(d, index);
   switch (d.kind) {
     case fault_kind::latency:
       f.ms = 1 + d.amount % 10;
@@ -236,6 +240,14 @@ sim::event_spec at_ops(const schedule& s, const event_draw& d) {
   e.when = sim::trigger_kind::stream_ops;
   e.stream = stream_name(peer);
   e.ops = 1 + d.at_op % std::max<std::uint64_t>(stream_of(s, peer).count, 1);
+  if (d.on_fault && !s.faults.empty()) {
+    const auto i = d.fault % s.faults.size();
+    e.when = sim::trigger_kind::fault_fired;
+    e.stream.clear();
+    e.ops = 0;
+    e.fault = fault_name(s.faults[i], i);
+    e.times = 1;
+  }
   return e;
 }
 
@@ -255,12 +267,13 @@ void add_events(const schedule& s, sim::scenario& sc) {
         // Registered again `gap` ops later, or when the fault phase ends.
         const auto count = std::max<std::uint64_t>(stream_of(s, peer).count, 1);
         e.action = sim::event_action::register_region;
-        if (e.ops + d.gap < count) {
+        if (e.when == sim::trigger_kind::stream_ops && e.ops + d.gap < count) {
           e.ops += d.gap;
         } else {
           e.when = sim::trigger_kind::phase_end;
           e.stream.clear();
           e.ops = 0;
+          e.fault.clear();
           e.phase = "fault";
         }
         break;

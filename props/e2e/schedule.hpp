@@ -69,6 +69,11 @@ struct event_draw {
   std::size_t peer = 0;     // modulo the peers: whose stream triggers it, and which target
   std::uint64_t at_op = 0;  // modulo that stream's count
   std::uint64_t gap = 1;    // unregister: ops until the region is registered again
+  // Instead of at an op: when relay fault `fault` (modulo the faults) first
+  // fired, e.g. a shutdown while a stall holds half a header. Without
+  // faults, at the op.
+  bool on_fault = false;
+  std::size_t fault = 0;
 };
 
 struct stream_draw {

@@ -101,6 +101,8 @@ rc::Gen<schedule> gen_schedule(const gen_options& options) {
                         e.peer = *rc::gen::inRange<std::size_t>(0, 3);
                         e.at_op = *rc::gen::inRange<std::uint64_t>(0, o.ops_max);
                         e.gap = *rc::gen::inRange<std::uint64_t>(1, 8);
+                        e.on_fault = *rc::gen::arbitrary<bool>();
+                        e.fault = *rc::gen::inRange<std::size_t>(0, 4);
                         return e;
                       }),
                       o.events_max);
@@ -110,6 +112,18 @@ rc::Gen<schedule> gen_schedule(const gen_options& options) {
       e.kind = event_draw_kind::shutdown;
       e.peer = *rc::gen::inRange<std::size_t>(0, 3);
       e.at_op = *rc::gen::inRange<std::uint64_t>(0, o.ops_max);
+      e.on_fault = *rc::gen::arbitrary<bool>();
+      e.fault = *rc::gen::inRange<std::size_t>(0, 4);
+      // Half the time the shutdown comes while a stall holds a request or
+      // its answer (half a header, or a whole frame): work in flight.
+      if (*rc::gen::arbitrary<bool>()) {
+        auto stall = *gen_fault(o);
+        stall.kind = relays::fault_kind::stall;
+        stall.trigger = *rc::gen::element(trigger_draw::frame, trigger_draw::header_byte);
+        e.on_fault = true;
+        e.fault = s.faults.size();
+        s.faults.push_back(stall);
+      }
       s.events.push_back(e);
     }
     s.seed = *rc::gen::inRange<std::uint64_t>(1, 1u << 30);
