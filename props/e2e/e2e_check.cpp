@@ -102,6 +102,14 @@ void run_case(case_state& st, const schedule& sch) {
   // shrinks, and a candidate counts as failing only if it fails in every
   // one of runs_per_candidate runs: a smaller schedule that failed by luck
   // cannot pass for the counterexample.
+  // FAULTLANE_E2E_TRACE=1: the case about to run is in NAME.running.yaml,
+  // for a run that hangs or is killed before it can report.
+  if (const char* trace = std::getenv("FAULTLANE_E2E_TRACE"); trace && *trace == '1') {
+    const auto dir = std::filesystem::path(counterexample_dir());
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    std::ofstream(dir / (st.p.name + ".running.yaml")) << sim::to_yaml(loaded.value());
+  }
   const int runs = st.failing ? st.p.runs_per_candidate : 1;
   std::optional<sim::run_result> failed;
   for (int i = 0; i < runs; ++i) {

@@ -313,6 +313,7 @@ void add_events(const schedule& s, sim::scenario& sc) {
   if (!s.planted.empty()) {
     failpoint::config cfg;
     cfg.act = failpoint::action::return_error;
+    cfg.count = 1;  // once shows it; a replay on every reconnect would loop until timeout_ms
     arm(s.planted, cfg, true);
   }
 }

@@ -85,6 +85,10 @@ void recorder::set_batch_status(std::uint64_t id, status s) {
 void recorder::add_event(core_event e) {
   if (!enabled_) return;
   std::lock_guard lock(mutex_);
+  if (history_.events.size() >= events_max) {
+    overflowed_.store(true, std::memory_order_release);
+    return;
+  }
   e.seq = next_seq();
   e.time_us = now_us();
   history_.events.push_back(std::move(e));

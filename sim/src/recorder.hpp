@@ -38,6 +38,10 @@ class recorder {
   void set_task_id(std::uint64_t id, std::uint64_t task_id);
   void set_batch_status(std::uint64_t id, status s);
   std::uint64_t ops_done() const { return ops_done_.load(std::memory_order_acquire); }
+  // Core events past events_max are dropped (a runaway loop in the core
+  // would otherwise fill memory); the runner makes that a run error.
+  static constexpr std::size_t events_max = 1'000'000;
+  bool overflowed() const { return overflowed_.load(std::memory_order_acquire); }
 
   void add_event(core_event e);  // assigns seq and time
   std::uint64_t add_mark(std::string kind, std::string text, bool ok = true);
@@ -51,6 +55,7 @@ class recorder {
 
  private:
   const bool enabled_;
+  std::atomic<bool> overflowed_{false};
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::atomic<std::uint64_t> seq_{0};
   std::atomic<std::uint64_t> ops_done_{0};

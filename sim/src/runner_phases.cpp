@@ -242,6 +242,12 @@ run_result scenario_run::judge(run_result r) {
     std::lock_guard lock(events_mutex_);
     r.error = error_;
   }
+  if (rec_.overflowed() && r.error.empty()) {
+    r.error = fmt::format(
+        "more than {} core events: the history stopped recording (a runaway "
+        "loop in the core?)",
+        recorder::events_max);
+  }
   if (rec_.enabled()) r.checkers = run_checkers(s_, *h);
   r.passed = r.error.empty() && std::all_of(r.checkers.begin(), r.checkers.end(),
                                             [](const auto& c) { return c.passed(); });
