@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <thread>
 
+#include "faultlane/core/completion.hpp"
 #include "faultlane/core/failpoint.hpp"
 #include "planted.hpp"
 
@@ -44,11 +45,28 @@ class planted_settlement {
   std::atomic<int> finalized_{0};
 };
 
+// The core's settlement behind the same interface: the control.
+class real_settlement {
+ public:
+  explicit real_settlement(std::uint32_t references)
+      : settle_(terminal_action([this](status, std::uint64_t) {
+                  finalized_.fetch_add(1, std::memory_order_acq_rel);
+                }),
+                references) {}
+  void retire() { (void)settle_.retire(status::ok, 0); }
+  int finalized() const { return finalized_.load(std::memory_order_acquire); }
+
+ private:
+  std::atomic<int> finalized_{0};
+  settlement settle_;
+};
+
 // Two threads retire one settlement each round, released together by a
 // barrier; returns the rounds that did not finalize exactly once.
+template <typename Settlement>
 int rounds_gone_wrong(int rounds) {
   int wrong = 0;
-  std::unique_ptr<planted_settlement> current;
+  std::unique_ptr<Settlement> current;
   std::barrier sync(3);
   auto racer = [&] {
     for (int i = 0; i < rounds; ++i) {
@@ -60,7 +78,7 @@ int rounds_gone_wrong(int rounds) {
   std::thread a(racer);
   std::thread b(racer);
   for (int i = 0; i < rounds; ++i) {
-    current = std::make_unique<planted_settlement>(2);
+    current = std::make_unique<Settlement>(2);
     sync.arrive_and_wait();
     sync.arrive_and_wait();
     if (current->finalized() != 1) ++wrong;
@@ -96,7 +114,7 @@ TEST(perturbation, catches_a_check_then_act_the_plain_stress_test_misses) {
   // The plain stress test: recorded, not asserted to be zero (a preemption
   // may land in the window now and then; docs/properties.md has numbers).
   constexpr int stress_rounds = 5000;
-  const int unperturbed = rounds_gone_wrong(stress_rounds);
+  const int unperturbed = rounds_gone_wrong<planted_settlement>(stress_rounds);
   RecordProperty("unperturbed_rounds_wrong_of_5000", unperturbed);
   int perturbed_rounds = 0;
   int perturbed_wrong = 0;
@@ -108,7 +126,7 @@ TEST(perturbation, catches_a_check_then_act_the_plain_stress_test_misses) {
         p.probability = *uniform_in_range<int>(20, 101) / 100.0;
         p.max_us = *uniform_in_range<std::uint32_t>(20, 200);
         failpoint::perturb_on(p);
-        const int wrong = rounds_gone_wrong(100);
+        const int wrong = rounds_gone_wrong<planted_settlement>(100);
         failpoint::perturb_off();
         perturbed_rounds += 100;
         perturbed_wrong += wrong;
@@ -121,6 +139,28 @@ TEST(perturbation, catches_a_check_then_act_the_plain_stress_test_misses) {
   EXPECT_TRUE(caught);
   // Per round, perturbation reaches the window far more often.
   EXPECT_GT(perturbed_wrong * stress_rounds, 5 * unperturbed * perturbed_rounds);
+}
+
+// The control: the same perturbed property over the core's own settlement
+// holds, so what fails above is the planted check-then-act, not the test.
+TEST(perturbation, the_real_settlement_passes_the_same_perturbed_property) {
+  if (!failpoints_on) GTEST_SKIP() << "perturbation points are failpoints; none here";
+  const bool caught = finds_counterexample(
+      "the core's settlement, perturbed",
+      [] {
+        failpoint::perturbation p;
+        p.seed = *rc::gen::arbitrary<std::uint64_t>();
+        p.probability = *uniform_in_range<int>(20, 101) / 100.0;
+        p.max_us = *uniform_in_range<std::uint32_t>(20, 200);
+        failpoint::perturb_on(p);
+        const int wrong = rounds_gone_wrong<real_settlement>(100);
+        const auto perturbed = failpoint::perturbed();
+        failpoint::perturb_off();
+        RC_ASSERT(perturbed > 0u);  // its own points were perturbed
+        RC_ASSERT(wrong == 0);
+      },
+      1);
+  EXPECT_FALSE(caught);
 }
 
 }  // namespace

@@ -215,9 +215,10 @@ void lane::cancel_siblings(const transfer_op& failed) {
   auto* task = failed.task;
   FL_ASSERT(task != nullptr);
   if (task->slice_lanes.empty()) return;
-  // A planted bug, for the harness's own tests only (docs/testing.md): the
-  // siblings of a failed slice run on, the defect the slice-coverage
-  // checker's cancellation rule exists to catch.
+  // A planted bug, for the harness's own tests only (docs/architecture.md):
+  // the siblings of a failed slice run on. rail_test's
+  // failed_slice_cancels_its_siblings_and_settles_once catches this defect;
+  // no end-to-end checker does yet (docs/properties.md, "Limits").
   if (FAULTLANE_FAILPOINT("planted.no_sibling_cancel")) return;
   FAULTLANE_PERTURB("siblings.cancel");
   if (task->cancelled.exchange(true, std::memory_order_acq_rel)) return;  // already done once

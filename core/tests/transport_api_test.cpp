@@ -64,6 +64,35 @@ TEST(transport_api, start_deadline_at_the_bound_and_one_past) {
   EXPECT_TRUE(target->shutdown().ok());
 }
 
+// A request may move at most the smaller of the initiator's and the
+// target's max_transfer_bytes: at it, it runs; one byte past it, submit()
+// refuses the batch. Each side is the smaller one once.
+TEST(transport_api, max_transfer_bytes_at_the_bound_and_one_past_on_either_side) {
+  for (bool target_smaller : {false, true}) {
+    SCOPED_TRACE(target_smaller ? "target's bound" : "initiator's bound");
+    auto small = loopback_config();
+    small.max_transfer_bytes = 4096;
+    auto large = loopback_config();
+    large.max_transfer_bytes = 8192;
+    auto target = start(target_smaller ? small : large);
+    auto initiator = start(target_smaller ? large : small);
+    std::vector<std::byte> memory(8192);
+    auto id =
+        target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
+    auto seg = initiator->open_segment(target->descriptor()).value();
+    std::vector<std::byte> back(8192);
+    EXPECT_EQ(run_one(*initiator, read_req(seg, id, 0, back.data(), 4096)).code, status::ok);
+    auto r = read_req(seg, id, 0, back.data(), 4097);
+    auto refused = initiator->submit(std::span(&r, 1));
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.code(), status::invalid_argument);
+    EXPECT_NE(refused.error().message.find("length <= 4096"), std::string::npos)
+        << refused.error().message;
+    EXPECT_TRUE(initiator->shutdown().ok());
+    EXPECT_TRUE(target->shutdown().ok());
+  }
+}
+
 // close_segment: queued work ends `cancelled`, the exchange in flight is
 // cut off, the connections close (the target sees its sessions end), the
 // id is refused afterwards, and the incarnation can be opened again.

@@ -70,6 +70,10 @@ struct case_state {
   const property_spec& p;
   bool failing = false;  // a case failed: rapidcheck is shrinking now
   property_outcome out;
+  // rapidcheck evaluates a case again when it shrinks from it and when it
+  // prints the result, and expects the same answer: each scenario's verdict
+  // is kept (its failure text, or empty for a pass) and given again.
+  std::map<std::string, std::string> verdicts;
 };
 
 void write_counterexample(case_state& st, const schedule& sch, const sim::scenario& sc,
@@ -110,6 +114,11 @@ void run_case(case_state& st, const schedule& sch) {
     std::filesystem::create_directories(dir, ec);
     std::ofstream(dir / (st.p.name + ".running.yaml")) << sim::to_yaml(loaded.value());
   }
+  const auto key = sim::to_yaml(loaded.value());
+  if (auto seen = st.verdicts.find(key); seen != st.verdicts.end()) {
+    if (seen->second.empty()) return;
+    RC_FAIL(seen->second);
+  }
   const int runs = st.failing ? st.p.runs_per_candidate : 1;
   std::optional<sim::run_result> failed;
   for (int i = 0; i < runs; ++i) {
@@ -119,16 +128,21 @@ void run_case(case_state& st, const schedule& sch) {
     ++st.out.cases;
     record(loaded.value(), r);
     if (r.skipped) RC_DISCARD(r.skip_reason);
-    if (sim::outcome_of(r) == sim::run_outcome::passed) return;
+    if (sim::outcome_of(r) == sim::run_outcome::passed) {
+      st.verdicts[key] = "";
+      return;
+    }
     failed = std::move(r);
   }
   st.failing = true;
   write_counterexample(st, sch, loaded.value(), *failed);
-  RC_FAIL(
-      fmt::format("{}\ncounterexample ({} fault(s), events and failpoints): {}\n"
-                  "timeline: {}\nreplay: faultlane-sim run {} --seed {}",
-                  sim::failure_text(*failed), fault_count(sch), st.out.yaml_path,
-                  st.out.timeline_path, st.out.yaml_path, sch.seed));
+  auto text = fmt::format(
+      "{}\ncounterexample ({} fault(s), events and failpoints): {}\n"
+      "timeline: {}\nreplay: faultlane-sim run {} --seed {}",
+      sim::failure_text(*failed), fault_count(sch), st.out.yaml_path, st.out.timeline_path,
+      st.out.yaml_path, sch.seed);
+  st.verdicts[key] = text;
+  RC_FAIL(text);
 }
 
 }  // namespace

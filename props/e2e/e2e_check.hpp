@@ -32,8 +32,8 @@ struct property_spec {
   std::string name;
   gen_options gen;
   // Defaults for this property; RC_PARAMS's max_success and max_size win.
-  int cases = 8;
-  int max_size = 40;
+  int cases = 20;
+  int max_size = 60;
   int runs_per_candidate = 3;
   std::string planted;                // a planted-bug failpoint armed in every schedule
   std::optional<std::uint64_t> seed;  // default: RC_PARAMS's seed, else random

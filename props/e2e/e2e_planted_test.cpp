@@ -10,6 +10,19 @@
 #include "faultlane/sim/runner.hpp"
 #include "properties.hpp"
 
+// ThreadSanitizer, in this binary only: a replayed WRITE (the planted bug
+// itself) can land while its first copy is still landing, so two target
+// sessions write the same region bytes at once, and the planted bugs break
+// the core on purpose in other ways too. Such a race is the defect under
+// test; the properties report it through their checkers. The reports name
+// no faultlane frame (the reactor performs the reads), so the suppression
+// names what starts the racing threads: the io threads of the simulator's
+// in-process transports (local_peer::start). It applies to these planted
+// tests only; every other test binary reports every race and halts.
+extern "C" __attribute__((visibility("default"), used)) const char* __tsan_default_suppressions() {
+  return "race:local_peer::start\n";
+}
+
 namespace faultlane::props {
 namespace {
 
@@ -46,8 +59,14 @@ TEST(e2e_planted, a_task_finalized_twice_fails_exactly_once) {
 }
 
 TEST(e2e_planted, a_replayed_ambiguous_write_fails_no_replay) {
+  // Relay faults only: an event or a failpoint changes which WRITE turns
+  // ambiguous first from run to run, and a schedule that fails only some
+  // of the time cannot shrink (a candidate must fail every run).
   auto p = no_replay_property();
   p.gen.write_percent_min = 80;
+  p.gen.events.clear();
+  p.gen.failpoints_max = 0;
+  p.gen.perturb = false;
   caught_and_shrunk(p, "planted.replay_ambiguous_write", "no_replay");
 }
 

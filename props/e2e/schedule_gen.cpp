@@ -2,11 +2,16 @@
 //
 // Every part is drawn inside one gen::exec, so rapidcheck records each pick
 // and shrinks it on its own: a list loses elements, a number moves toward
-// the low end of its range. Ranges are what to_scenario accepts, and
+// the low end of its range. Picks, the topology and list lengths are drawn
+// uniformly from the first case (rapidcheck's inRange would keep them near
+// their low end at the small sizes a default run uses); op counts and byte
+// positions grow with the size. Ranges are what to_scenario accepts, and
 // indexes (peer, rail, menu picks) are taken modulo what exists there, so a
 // shrunk topology never leaves a fault pointing nowhere.
 #include <algorithm>
+#include <optional>
 
+#include "planted.hpp"
 #include "schedule.hpp"
 
 namespace faultlane::props {
@@ -38,19 +43,19 @@ rc::Gen<fault_draw> gen_fault(const gen_options& o) {
           *rc::gen::elementOf(std::vector<fault_kind>(std::begin(all_kinds), std::end(all_kinds)));
     }
     f.dir = *rc::gen::element(relays::direction::up, relays::direction::down);
-    f.trigger = static_cast<trigger_draw>(*rc::gen::inRange<int>(0, trigger_draw_count));
-    f.peer = *rc::gen::inRange<std::size_t>(0, 3);
-    f.rail = *rc::gen::inRange<std::size_t>(0, 3);
+    f.trigger = static_cast<trigger_draw>(*uniform_in_range<int>(0, trigger_draw_count));
+    f.peer = *uniform_in_range<std::size_t>(0, 3);
+    f.rail = *uniform_in_range<std::size_t>(0, 3);
     // Byte positions near the start (headers, small payloads) and deep
     // inside a large payload.
     f.at = *rc::gen::oneOf(rc::gen::inRange<std::uint64_t>(0, 200),
                            rc::gen::inRange<std::uint64_t>(0, 3u << 20));
-    f.header_byte = *rc::gen::inRange<std::uint32_t>(1, 48);
+    f.header_byte = *uniform_in_range<std::uint32_t>(1, 48);
     f.on_write = *rc::gen::arbitrary<bool>();
-    f.status_pick = *rc::gen::inRange<std::uint32_t>(0, 3);
-    f.field_pick = *rc::gen::inRange<std::uint32_t>(0, 10);
-    f.count = *rc::gen::inRange<std::uint32_t>(0, 3);
-    f.amount = *rc::gen::inRange<std::uint32_t>(0, 64);
+    f.status_pick = *uniform_in_range<std::uint32_t>(0, 3);
+    f.field_pick = *uniform_in_range<std::uint32_t>(0, 10);
+    f.count = *uniform_in_range<std::uint32_t>(0, 3);
+    f.amount = *uniform_in_range<std::uint32_t>(0, 64);
     return f;
   });
 }
@@ -58,22 +63,31 @@ rc::Gen<fault_draw> gen_fault(const gen_options& o) {
 rc::Gen<stream_draw> gen_stream(const gen_options& o) {
   return rc::gen::exec([o] {
     stream_draw s;
-    s.read_percent = *rc::gen::inRange<std::uint32_t>(0, 101 - o.write_percent_min);
+    s.read_percent = *uniform_in_range<std::uint32_t>(0, 101 - o.write_percent_min);
     s.sizes = *rc::gen::nonEmpty(rc::gen::container<std::vector<size_class>>(
-        rc::gen::map(rc::gen::inRange<int>(0, size_class_count),
+        rc::gen::map(uniform_in_range<int>(0, size_class_count),
                      [](int c) { return static_cast<size_class>(c); })));
     if (s.sizes.size() > 4) s.sizes.resize(4);
     s.count = *rc::gen::inRange<std::uint64_t>(1, o.ops_max + 1);
-    s.depth = *rc::gen::inRange<std::size_t>(1, 5);
-    s.batch = *rc::gen::inRange<std::size_t>(1, 5);
+    s.depth = *uniform_in_range<std::size_t>(1, 5);
+    s.batch = *uniform_in_range<std::size_t>(1, 5);
     return s;
   });
 }
 
 template <typename T>
 std::vector<T> some(const rc::Gen<T>& g, std::size_t max) {
-  auto n = *rc::gen::inRange<std::size_t>(0, max + 1);
-  return *rc::gen::container<std::vector<T>>(n, g);
+  // Each slot may be empty, and shrinks toward empty on its own: rapidcheck
+  // can then drop any one fault or event, not only the last of the list.
+  auto n = *uniform_in_range<std::size_t>(0, max + 1);
+  const auto slot = rc::gen::weightedOneOf<std::optional<T>>(
+      {{1, rc::gen::just(std::optional<T>{})},
+       {4, rc::gen::map(g, [](T v) { return std::optional<T>(std::move(v)); })}});
+  std::vector<T> out;
+  for (const auto& v : *rc::gen::container<std::vector<std::optional<T>>>(n, slot)) {
+    if (v) out.push_back(*v);
+  }
+  return out;
 }
 
 }  // namespace
@@ -81,16 +95,16 @@ std::vector<T> some(const rc::Gen<T>& g, std::size_t max) {
 rc::Gen<schedule> gen_schedule(const gen_options& options) {
   return rc::gen::exec([o = options] {
     schedule s;
-    s.peers = *rc::gen::inRange<std::size_t>(1, 4);
-    s.rails = *rc::gen::inRange<std::size_t>(1, 4);
-    s.lanes = *rc::gen::inRange<std::size_t>(1, 5);
-    s.workers = *rc::gen::inRange<std::size_t>(1, 3);
+    s.peers = *uniform_in_range<std::size_t>(1, 4);
+    s.rails = *uniform_in_range<std::size_t>(1, 4);
+    s.lanes = *uniform_in_range<std::size_t>(1, 5);
+    s.workers = *uniform_in_range<std::size_t>(1, 3);
     s.streams = *rc::gen::container<std::vector<stream_draw>>(s.peers, gen_stream(o));
     s.faults = some(gen_fault(o), o.faults_max);
     s.failpoints = some(rc::gen::exec([] {
                           failpoint_draw d;
-                          d.pick = *rc::gen::inRange<std::size_t>(0, failpoint_menu.size());
-                          d.count = *rc::gen::inRange<std::uint32_t>(0, 2);
+                          d.pick = *uniform_in_range<std::size_t>(0, failpoint_menu.size());
+                          d.count = *uniform_in_range<std::uint32_t>(0, 2);
                           return d;
                         }),
                         o.failpoints_max);
@@ -98,11 +112,11 @@ rc::Gen<schedule> gen_schedule(const gen_options& options) {
       s.events = some(rc::gen::exec([o] {
                         event_draw e;
                         e.kind = *one_of(o.events);
-                        e.peer = *rc::gen::inRange<std::size_t>(0, 3);
+                        e.peer = *uniform_in_range<std::size_t>(0, 3);
                         e.at_op = *rc::gen::inRange<std::uint64_t>(0, o.ops_max);
                         e.gap = *rc::gen::inRange<std::uint64_t>(1, 8);
                         e.on_fault = *rc::gen::arbitrary<bool>();
-                        e.fault = *rc::gen::inRange<std::size_t>(0, 4);
+                        e.fault = *uniform_in_range<std::size_t>(0, 4);
                         return e;
                       }),
                       o.events_max);
@@ -110,10 +124,10 @@ rc::Gen<schedule> gen_schedule(const gen_options& options) {
     if (o.shutdown_always) {
       event_draw e;
       e.kind = event_draw_kind::shutdown;
-      e.peer = *rc::gen::inRange<std::size_t>(0, 3);
+      e.peer = *uniform_in_range<std::size_t>(0, 3);
       e.at_op = *rc::gen::inRange<std::uint64_t>(0, o.ops_max);
       e.on_fault = *rc::gen::arbitrary<bool>();
-      e.fault = *rc::gen::inRange<std::size_t>(0, 4);
+      e.fault = *uniform_in_range<std::size_t>(0, 4);
       // Half the time the shutdown comes while a stall holds a request or
       // its answer (half a header, or a whole frame): work in flight.
       if (*rc::gen::arbitrary<bool>()) {
@@ -126,7 +140,7 @@ rc::Gen<schedule> gen_schedule(const gen_options& options) {
       }
       s.events.push_back(e);
     }
-    s.seed = *rc::gen::inRange<std::uint64_t>(1, 1u << 30);
+    s.seed = *uniform_in_range<std::uint64_t>(1, 1u << 30);
     if (o.perturb) {
       sim::perturb_spec p;
       p.probability = *rc::gen::element(0.02, 0.1, 0.3);

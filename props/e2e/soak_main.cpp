@@ -34,7 +34,7 @@ int main() {
       p.seed = seeds();
       p.cases = 10;
       p.max_size = 100;
-      p.name += "_soak";
+      p.name += "_soak" + std::to_string(rounds);  // one file per failure
       auto out = check_property(p);
       if (!out.passed) {
         failures.push_back(p.name + " seed " + std::to_string(*p.seed) + ": " + out.yaml_path);

@@ -58,7 +58,7 @@ void recorder::complete_op(std::uint64_t id, status outcome, std::uint64_t bytes
   op.complete_us = now_us();
   op.outcome = outcome;
   op.bytes = bytes;
-  if (enabled_) op.data = std::move(data);
+  if (enabled_ && op.callbacks == 1) op.data = std::move(data);  // a second callback has none
 }
 
 void recorder::fail_submit(std::uint64_t id, status why) {

@@ -114,8 +114,8 @@ void scenario_run::quiesce_links() {
   rec_.add_mark("event", "ambiguous WRITE ranges freed: every relayed connection reset");
 }
 
-// Each region's bytes (its target's last incarnation), once no initiator can
-// send more work: what the data checker compares with its model.
+// Each region's bytes (its target's last incarnation), once every stream has
+// ended: what the data checker compares with its model.
 void scenario_run::read_finals() {
   if (!rec_.enabled()) return;
   for (const auto& r : s_.regions) {
@@ -123,9 +123,9 @@ void scenario_run::read_finals() {
     if (slot == transports_.end()) continue;  // setup failed before it
     auto& t = *slot->second;
     if (!t.up || !t.ids[r.name]) continue;
-    // With the initiators stopped, a WRITE may still be landing (its bytes
-    // were in a relay); unregistering waits for its lease, so nothing
-    // writes into the region while it is read.
+    // A WRITE may still be landing (its bytes were in a relay);
+    // unregistering waits for its lease, so nothing writes into the
+    // region while it is read.
     (void)t.p->unregister_region(r.name, t.ids[r.name]);
     auto bytes = t.p->dump(r.name);
     if (!bytes) continue;
@@ -143,6 +143,9 @@ void scenario_run::finish() {
   for (auto& [name, t] : transports_) {
     if (t->up && rec_.enabled()) record_stats(*t);
   }
+  // Every stream has ended, so no new work starts; a WRITE still landing is
+  // waited for by the unregister in read_finals.
+  read_finals();
   // Initiators first, so no new work reaches a target that is closing.
   for (int pass = 0; pass < 2; ++pass) {
     for (auto& [slot_name, t] : transports_) {
@@ -154,7 +157,6 @@ void scenario_run::finish() {
       std::unique_lock lock(t->lock);
       stop_transport(*t, "end of run", true);
     }
-    if (pass == 0) read_finals();
   }
   for (auto& [key, p] : pairs_) {
     for (auto& rail : p->rails) {

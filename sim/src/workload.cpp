@@ -86,6 +86,11 @@ class stream_runner {
         run_.rec_.add_mark("note", fmt::format("{} stopped after {} ops: every free range of {} "
                                                "is held by an ambiguous WRITE until the phase ends",
                                                label_, submitted_, region_.name));
+        // Events at ops it never reached fire now, so a scenario's
+        // sequence (unregister, then register again) still completes.
+        if (label_ == st_.name && count_ > submitted_) {
+          run_.fire_stream_events(st_.name, submitted_, count_);
+        }
         break;
       }
       if (n == 0) break;  // no room before the run's deadline
@@ -231,10 +236,13 @@ class stream_runner {
   }
 
   static void on_done(batch_context& ctx, std::size_t i, status code, std::uint64_t bytes) {
+    if (ctx.completed[i].exchange(true, std::memory_order_acq_rel)) {
+      ctx.rec->complete_op(ctx.ids[i], code, bytes, {});  // counted; the slot is not ours
+      return;
+    }
     std::vector<std::byte> data;
     if (ctx.ops[i] == wire::opcode::read && code == status::ok) data = std::move(ctx.buffers[i]);
     ctx.rec->complete_op(ctx.ids[i], code, bytes, std::move(data));
-    if (ctx.completed[i].exchange(true, std::memory_order_acq_rel)) return;
     // An ambiguous WRITE may still land (its bytes held in a relay, or in
     // a socket): its range stays taken until the phase ends.
     if (ctx.ops[i] == wire::opcode::write && code == status::ambiguous_write) {

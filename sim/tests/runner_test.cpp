@@ -174,6 +174,8 @@ links:
 workload:
   - {name: writes, from: client, region: data, ops: write, size: 4KiB, count: 3, depth: 2,
      allow: [ok, ambiguous_write]}
+events:
+  - {at: {stream: writes, ops: 3}, do: drop_connections, transport: client, target: server}
 phases:
   - {name: fault}
 )"));
@@ -184,10 +186,13 @@ phases:
   ASSERT_TRUE(r.hist);
   EXPECT_EQ(r.hist->ops.size(), 1u);
   bool noted = false;
+  bool fired = false;  // the event at op 3, which the stream never reached
   for (const auto& m : r.hist->marks) {
     noted = noted || m.text.find("writes stopped after 1 ops") != std::string::npos;
+    fired = fired || (m.kind == "event" && m.text.find("drop") != std::string::npos);
   }
   EXPECT_TRUE(noted);
+  EXPECT_TRUE(fired);
 }
 
 TEST(runner, an_optional_fault_may_stay_silent) {
