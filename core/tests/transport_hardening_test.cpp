@@ -265,6 +265,38 @@ TEST(transport_hardening, a_socket_that_stays_blocking_is_a_failed_connect) {
   EXPECT_TRUE(initiator->shutdown().ok());
   EXPECT_TRUE(target->shutdown().ok());
 }
+
+// After a failed connect the peer is not dialled again before
+// reconnect_cooldown_ms (new work fails fast), and after it a probe
+// reconnects: each side of the cooldown comparison on its own.
+TEST(transport_hardening, a_failed_connect_waits_out_the_cooldown_then_probes) {
+  auto target = start(loopback_config());
+  auto config = loopback_config();
+  config.connections_per_peer = 1;
+  config.reconnect_cooldown_ms = 500;
+  auto initiator = start(config);
+  std::vector<std::byte> memory(4096);
+  auto id = target->register_buffer(memory.data(), 4096, permission::remote_read).value();
+  auto seg = initiator->open_segment(target->descriptor()).value();
+  std::vector<std::byte> back(64);
+  auto read = [&] { return run_one(*initiator, read_req(seg, id, 0, back.data(), 64)).code; };
+  {
+    failpoint::scoped fail("lane.set_non_blocking",
+                           {.act = failpoint::action::return_error, .count = 1});
+    EXPECT_EQ(read(), status::connection_failed);
+  }
+  const auto failed_at = std::chrono::steady_clock::now();
+  const auto soon = read();
+  // Only meaningful if it ran inside the cooldown (it takes microseconds).
+  if (std::chrono::steady_clock::now() - failed_at < 400ms) {
+    EXPECT_EQ(soon, status::connection_failed);
+    EXPECT_EQ(initiator->stats().connects, 0u);  // not dialled
+  }
+  EXPECT_TRUE(eventually([&] { return read() == status::ok; }, 10s));
+  EXPECT_EQ(initiator->stats().connects, 1u);  // the probe, once
+  EXPECT_TRUE(initiator->shutdown().ok());
+  EXPECT_TRUE(target->shutdown().ok());
+}
 #endif
 
 // Defect 6: a receive watermark the kernel refused is not recorded, so
