@@ -73,6 +73,26 @@ TEST(transport_fault, half_header_is_dropped_after_the_progress_timeout) {
   EXPECT_TRUE(target->shutdown().ok());
 }
 
+// A client that hangs up in the middle of a header ends its session at
+// once, and the session's progress deadline goes with it: nothing times
+// out afterwards (a deadline left armed would expire on an ended session).
+TEST(transport_fault, a_client_that_hangs_up_mid_header_leaves_no_deadline_behind) {
+  auto config = loopback_config();
+  config.progress_timeout_ms = 200;
+  auto target = start(config);
+  {
+    raw_client half(target->descriptor().endpoints[0]);
+    auto frame = wire::encode(wire::request_frame{wire::opcode::read, 0, 1, 1, 0, 8});
+    half.send(frame.data(), 20);
+    ASSERT_TRUE(eventually([&] { return target->stats().sessions_live == 1; }));
+  }  // hangs up
+  ASSERT_TRUE(eventually([&] { return target->stats().sessions_live == 0; }));
+  // Bounded wait for something that must not happen: twice the deadline.
+  EXPECT_FALSE(eventually([&] { return target->stats().sessions_timed_out > 0; }, 400ms));
+  EXPECT_EQ(target->stats().timeouts, 0u);
+  EXPECT_TRUE(target->shutdown().ok());
+}
+
 // Test 5b: the connection limit, at the limit and one past it.
 TEST(transport_fault, connection_limit_at_and_past_the_bound) {
   auto config = loopback_config();
