@@ -14,7 +14,10 @@ namespace {
 using relays::fault_kind;
 using status_set = std::set<status>;
 
-constexpr std::uint32_t progress_timeout_ms = 600;
+// Far above what a loaded two-core machine under ThreadSanitizer needs to
+// move a 3 MiB op (the soak once saw a 600 ms deadline pass on a stream with
+// no fault while a build ran beside it); each stall costs one of these.
+constexpr std::uint32_t progress_timeout_ms = 2000;
 constexpr std::uint64_t page_bytes = 4096;
 
 // One READ of at least rails x slice_step_bytes is sliced; max_transfer_bytes
