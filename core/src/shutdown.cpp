@@ -46,9 +46,7 @@ result<void> transport::impl::shutdown() {
     std::shared_lock lock(groups_mutex);
     for (auto& [id, g] : groups) all.push_back(g);
   }
-  // A planted bug, for the harness's own tests only (docs/testing.md):
-  // shutdown stops the io threads without stopping and draining the lanes,
-  // the defect the drained-shutdown checker exists to catch.
+  // Planted bug, tests only (docs/architecture.md): stop without draining.
   if (FAULTLANE_FAILPOINT("planted.shutdown_skip_drain")) {
     rt.pool->stop();
     return shutdown_result;
