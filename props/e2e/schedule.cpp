@@ -245,7 +245,10 @@ sim::transport_spec transport_of(const schedule& s, const std::string& name) {
   t.config.connections_per_peer = std::max(s.lanes, s.rails);  // a lane per rail at least
   t.config.max_transfer_bytes = max_transfer(s.rails);
   t.config.progress_timeout_ms = progress_timeout_ms;
-  t.config.connect_timeout_ms = 1000;
+  // A loopback connect is refused or made at once; the bound only has to
+  // outlast an io thread starved on a loaded machine (a CI run once saw a
+  // liveness connect pass 1 s there).
+  t.config.connect_timeout_ms = 5000;
   t.config.reconnect_cooldown_ms = 20;
   t.config.shutdown_timeout_ms = 3000;
   return t;
