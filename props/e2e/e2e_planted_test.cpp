@@ -71,7 +71,14 @@ TEST(e2e_planted, a_replayed_ambiguous_write_fails_no_replay) {
 }
 
 TEST(e2e_planted, a_shutdown_that_skips_the_drain_fails_drained_shutdown) {
-  caught_and_shrunk(drained_shutdown_property(), "planted.shutdown_skip_drain", "drained_shutdown");
+  // As for the replay: relay faults only, no perturbation, so whether work
+  // is in flight at the shutdown does not change from run to run.
+  auto p = drained_shutdown_property();
+  p.gen.events.clear();
+  p.gen.failpoints_max = 0;
+  p.gen.faults_max = 2;
+  p.gen.perturb = false;
+  caught_and_shrunk(p, "planted.shutdown_skip_drain", "drained_shutdown");
 }
 
 TEST(e2e_planted, a_stale_id_the_target_accepts_fails_stale_rejection) {
