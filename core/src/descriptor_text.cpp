@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <map>
 #include <optional>
 #include <span>
+#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -393,6 +395,55 @@ std::optional<char32_t> next_code_point(std::string_view text, std::size_t& at) 
   return cp;
 }
 
+// Sees where each YAML document starts, and nothing else.
+class document_starts final : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> marks;
+
+  void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+struct document_count {
+  int count = 0;        // 0, 1, or 2 for "two or more"
+  int second_line = 0;  // where the second starts, when there is one
+};
+
+// How many YAML documents the text holds, counted by the parser itself.
+// YAML::LoadAll() cannot be used: in yaml-cpp 0.7 a ',' outside a flow
+// collection at the top level (",", "- a\n,") is never consumed, and the
+// parser reports an empty document at the same place for ever, so LoadAll
+// allocates until the process dies. Here a document that starts where the
+// previous one did is that stray token, and an error.
+result<document_count> count_documents(std::string_view text) {
+  std::istringstream in{std::string(text)};
+  YAML::Parser parser(in);
+  document_starts starts;
+  constexpr std::size_t documents_read_max = 3;  // a stuck parser shows by the third
+  while (starts.marks.size() < documents_read_max && parser.HandleNextDocument(starts)) {
+    const auto n = starts.marks.size();
+    if (n < 2 || starts.marks[n - 1].pos != starts.marks[n - 2].pos) continue;
+    const auto at = static_cast<std::size_t>(std::max(starts.marks[n - 1].pos, 0));
+    return text_error(starts.marks[n - 1].line + 1, "(YAML)",
+                      fmt::format("unexpected {} outside [ ] or {{ }}",
+                                  at < text.size() ? quoted(text.substr(at, 1)) : "end"));
+  }
+  document_count out;
+  out.count = static_cast<int>(std::min<std::size_t>(starts.marks.size(), 2));
+  if (out.count > 1) out.second_line = starts.marks[1].line + 1;
+  return out;
+}
+
 }  // namespace
 
 std::string to_text(const segment_descriptor& d) {
@@ -411,12 +462,15 @@ std::string to_text(const segment_descriptor& d) {
 
 result<segment_descriptor> parse_descriptor(std::string_view text) {
   try {
-    const auto documents = YAML::LoadAll(std::string(text));
-    if (documents.empty()) return text_error(1, version_key, "missing: the text is empty");
-    if (documents.size() > 1) {
-      return text_error(line_of(documents[1], 1), "(document)", "more than one YAML document");
+    auto documents = count_documents(text);
+    if (!documents) return documents.error();
+    if (documents.value().count == 0) {
+      return text_error(1, version_key, "missing: the text is empty");
     }
-    return read_document(documents[0]);
+    if (documents.value().count > 1) {
+      return text_error(documents.value().second_line, "(document)", "more than one YAML document");
+    }
+    return read_document(YAML::Load(std::string(text)));
   } catch (const YAML::DeepRecursion& e) {
     // yaml-cpp's own message for this is "bad file".
     return text_error(e.mark.is_null() ? 1 : e.mark.line + 1, "(YAML)", "nested too deeply");

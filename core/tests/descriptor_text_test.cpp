@@ -359,9 +359,25 @@ TEST(descriptor_text_rejects, broken_yaml) {
   expect_rejected(edited("endpoints:\n", "endpoints: [\n"), "(YAML)", 5);
   expect_rejected(edited("\"weights\"", "\"weights"), "(YAML)", 12);
   expect_rejected(edited("    port: 41234\n", "  port: 41234\n"), "(YAML)", 6);
-  expect_rejected(to_text(base()) + "---\nfaultlane_descriptor: 1\n", "(document)", 17);
+  expect_rejected(to_text(base()) + "---\nfaultlane_descriptor: 1\n", "(document)", 16);
   expect_rejected(std::string(100000, '['), "(YAML)", 1);  // deep nesting: refused, no crash
   expect_rejected("faultlane_descriptor: 1\nincarnation: a: b\n", "(YAML)", 2);
+}
+
+// yaml-cpp 0.7's LoadAll() allocates without end on a top-level ',' (found
+// by descriptor_properties.reading_edited_text_is_total): each is refused
+// at its line, at once.
+TEST(descriptor_text_rejects, a_comma_outside_a_flow_collection) {
+  expect_rejected(",", "(YAML)", 1);
+  expect_rejected(",aultlane_descriptor: 1\n", "(YAML)", 1);
+  expect_rejected("# a comment\n  ,\n", "(YAML)", 2);
+  expect_rejected("\"x\"\n,\n", "(YAML)", 2);
+  expect_rejected("- a\n,\n", "(YAML)", 2);
+  expect_rejected(to_text(base()) + "---\n,\n", "(document)", 16);  // the "---" line
+  auto r = parse_descriptor(",");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("unexpected \",\" outside"), std::string::npos)
+      << r.error().message;
 }
 
 TEST(descriptor_name, valid_registration_name_is_utf8_without_surrogates_or_noncharacters) {
