@@ -41,6 +41,9 @@ class lane : public std::enable_shared_from_this<lane> {
   void drop_connection();                    // close as a network blip would; work reconnects
   void probe_finished();                     // the group's connect gate changed
   void cancel_task(const task_state* task);  // a sibling slice failed
+  // Not on a shard: only once the io threads are joined (transport
+  // destruction). Lets go of every op the lane still holds.
+  void release_work() noexcept;
 
   std::size_t shard() const noexcept { return shard_; }
   std::size_t rail() const noexcept { return rail_; }
@@ -136,6 +139,8 @@ class peer_group {
   // shard). Shutdown: fail queued work and close, no reconnect after.
   void shutdown_on(std::size_t shard, status why = status::shutting_down);
   void drop_connections_on(std::size_t shard);
+  // Once the io threads are joined: every lane lets go of its work.
+  void release_work() noexcept;
 
   segment_id id() const noexcept { return id_; }
   const segment_descriptor& descriptor() const noexcept { return descriptor_; }

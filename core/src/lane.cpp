@@ -349,6 +349,20 @@ void lane::shutdown(status why) {
   state_ = state::closed;
 }
 
+// Work still held here when the io threads are gone can only end one way:
+// its handlers will never run. A queued op never left (shutting_down); the
+// op in flight may have reached the target if it is a WRITE, so it ends
+// ambiguous_write, as any cut-off WRITE does, and shutting_down otherwise.
+// Besides settling, this breaks a cycle: a sliced READ's task holds its
+// lanes, and a lane holds the task's op.
+void lane::release_work() noexcept {
+  fail_queue(status::shutting_down);
+  if (!current_) return;
+  auto op = std::move(current_);
+  const auto code = op->op == wire::opcode::write ? status::ambiguous_write : status::shutting_down;
+  retire(std::move(op), code, 0);
+}
+
 void lane::drop_connection() {
   FL_ASSERT(!connect_dropped_ || state_ == state::connecting);
   switch (state_) {

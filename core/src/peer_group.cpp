@@ -107,6 +107,10 @@ void peer_group::shutdown_on(std::size_t shard, status why) {
   }
 }
 
+void peer_group::release_work() noexcept {
+  for (auto& l : lanes_) l->release_work();
+}
+
 void peer_group::drop_connections_on(std::size_t shard) {
   FL_ASSERT(shard < rt_.pool->size());
   for (auto& l : lanes_) {

@@ -23,13 +23,15 @@ class transport::impl {
  public:
   explicit impl(const transport_config& config) : rt(config) {}
   // Runs after shutdown() joined the io threads, whatever it returned.
-  // Handlers still queued never ran; destroying them settles the work they
-  // hold (shutting_down), so it happens while everything they settle into
-  // (admission, stats, registry, batches) is still alive: groups and the
-  // server let go of their sockets' owners first, then the pool goes, then
-  // the rest of the runtime.
+  // Work a drain that gave up left behind settles here, while everything it
+  // settles into (admission, stats, registry, batches) is still alive: the
+  // lanes let go of the ops they hold, groups and the server let go of their
+  // sockets' owners, then the pool goes, destroying handlers that never ran
+  // (their ops settle shutting_down), then the rest of the runtime.
   ~impl() {
     FL_ASSERT(rt.pool->stopped());
+    for (auto& [id, g] : groups) g->release_work();
+    for (auto& g : closed_groups) g->release_work();
     groups.clear();
     closed_groups.clear();
     srv.reset();

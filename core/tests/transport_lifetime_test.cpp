@@ -122,6 +122,38 @@ TEST(transport_lifetime, destroy_after_a_timed_out_shutdown_settles_queued_work)
   EXPECT_TRUE(target->shutdown().ok());
 }
 
+// A drain that never ran (the planted bug that skips it) leaves ops on the
+// lanes, queued and in flight to a peer that never answers. A sliced
+// READ's task holds its lanes while each lane holds one of its slices, so
+// only the lanes letting go settles them: destruction must, once each,
+// while admission is alive (its destructor asserts no task is left).
+TEST(transport_lifetime, destroy_after_a_skipped_drain_settles_the_work_lanes_hold) {
+  silent_peer stalled;
+  settle_log log;
+  auto config = loopback_config();
+  config.bind_address = "";
+  config.rail_addresses = {"127.0.0.1", "127.0.0.2"};
+  config.observer = &log;
+  auto initiator = start(config);
+  auto d = stalled.descriptor();
+  d.endpoints.push_back(d.endpoints[0]);  // two rails: a 2 MiB READ is sliced
+  auto seg = initiator->open_segment(d).value();
+  std::vector<std::vector<std::byte>> buffers(4, std::vector<std::byte>(2u << 20));
+  auto requests = reads_to(seg, 1, buffers);
+  requests[0].op = wire::opcode::write;
+  requests[0].length = 4096;
+  auto batch = initiator->submit(requests, log.callback()).value();
+  ASSERT_TRUE(eventually([&] { return initiator->stats().lanes_connected >= 2; }));
+  {
+    failpoint::scoped skip("planted.shutdown_skip_drain", {.act = failpoint::action::return_error});
+    EXPECT_TRUE(initiator->shutdown().ok());
+  }
+  EXPECT_EQ(log.settled(), 0u);  // nothing drained
+  initiator.reset();
+  log.expect_each_settled_once(4, {status::shutting_down, status::ambiguous_write});
+  EXPECT_EQ(batch->completed(), 4u);
+}
+
 // Defect 1, target side: sessions still open when a shutdown gave up.
 TEST(transport_lifetime, destroy_a_target_whose_shutdown_left_sessions_open) {
   auto config = loopback_config();

@@ -71,9 +71,11 @@ TEST(e2e_planted, a_replayed_ambiguous_write_fails_no_replay) {
 }
 
 TEST(e2e_planted, a_shutdown_that_skips_the_drain_fails_drained_shutdown) {
-  // As for the replay: relay faults only, no perturbation, so whether work
-  // is in flight at the shutdown does not change from run to run.
+  // As for the replay: relay faults only, no perturbation, and the shutdown
+  // comes while a stall holds work, so that work is in flight at the
+  // shutdown in every run (at an op count, a 1-byte op may finish first).
   auto p = drained_shutdown_property();
+  p.gen.shutdown_on_a_stall = true;
   p.gen.events.clear();
   p.gen.failpoints_max = 0;
   p.gen.faults_max = 2;

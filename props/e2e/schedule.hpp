@@ -107,6 +107,9 @@ struct gen_options {
   bool perturb = false;
   bool slowing_faults_only = false;  // latency, bandwidth, slicer, slow_close
   bool shutdown_always = false;      // one initiator shutdown at a drawn op, besides `events`
+  // With shutdown_always: the shutdown always comes while a stall holds a
+  // request or its answer, never at an op count that timing may outrun.
+  bool shutdown_on_a_stall = false;
 };
 
 rc::Gen<schedule> gen_schedule(const gen_options& options);

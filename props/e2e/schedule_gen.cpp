@@ -130,7 +130,7 @@ rc::Gen<schedule> gen_schedule(const gen_options& options) {
       e.fault = *uniform_in_range<std::size_t>(0, 4);
       // Half the time the shutdown comes while a stall holds a request or
       // its answer (half a header, or a whole frame): work in flight.
-      if (*rc::gen::arbitrary<bool>()) {
+      if (o.shutdown_on_a_stall || *rc::gen::arbitrary<bool>()) {
         auto stall = *gen_fault(o);
         stall.kind = relays::fault_kind::stall;
         stall.trigger = *rc::gen::element(trigger_draw::frame, trigger_draw::header_byte);
