@@ -124,7 +124,7 @@ class lane : public std::enable_shared_from_this<lane> {
   std::optional<status> abort_status_;
 };
 
-class peer_group {
+class peer_group : public std::enable_shared_from_this<peer_group> {
  public:
   peer_group(runtime& rt, segment_id id, segment_descriptor descriptor,
              std::shared_ptr<descriptor_source> source = nullptr);
@@ -152,7 +152,15 @@ class peer_group {
   // A segment opened from a plain descriptor gains a source when it is
   // opened again from one (open_segment(source)); a source, once set, stays.
   void adopt_source(std::shared_ptr<descriptor_source> source);
+  // The fetch goes through the source's fetch_async, so a source that asks
+  // over the network never holds an io thread; the retry runs on `from`'s
+  // shard once the answer is in.
   void refresh_and_retry(std::unique_ptr<transfer_op> op, const std::shared_ptr<lane>& from);
+  void retry_after_refresh(std::unique_ptr<transfer_op> op, const std::shared_ptr<lane>& from,
+                           const result<segment_descriptor>& fresh);
+  // Once the io threads are joined: the source answers what it still holds
+  // (each op then settles on the stopped pool's queue) and stops.
+  void close_source() noexcept;
 
   // The connect gate (any shard).
   enum class connect_decision { go, wait, refuse };

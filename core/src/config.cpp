@@ -78,6 +78,30 @@ result<void> check_addresses(const transport_config& c) {
   return {};
 }
 
+result<void> check_rpc(const transport_config& c) {
+  if (c.rpc_worker_count < 0) {
+    return config_error("rpc_worker_count",
+                        fmt::format("must not be negative, got {} (0 means as many as "
+                                    "worker_count; `inline` runs every handler on the io threads)",
+                                    c.rpc_worker_count));
+  }
+  if (auto r = check_range<std::int64_t>("rpc_worker_count", c.rpc_worker_count, 0,
+                                         limits::rpc_worker_count_max);
+      !r) {
+    return r;
+  }
+  if (auto r =
+          check_range<std::size_t>("rpc_queue_max", c.rpc_queue_max, 1, limits::rpc_queue_max_max);
+      !r) {
+    return r;
+  }
+  if (!c.rpc_bind_address.empty() && (!is_ipv4(c.rpc_bind_address))) {
+    return config_error("rpc_bind_address",
+                        fmt::format("'{}' is not a numeric IPv4 address", c.rpc_bind_address));
+  }
+  return {};
+}
+
 }  // namespace
 
 result<void> validate(const transport_config& c) {
@@ -117,6 +141,7 @@ result<void> validate(const transport_config& c) {
     if (auto r = check_range<std::uint32_t>(field, value, 1, limits::timeout_ms_max); !r) return r;
   }
   FL_ASSERT(c.worker_count >= limits::worker_count_min && c.connections_per_peer >= 1);
+  if (auto r = check_rpc(c); !r) return r;
   return check_addresses(c);
 }
 
@@ -137,7 +162,12 @@ const std::set<std::string> known_fields{"bind_address",
                                          "progress_timeout_ms",
                                          "idle_connection_timeout_ms",
                                          "reconnect_cooldown_ms",
-                                         "shutdown_timeout_ms"};
+                                         "shutdown_timeout_ms",
+                                         "rpc_enabled",
+                                         "rpc_bind_address",
+                                         "rpc_port",
+                                         "rpc_worker_count",
+                                         "rpc_queue_max"};
 
 // Reads one scalar field if present, with a typed error naming the field.
 template <typename T>
@@ -146,7 +176,9 @@ result<void> read_field(const YAML::Node& root, const char* name, T& out) {
   const YAML::Node node = root[name];
   if (!node) return {};
   try {
-    if constexpr (std::is_unsigned_v<T>) {
+    if constexpr (std::is_same_v<T, bool>) {
+      out = node.as<bool>();
+    } else if constexpr (std::is_unsigned_v<T>) {
       auto text = node.as<std::string>();
       if (!text.empty() && text[0] == '-') {
         return config_error(name, fmt::format("must not be negative, got {}", text));
@@ -192,6 +224,16 @@ result<transport_config> parse_config(const YAML::Node& root) {
   }
   if (!(r = read_field(root, "reconnect_cooldown_ms", c.reconnect_cooldown_ms))) return r.error();
   if (!(r = read_field(root, "shutdown_timeout_ms", c.shutdown_timeout_ms))) return r.error();
+  if (!(r = read_field(root, "rpc_enabled", c.rpc_enabled))) return r.error();
+  if (!(r = read_field(root, "rpc_bind_address", c.rpc_bind_address))) return r.error();
+  if (!(r = read_field(root, "rpc_port", c.rpc_port))) return r.error();
+  if (root["rpc_worker_count"] && root["rpc_worker_count"].IsScalar() &&
+      root["rpc_worker_count"].Scalar() == "inline") {
+    c.rpc_inline = true;
+  } else if (!(r = read_field(root, "rpc_worker_count", c.rpc_worker_count))) {
+    return r.error();
+  }
+  if (!(r = read_field(root, "rpc_queue_max", c.rpc_queue_max))) return r.error();
   if (const auto rails = root["rail_addresses"]) {
     if (!rails.IsSequence()) return config_error("rail_addresses", "expected a list of addresses");
     for (const auto& rail : rails) c.rail_addresses.push_back(rail.as<std::string>());

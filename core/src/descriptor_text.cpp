@@ -277,7 +277,9 @@ result<advertised_registration> read_registration(const YAML::Node& node, std::s
   auto name = read_scalar(set["name"], "a string (\"\" for no name)");
   if (!name) return name.error();
   if (!valid_registration_name(name.value())) {
-    return field_error(set["name"], "not valid UTF-8 text (or holds a surrogate or noncharacter)");
+    return field_error(set["name"],
+                       "not valid UTF-8 text (or holds a surrogate or noncharacter, or is over "
+                       "registration_name_bytes_max)");
   }
   r.name = std::move(name).value();
   return r;
@@ -482,6 +484,7 @@ result<segment_descriptor> parse_descriptor(std::string_view text) {
 }
 
 bool valid_registration_name(std::string_view name) noexcept {
+  if (name.size() > limits::registration_name_bytes_max) return false;
   for (std::size_t at = 0; at < name.size();) {
     const auto cp = next_code_point(name, at);
     if (!cp) return false;

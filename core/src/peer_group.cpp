@@ -72,7 +72,21 @@ void peer_group::refresh_and_retry(std::unique_ptr<transfer_op> op,
     source = source_;
   }
   FL_ASSERT(source);
-  auto fresh = source->fetch();
+  source->fetch_async([self = shared_from_this(), op = std::move(op),
+                       from](result<segment_descriptor> fresh) mutable {
+    const auto shard = from->shard();
+    auto& rt = self->rt_;  // before `self` moves into the handler
+    post_guarded(rt, shard,
+                 [self = std::move(self), op = std::move(op), from = std::move(from),
+                  fresh = std::move(fresh)]() mutable {
+                   self->retry_after_refresh(std::move(op), from, fresh);
+                 });
+  });
+}
+
+void peer_group::retry_after_refresh(std::unique_ptr<transfer_op> op,
+                                     const std::shared_ptr<lane>& from,
+                                     const result<segment_descriptor>& fresh) {
   // Only a refresh that names the same buffer at the same endpoints can be
   // retried here; anything else stays stale_registration.
   if (!fresh.ok() || fresh.value().endpoints != descriptor_.endpoints) {
@@ -109,6 +123,15 @@ void peer_group::shutdown_on(std::size_t shard, status why) {
 
 void peer_group::release_work() noexcept {
   for (auto& l : lanes_) l->release_work();
+}
+
+void peer_group::close_source() noexcept {
+  std::shared_ptr<descriptor_source> source;
+  {
+    std::lock_guard lock(names_mutex_);
+    source = source_;
+  }
+  if (source) source->close();
 }
 
 void peer_group::drop_connections_on(std::size_t shard) {

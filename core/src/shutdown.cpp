@@ -37,6 +37,9 @@ result<void> transport::impl::shutdown() {
 
   FL_ASSERT(!rt.pool->stopped());  // only shutdown stops the pool, and only once
   rt.closing.store(true, std::memory_order_release);
+  // The control plane first: its handlers read what the rest tears down,
+  // and none may run once shutdown returns.
+  auto control_stopped = control ? control->stop(deadline) : result<void>{};
   rt.admission_control.close();
   bool rounds_done = on_every_shard([this](std::size_t shard) { srv->stop_accepting(shard); });
   rounds_done = rounds_done && on_every_shard([](std::size_t) {});  // queued dispatches run first
@@ -73,20 +76,27 @@ result<void> transport::impl::shutdown() {
   FL_ASSERT(rt.pool->stopped());
   FL_ASSERT(!rt.accepting_work());
 
-  if (rt.failed.load(std::memory_order_acquire)) {
-    shutdown_result = error{status::runtime_failed,
-                            "an exception escaped an io handler; the runtime was marked failed"};
-  } else if (!rounds_done) {
-    shutdown_result =
-        error{status::timeout, "an io thread did not answer within shutdown_timeout_ms"};
-  } else if (!drained.ok()) {
-    shutdown_result = drained;
-  } else if (auto live = rt.stats.sessions_live.load(); live > 0) {
-    shutdown_result = error{status::timeout, fmt::format("{} session(s) still open", live)};
-  } else if (!leases.ok()) {
-    shutdown_result = leases;
-  }
+  shutdown_result = outcome_of_shutdown(rounds_done, drained, leases, control_stopped);
   return shutdown_result;
+}
+
+// What shutdown() reports, the most telling failure first.
+result<void> transport::impl::outcome_of_shutdown(bool rounds_done, const result<void>& drained,
+                                                  const result<void>& leases,
+                                                  const result<void>& control_stopped) const {
+  if (rt.failed.load(std::memory_order_acquire)) {
+    return error{status::runtime_failed,
+                 "an exception escaped an io handler; the runtime was marked failed"};
+  }
+  if (!rounds_done) {
+    return error{status::timeout, "an io thread did not answer within shutdown_timeout_ms"};
+  }
+  if (!drained.ok()) return drained;
+  if (auto live = rt.stats.sessions_live.load(); live > 0) {
+    return error{status::timeout, fmt::format("{} session(s) still open", live)};
+  }
+  if (!leases.ok()) return leases;
+  return control_stopped;
 }
 
 result<void> transport::impl::close_segment(segment_id segment) {

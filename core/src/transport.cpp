@@ -8,6 +8,7 @@
 
 #include "faultlane/core/descriptor_text.hpp"
 #include "faultlane/core/limits.hpp"
+#include "faultlane/core/rpc_client.hpp"
 #include "transport_impl.hpp"
 
 namespace faultlane {
@@ -96,28 +97,49 @@ result<std::unique_ptr<transport>> transport::start(const transport_config& conf
     i->rt.pool->stop();
     return listening.error();
   }
+  if (auto control = i->start_control(); !control) {
+    i->control.reset();
+    i->rt.pool->stop();
+    return control.error();
+  }
   // new-ok: the constructor is private to start(), which owns the result at once.
   return std::unique_ptr<transport>(new transport(std::move(i)));
 }
 
-segment_descriptor transport::descriptor() const {
+segment_descriptor transport::descriptor() const { return impl_->describe(); }
+
+segment_descriptor transport::impl::describe() const {
   segment_descriptor d;
-  FL_ASSERT(impl_->rt.incarnation != 0);
-  d.incarnation = impl_->rt.incarnation;
-  d.endpoints = impl_->srv->endpoints();
-  d.max_transfer_bytes = impl_->rt.config.max_transfer_bytes;
-  std::lock_guard lock(impl_->names_mutex);
-  for (const auto& r : impl_->rt.buffers.advertised()) {
-    auto name = impl_->names.find(r.id);
+  FL_ASSERT(rt.incarnation != 0);
+  d.incarnation = rt.incarnation;
+  d.endpoints = srv->endpoints();
+  d.max_transfer_bytes = rt.config.max_transfer_bytes;
+  std::shared_lock lock(names_mutex);
+  for (const auto& r : rt.buffers.advertised()) {
+    auto name = names.find(r.id);
     d.registrations.push_back(
-        {r.id, r.length, r.perm, name == impl_->names.end() ? std::string() : name->second});
+        {r.id, r.length, r.perm, name == names.end() ? std::string() : name->second});
   }
   return d;
+}
+
+std::optional<endpoint> transport::control_endpoint() const {
+  if (!impl_->control) return std::nullopt;
+  return impl_->control->local_endpoint();
+}
+
+rpc::metrics_snapshot transport::control_metrics() const {
+  return impl_->control ? impl_->control->metrics() : rpc::metrics_snapshot{};
 }
 
 result<registration_id> transport::register_buffer(void* base, std::size_t length, permission perm,
                                                    std::string name) {
   // A name travels in the descriptor's text form, which carries only these.
+  if (name.size() > limits::registration_name_bytes_max) {
+    return error{status::invalid_argument,
+                 fmt::format("register_buffer: name is {} bytes, most {}", name.size(),
+                             limits::registration_name_bytes_max)};
+  }
   if (!valid_registration_name(name)) {
     return error{status::invalid_argument,
                  "register_buffer: name is not valid UTF-8 text (or holds a surrogate or "
@@ -126,7 +148,7 @@ result<registration_id> transport::register_buffer(void* base, std::size_t lengt
   auto id = impl_->rt.buffers.register_buffer(base, length, perm);
   FL_ASSERT(!id.ok() || id.value() != 0);  // id 0 is never issued
   if (id.ok() && !name.empty()) {
-    std::lock_guard lock(impl_->names_mutex);
+    std::unique_lock lock(impl_->names_mutex);
     impl_->names[id.value()] = std::move(name);
   }
   return id;
@@ -134,13 +156,25 @@ result<registration_id> transport::register_buffer(void* base, std::size_t lengt
 
 result<void> transport::unregister_buffer(registration_id id) {
   auto done = impl_->rt.buffers.unregister_buffer(id);
-  std::lock_guard lock(impl_->names_mutex);
+  std::unique_lock lock(impl_->names_mutex);
   impl_->names.erase(id);
   return done;
 }
 
 result<segment_id> transport::open_segment(const segment_descriptor& descriptor) {
   return impl_->open(descriptor);
+}
+
+result<segment_id> transport::open_segment(std::string_view control_endpoint) {
+  auto at = parse_endpoint(control_endpoint);
+  if (!at) return at.error();
+  rpc::client_options o;
+  o.server = at.value();
+  o.connect_timeout_ms = impl_->rt.config.connect_timeout_ms;
+  o.retry_busy = true;
+  auto source = rpc::rpc_descriptor_source::create(o);
+  if (!source) return source.error();
+  return open_segment(std::shared_ptr<descriptor_source>(std::move(source).value()));
 }
 
 result<segment_id> transport::open_segment(std::shared_ptr<descriptor_source> source) {
@@ -155,22 +189,24 @@ result<std::shared_ptr<transfer_batch>> transport::submit(
   return impl_->submit(requests, std::move(on_task_done));
 }
 
-transport_stats transport::stats() const {
-  const auto& c = impl_->rt.stats;
+transport_stats transport::stats() const { return impl_->stats(); }
+
+transport_stats transport::impl::stats() const {
+  const auto& c = rt.stats;
   transport_stats s;
 #define FAULTLANE_STATS_LOAD(name, meaning) s.name = c.name.load(std::memory_order_acquire);
   FAULTLANE_TRANSPORT_COUNTERS(FAULTLANE_STATS_LOAD)
 #undef FAULTLANE_STATS_LOAD
-  auto snap = impl_->rt.admission_control.snapshot();
+  auto snap = rt.admission_control.snapshot();
   s.tasks_admitted_now = snap.tasks;
   s.bytes_admitted_now = snap.bytes;
   s.rejected_busy = snap.rejected_busy;
-  FL_ASSERT(snap.tasks <= impl_->rt.config.max_outstanding_tasks);
-  s.leases_live = impl_->rt.buffers.active_leases();
+  FL_ASSERT(snap.tasks <= rt.config.max_outstanding_tasks);
+  s.leases_live = rt.buffers.active_leases();
   for (int i = 0; i < status_count; ++i) {
     s.failures_by_status[i] = c.failures_by_status[i].load(std::memory_order_acquire);
   }
-  s.runtime_failed = impl_->rt.failed.load(std::memory_order_acquire);
+  s.runtime_failed = rt.failed.load(std::memory_order_acquire);
   return s;
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "client.hpp"
+#include "faultlane/core/rpc_server.hpp"
 #include "faultlane/core/transport.hpp"
 #include "server.hpp"
 #include "task.hpp"
@@ -30,19 +31,31 @@ class transport::impl {
   // (their ops settle shutting_down), then the rest of the runtime.
   ~impl() {
     FL_ASSERT(rt.pool->stopped());
+    control.reset();
     for (auto& [id, g] : groups) g->release_work();
     for (auto& g : closed_groups) g->release_work();
+    for (auto& [id, g] : groups) g->close_source();
+    for (auto& g : closed_groups) g->close_source();
     groups.clear();
     closed_groups.clear();
     srv.reset();
     rt.pool.reset();
   }
 
+  segment_descriptor describe() const;
+  transport_stats stats() const;
+  // The control plane (control_service.cpp): its RPC server, when enabled.
+  result<void> start_control();
+  std::string control_bind_address() const;
+
   result<segment_id> open(const segment_descriptor& d,
                           std::shared_ptr<descriptor_source> source = nullptr);
   result<std::shared_ptr<transfer_batch>> submit(std::span<const transfer_request> requests,
                                                  task_callback callback);
   result<void> shutdown();
+  result<void> outcome_of_shutdown(bool rounds_done, const result<void>& drained,
+                                   const result<void>& leases,
+                                   const result<void>& control_stopped) const;
   void finalize_task(transfer_batch::state& batch, std::size_t index, status code,
                      std::uint64_t bytes);
   result<std::uint64_t> check_batch(
@@ -63,8 +76,12 @@ class transport::impl {
   std::vector<std::shared_ptr<detail::peer_group>> closed_groups;
   segment_id next_segment = 1;
 
-  std::mutex names_mutex;
+  // Shared by describe and list_registrations, which may scan a million
+  // names; exclusive for register and unregister.
+  mutable std::shared_mutex names_mutex;
   std::map<registration_id, std::string> names;
+
+  std::unique_ptr<rpc::server> control;  // null: rpc_enabled is false
 
   std::mutex shutdown_mutex;
   bool shut_down = false;

@@ -16,8 +16,8 @@ TEST(endpoint, parses_host_and_port_at_the_bounds) {
 }
 
 TEST(endpoint, rejects_each_malformed_form) {
-  for (const char* bad : {"127.0.0.1:65536", "127.0.0.1:", ":80", "127.0.0.1", "host:8o",
-                          "host:-1", "host:123456", ""}) {
+  for (const char* bad : {"127.0.0.1:65536", "127.0.0.1:", ":80", "127.0.0.1", "host:8o", "host:-1",
+                          "host:123456", ""}) {
     auto e = parse_endpoint(bad);
     ASSERT_FALSE(e.ok()) << bad;
     EXPECT_EQ(e.code(), status::invalid_argument) << bad;

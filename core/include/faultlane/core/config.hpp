@@ -48,6 +48,20 @@ struct transport_config {
   std::uint32_t reconnect_cooldown_ms = limits::reconnect_cooldown_ms_default;
   std::uint32_t shutdown_timeout_ms = limits::shutdown_timeout_ms_default;
 
+  // Control plane (docs/control-plane.md): an RPC listener serving ping,
+  // service_ready, describe, list_registrations and stats.
+  bool rpc_enabled = true;
+  // Empty: bind_address, or with rails the first rail's address.
+  std::string rpc_bind_address;
+  std::uint16_t rpc_port = 0;
+  // Threads for the pooled handlers; 0 means worker_count. Signed so a
+  // negative value from a flag or a file is an error, not 2^64 - 1.
+  std::int64_t rpc_worker_count = 0;
+  // Every handler inline on the io threads; no pool (YAML:
+  // `rpc_worker_count: inline`). A slow handler then stalls its io thread.
+  bool rpc_inline = false;
+  std::size_t rpc_queue_max = limits::rpc_queue_max_default;
+
   // Optional; not owned; must outlive the transport. Null costs nothing.
   transport_observer* observer = nullptr;
 };

@@ -39,7 +39,8 @@ std::string to_text(const segment_descriptor& descriptor);
 
 result<segment_descriptor> parse_descriptor(std::string_view text);
 
-// A registration name the text form carries exactly: valid UTF-8 without
+// A registration name the text form carries exactly: at most
+// limits::registration_name_bytes_max bytes of valid UTF-8 without
 // surrogates or Unicode noncharacters (U+FDD0..U+FDEF, U+xFFFE, U+xFFFF).
 // transport::register_buffer refuses other names; were one written anyway,
 // to_text would put U+FFFD in place of what it cannot represent.

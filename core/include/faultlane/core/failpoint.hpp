@@ -97,7 +97,7 @@ void resume(std::string_view name);
 inline constexpr std::string_view perturbation_points[] = {
     "admission.release", "lane.cancel_task", "lane.close",      "lane.connected", "lane.retire",
     "lease.release",     "settle.finalize",  "settle.merge",    "shutdown.drain", "shutdown.lanes",
-    "shutdown.stop",     "siblings.cancel",  "unregister.hide",
+    "shutdown.stop",     "siblings.cancel",  "unregister.hide", "rpc.queued",     "rpc.respond",
 };
 
 struct perturbation {

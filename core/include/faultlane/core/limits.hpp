@@ -16,34 +16,40 @@
 namespace faultlane::limits {
 
 // X(type, name, value, meaning)
-#define FAULTLANE_LIMITS(X)                                                                    \
-  X(std::size_t, worker_count_min, 1, "io threads (shards) per transport, fewest")             \
-  X(std::size_t, worker_count_max, 32, "io threads (shards) per transport, most")              \
-  X(std::uint32_t, busy_poll_us_max, 10'000, "how long an io thread may poll before blocking") \
-  X(std::size_t, lane_count_max, 64, "lanes per peer, across all rails")                       \
-  X(std::size_t, rail_count_max, 16, "rails (one listener and source address each)")           \
-  X(std::uint64_t, slice_step_bytes, 1ull << 20,                                               \
-    "a READ is sliced when every rail gets at least this much")                                \
-  X(std::uint64_t, transfer_bytes_max, 1ull << 34, "one request's payload, most")              \
-  X(std::uint64_t, transfer_bytes_default, 1ull << 30, "max_transfer_bytes by default")        \
-  X(std::uint64_t, outstanding_tasks_max, 1ull << 32, "max_outstanding_tasks, most")           \
-  X(std::uint64_t, outstanding_tasks_default, 4096, "max_outstanding_tasks by default")        \
-  X(std::uint64_t, outstanding_bytes_max, 1ull << 50, "max_outstanding_bytes, most")           \
-  X(std::uint64_t, outstanding_bytes_default, 1ull << 32, "max_outstanding_bytes by default")  \
-  X(std::size_t, connections_max, 65536, "max_connections (live target sessions), most")       \
-  X(std::uint64_t, registration_sequence_max, (1ull << 63) - 1,                                \
-    "registrations per incarnation before the sequence is exhausted")                          \
-  X(std::size_t, io_chunk_bytes_max, std::size_t{4} << 20,                                     \
-    "bytes moved per socket step, so a deadline moves at least this often")                    \
-  X(std::uint32_t, accept_backoff_ms_min, 1, "first wait after an accept error")               \
-  X(std::uint32_t, accept_backoff_ms_max, 100, "longest wait after accept errors")             \
-  X(std::uint32_t, timeout_ms_max, 3'600'000, "any timeout or deadline, most")                 \
-  X(std::uint32_t, connect_timeout_ms_default, 2000, "connect_timeout_ms by default")          \
-  X(std::uint32_t, progress_timeout_ms_default, 30000, "progress_timeout_ms by default")       \
-  X(std::uint32_t, idle_connection_timeout_ms_default, 60000,                                  \
-    "idle_connection_timeout_ms by default")                                                   \
-  X(std::uint32_t, reconnect_cooldown_ms_default, 1000, "reconnect_cooldown_ms by default")    \
-  X(std::uint32_t, shutdown_timeout_ms_default, 10000, "shutdown_timeout_ms by default")
+#define FAULTLANE_LIMITS(X)                                                                     \
+  X(std::size_t, worker_count_min, 1, "io threads (shards) per transport, fewest")              \
+  X(std::size_t, worker_count_max, 32, "io threads (shards) per transport, most")               \
+  X(std::uint32_t, busy_poll_us_max, 10'000, "how long an io thread may poll before blocking")  \
+  X(std::size_t, lane_count_max, 64, "lanes per peer, across all rails")                        \
+  X(std::size_t, rail_count_max, 16, "rails (one listener and source address each)")            \
+  X(std::uint64_t, slice_step_bytes, 1ull << 20,                                                \
+    "a READ is sliced when every rail gets at least this much")                                 \
+  X(std::uint64_t, transfer_bytes_max, 1ull << 34, "one request's payload, most")               \
+  X(std::uint64_t, transfer_bytes_default, 1ull << 30, "max_transfer_bytes by default")         \
+  X(std::uint64_t, outstanding_tasks_max, 1ull << 32, "max_outstanding_tasks, most")            \
+  X(std::uint64_t, outstanding_tasks_default, 4096, "max_outstanding_tasks by default")         \
+  X(std::uint64_t, outstanding_bytes_max, 1ull << 50, "max_outstanding_bytes, most")            \
+  X(std::uint64_t, outstanding_bytes_default, 1ull << 32, "max_outstanding_bytes by default")   \
+  X(std::size_t, connections_max, 65536, "max_connections (live target sessions), most")        \
+  X(std::uint64_t, registration_sequence_max, (1ull << 63) - 1,                                 \
+    "registrations per incarnation before the sequence is exhausted")                           \
+  X(std::size_t, io_chunk_bytes_max, std::size_t{4} << 20,                                      \
+    "bytes moved per socket step, so a deadline moves at least this often")                     \
+  X(std::uint32_t, accept_backoff_ms_min, 1, "first wait after an accept error")                \
+  X(std::uint32_t, accept_backoff_ms_max, 100, "longest wait after accept errors")              \
+  X(std::uint32_t, timeout_ms_max, 3'600'000, "any timeout or deadline, most")                  \
+  X(std::uint32_t, connect_timeout_ms_default, 2000, "connect_timeout_ms by default")           \
+  X(std::uint32_t, progress_timeout_ms_default, 30000, "progress_timeout_ms by default")        \
+  X(std::uint32_t, idle_connection_timeout_ms_default, 60000,                                   \
+    "idle_connection_timeout_ms by default")                                                    \
+  X(std::uint32_t, reconnect_cooldown_ms_default, 1000, "reconnect_cooldown_ms by default")     \
+  X(std::uint32_t, shutdown_timeout_ms_default, 10000, "shutdown_timeout_ms by default")        \
+  X(std::size_t, registration_name_bytes_max, 4096, "a registration's name, most")              \
+  X(std::int64_t, rpc_worker_count_max, 256, "control-plane worker threads, most")              \
+  X(std::size_t, rpc_queue_max_default, 1024, "rpc_queue_max by default")                       \
+  X(std::size_t, rpc_queue_max_max, 1u << 20, "control-plane calls waiting for a worker, most") \
+  X(std::uint32_t, rpc_request_bytes_max, 64 * 1024, "one control-plane request, most")         \
+  X(std::uint32_t, rpc_response_bytes_max, 64u << 20, "one control-plane answer, most")
 
 #define FAULTLANE_LIMIT_CONSTANT(type, name, value, meaning) inline constexpr type name = value;
 FAULTLANE_LIMITS(FAULTLANE_LIMIT_CONSTANT)

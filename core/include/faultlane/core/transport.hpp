@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -37,8 +38,10 @@
 #include "faultlane/core/endpoint.hpp"
 #include "faultlane/core/frame.hpp"
 #include "faultlane/core/registry.hpp"
+#include "faultlane/core/rpc_metrics.hpp"
 #include "faultlane/core/stats.hpp"
 #include "faultlane/core/status.hpp"
+#include "faultlane/core/unique_function.hpp"
 
 namespace faultlane {
 
@@ -70,6 +73,16 @@ class descriptor_source {
  public:
   virtual ~descriptor_source() = default;
   virtual result<segment_descriptor> fetch() = 0;
+  // The same without blocking the caller: `done` runs once, on any thread.
+  // The transport refreshes through this, so a source that goes over the
+  // network (rpc_descriptor_source) never holds an io thread. The default
+  // calls fetch() at once.
+  virtual void fetch_async(unique_function<void(result<segment_descriptor>)> done) {
+    done(fetch());
+  }
+  // The transport that uses it is being destroyed: answer what is pending
+  // and stop; no `done` runs after close() returned.
+  virtual void close() {}
 };
 
 using segment_id = std::uint64_t;
@@ -136,6 +149,11 @@ class transport {
   result<segment_id> open_segment(const segment_descriptor& descriptor);
   // The same, from a source that is asked again on a stale registration.
   result<segment_id> open_segment(std::shared_ptr<descriptor_source> source);
+  // The same, by the peer's control endpoint ("127.0.0.1:PORT"): the
+  // descriptor is fetched with `describe` over the network, and fetched
+  // again on a stale registration (an rpc_descriptor_source with this
+  // transport's connect_timeout_ms and the rpc client's other defaults).
+  result<segment_id> open_segment(std::string_view control_endpoint);
 
   // Validates every request, reserves admission for the whole batch (busy
   // if it does not fit) and starts all of them. Fails as a whole, before
@@ -144,6 +162,12 @@ class transport {
                                                  task_callback on_task_done = {});
 
   transport_stats stats() const;
+  // The control plane's listener (docs/control-plane.md), when
+  // rpc_enabled; rpc_client and rpc_descriptor_source talk to it.
+  std::optional<endpoint> control_endpoint() const;
+  // Its calls by method and status, queue depth, queue wait and handler
+  // time: the same figures the `stats` method sends.
+  rpc::metrics_snapshot control_metrics() const;
 
   // Ordered shutdown (docs/architecture.md): bounded by
   // shutdown_timeout_ms; reports runtime failure, a drain timeout or an

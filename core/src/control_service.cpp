@@ -1,0 +1,113 @@
+// The transport's control plane: its RPC server and the five built-in
+// methods (docs/control-plane.md). ping and service_ready run inline on
+// the io thread; describe, list_registrations and stats on the worker pool
+// (or inline too, with rpc_inline).
+#include <fmt/format.h>
+
+#include <regex>
+#include <shared_mutex>
+
+#include "faultlane/core/rpc_messages.hpp"
+#include "transport_impl.hpp"
+
+namespace faultlane {
+namespace {
+
+using rpc::call;
+using rpc::reply;
+using rpc::rpc_status;
+
+// A scan over many names checks for a stopping service this often.
+constexpr std::size_t names_between_stop_checks = 4096;
+
+reply bad_request(const result<void>& r) {
+  return reply::failure(rpc_status::bad_request, r.error().message);
+}
+
+reply list_registrations(transport::impl& t, const call& c) {
+  auto pattern = rpc::decode_pattern(c.body);
+  if (!pattern) return reply::failure(rpc_status::bad_request, pattern.error().message);
+  std::regex re;
+  try {
+    re = std::regex(pattern.value(), std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error& e) {
+    return reply::failure(rpc_status::bad_request,
+                          fmt::format("pattern {:?} is not an ECMAScript regex: {}",
+                                      pattern.value().substr(0, 64), e.what()));
+  }
+  std::vector<rpc::named_registration> found;
+  std::shared_lock lock(t.names_mutex);
+  std::size_t seen = 0;
+  for (const auto& [id, name] : t.names) {
+    if (++seen % names_between_stop_checks == 0 && c.stop_requested()) {
+      return reply::failure(rpc_status::cancelled, "the service stopped during the scan");
+    }
+    if (std::regex_search(name, re)) found.push_back({id, name});
+  }
+  return reply::ok(rpc::encode_registrations(found));
+}
+
+rpc::stat_list stats_of(transport::impl& t, const rpc::metrics_snapshot& control) {
+  rpc::stat_list out;
+  const auto s = t.stats();
+  for (const auto& c : transport_counters) out.emplace_back(std::string(c.name), s.*c.field);
+  out.emplace_back("tasks_admitted_now", s.tasks_admitted_now);
+  out.emplace_back("bytes_admitted_now", s.bytes_admitted_now);
+  out.emplace_back("rejected_busy", s.rejected_busy);
+  out.emplace_back("leases_live", s.leases_live);
+  for (int i = 0; i < status_count; ++i) {
+    out.emplace_back(fmt::format("tasks_ended.{}", to_string(static_cast<status>(i))),
+                     s.failures_by_status[i]);
+  }
+  for (auto& kv : control.flatten()) out.push_back(std::move(kv));
+  return out;
+}
+
+}  // namespace
+
+std::string transport::impl::control_bind_address() const {
+  const auto& c = rt.config;
+  if (!c.rpc_bind_address.empty()) return c.rpc_bind_address;
+  if (!c.bind_address.empty() && c.bind_address != "0.0.0.0") return c.bind_address;
+  if (!c.rail_addresses.empty()) return c.rail_addresses.front();
+  return c.advertise_address;
+}
+
+result<void> transport::impl::start_control() {
+  const auto& c = rt.config;
+  if (!c.rpc_enabled) return {};
+  rpc::server_options o;
+  o.bind_address = control_bind_address();
+  o.port = c.rpc_port;
+  o.workers = c.rpc_inline              ? 0
+              : c.rpc_worker_count == 0 ? c.worker_count
+                                        : static_cast<std::size_t>(c.rpc_worker_count);
+  o.queue_max = c.rpc_queue_max;
+  o.request_bytes_max = limits::rpc_request_bytes_max;
+  o.response_bytes_max = limits::rpc_response_bytes_max;
+  auto started = rpc::server::start(*rt.pool, o);
+  if (!started) return started.error();
+  control = std::move(started).value();
+  using rpc::placement;
+  control->add("ping", placement::inline_on_io, [](const call& c) {
+    if (auto empty = rpc::decode_empty(c.body); !empty) return bad_request(empty);
+    return reply::ok();
+  });
+  control->add("service_ready", placement::inline_on_io, [this](const call& c) {
+    if (auto empty = rpc::decode_empty(c.body); !empty) return bad_request(empty);
+    return reply::ok(rpc::encode_ready(rt.accepting_work()));
+  });
+  control->add("describe", placement::pooled, [this](const call& c) {
+    if (auto empty = rpc::decode_empty(c.body); !empty) return bad_request(empty);
+    return reply::ok(rpc::encode_descriptor(describe()));
+  });
+  control->add("list_registrations", placement::pooled,
+               [this](const call& c) { return list_registrations(*this, c); });
+  control->add("stats", placement::pooled, [this](const call& c) {
+    if (auto empty = rpc::decode_empty(c.body); !empty) return bad_request(empty);
+    return reply::ok(rpc::encode_stats(stats_of(*this, control->metrics())));
+  });
+  return {};
+}
+
+}  // namespace faultlane

@@ -1,0 +1,68 @@
+// The rpc client's typed calls of the built-in methods, and the descriptor
+// source built on them; see rpc_client.hpp.
+#include <fmt/format.h>
+
+#include "faultlane/core/rpc_client.hpp"
+
+namespace faultlane::rpc {
+
+result<void> client::ping() {
+  auto r = call("ping", {});
+  if (!r) return r.error();
+  return decode_empty(r.value());
+}
+
+result<bool> client::service_ready() {
+  auto r = call("service_ready", {});
+  if (!r) return r.error();
+  return decode_ready(r.value());
+}
+
+result<segment_descriptor> client::describe() {
+  auto r = call("describe", {});
+  if (!r) return r.error();
+  return decode_descriptor(r.value());
+}
+
+result<std::vector<named_registration>> client::list_registrations(std::string_view pattern) {
+  if (pattern.size() > pattern_bytes_max) {
+    return error{
+        status::invalid_argument,
+        fmt::format("list_registrations: the pattern is over {} bytes", pattern_bytes_max)};
+  }
+  auto r = call("list_registrations", encode_pattern(pattern));
+  if (!r) return r.error();
+  return decode_registrations(r.value());
+}
+
+result<stat_list> client::stats() {
+  auto r = call("stats", {});
+  if (!r) return r.error();
+  return decode_stats(r.value());
+}
+
+result<std::shared_ptr<rpc_descriptor_source>> rpc_descriptor_source::create(
+    const client_options& options) {
+  auto c = client::create(options);
+  if (!c) return c.error();
+  // new-ok: the constructor is private to create(), which owns the result at once.
+  return std::shared_ptr<rpc_descriptor_source>(new rpc_descriptor_source(std::move(c).value()));
+}
+
+result<segment_descriptor> rpc_descriptor_source::fetch() {
+  if (!client_) return error{status::cancelled, "the descriptor source is closed"};
+  return client_->describe();
+}
+
+void rpc_descriptor_source::fetch_async(unique_function<void(result<segment_descriptor>)> done) {
+  if (!client_) return done(error{status::cancelled, "the descriptor source is closed"});
+  client_->call_async("describe", {},
+                      [done = std::move(done)](result<std::vector<std::byte>> r) mutable {
+                        if (!r) return done(r.error());
+                        done(decode_descriptor(r.value()));
+                      });
+}
+
+void rpc_descriptor_source::close() { client_.reset(); }
+
+}  // namespace faultlane::rpc

@@ -1,0 +1,63 @@
+// rpc_worker_pool: the threads and the bounded queue that run the control
+// plane's slow handlers, so an io thread never waits for one.
+//
+// A job runs exactly once: job(false) on a worker, or job(true) on the
+// thread that stops the pool if it never started. The queue holds at most
+// queue_max jobs that have not started; past that try_push() answers busy
+// at once and the caller answers its client (nothing waits unboundedly).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "faultlane/core/unique_function.hpp"
+
+namespace faultlane::rpc {
+
+class rpc_worker_pool {
+ public:
+  using job = unique_function<void(bool cancelled)>;
+  enum class push_result { queued, busy, stopped };
+
+  rpc_worker_pool(std::size_t threads, std::size_t queue_max);
+  // Stops (cancelling what is queued) and joins. A handler that never
+  // returns would hold this forever: handlers watch stopping().
+  ~rpc_worker_pool();
+  rpc_worker_pool(const rpc_worker_pool&) = delete;
+  rpc_worker_pool& operator=(const rpc_worker_pool&) = delete;
+
+  push_result try_push(job j);
+
+  // Takes no more jobs, runs every queued job as job(true) on this thread,
+  // raises stopping(), and waits until `deadline` for running jobs. True
+  // when no job runs any more (the threads are then joined).
+  bool stop(std::chrono::steady_clock::time_point deadline);
+
+  // Raised by stop(): a long handler checks it and gives up early.
+  const std::atomic<bool>& stopping() const noexcept { return stopping_; }
+  std::size_t depth() const;    // queued, not started
+  std::size_t running() const;  // started, not finished
+  std::size_t threads() const noexcept { return threads_.size(); }
+  std::size_t queue_max() const noexcept { return queue_max_; }
+
+ private:
+  void run();
+
+  const std::size_t queue_max_;
+  mutable std::mutex mutex_;
+  std::condition_variable work_;  // a job arrived, or stop
+  std::condition_variable idle_;  // a job finished
+  std::deque<job> queue_;
+  std::size_t running_ = 0;
+  bool closed_ = false;
+  std::atomic<bool> stopping_{false};
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace faultlane::rpc

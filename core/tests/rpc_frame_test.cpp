@@ -1,0 +1,227 @@
+// The control plane's codec: headers round-trip, every decode rule on both
+// sides of its bound, and the bodies of the built-in methods (rejections
+// name their field; counts are checked before anything is reserved).
+#include "faultlane/core/rpc_frame.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "faultlane/core/descriptor_text.hpp"
+#include "faultlane/core/limits.hpp"
+#include "faultlane/core/rpc_messages.hpp"
+#include "faultlane/core/rpc_metrics.hpp"
+
+namespace faultlane::rpc {
+namespace {
+
+header request(std::uint8_t method_length = 4, std::uint32_t payload = 4) {
+  return {kind::request, method_length, rpc_status::ok, 0x1122334455667788, payload};
+}
+
+// The header with byte `at` set to `value`, resealed so the checksum holds.
+header_bytes_array edited(const header& h, std::size_t at, std::uint8_t value) {
+  auto bytes = encode(h);
+  bytes[at] = std::byte{value};
+  seal(bytes);
+  return bytes;
+}
+
+rpc_decode_error error_of(std::span<const std::byte> bytes, std::uint32_t payload_max = 1024) {
+  auto d = decode(bytes, payload_max);
+  EXPECT_FALSE(d.ok());
+  return d.ok() ? rpc_decode_error::truncated : d.error();
+}
+
+TEST(rpc_frame, headers_round_trip_with_every_field_at_its_extremes) {
+  for (const auto& h : {request(1, 1), request(method_length_max, limits::rpc_request_bytes_max),
+                        header{kind::response, 0, rpc_status::internal_error, ~0ull, 0},
+                        header{kind::response, 0, rpc_status::ok, 0, 0xffffffffu}}) {
+    auto bytes = encode(h);
+    auto back = decode(bytes, 0xffffffffu);
+    ASSERT_TRUE(back.ok()) << to_string(back.error());
+    EXPECT_EQ(back.value(), h);
+  }
+}
+
+TEST(rpc_frame, the_layout_is_pinned_byte_by_byte) {
+  auto bytes = encode(request(4, 9));
+  const unsigned char want[20] = {'F',  'L',  'C',  'P',  1,    1,    4, 0, 0x11, 0x22,
+                                  0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0, 0, 0,    9};
+  EXPECT_EQ(std::memcmp(bytes.data(), want, sizeof want), 0);
+}
+
+TEST(rpc_frame, each_rule_is_its_own_error) {
+  const auto h = request();
+  auto bytes = encode(h);
+  EXPECT_EQ(error_of(std::span(bytes).first(header_bytes - 1)), rpc_decode_error::truncated);
+  EXPECT_EQ(error_of(edited(h, 0, 'X')), rpc_decode_error::bad_magic);
+  EXPECT_EQ(error_of(edited(h, 4, 2)), rpc_decode_error::bad_version);
+  auto damaged = bytes;
+  damaged[9] ^= std::byte{1};  // not resealed
+  EXPECT_EQ(error_of(damaged), rpc_decode_error::bad_checksum);
+  EXPECT_EQ(error_of(edited(h, 5, 0)), rpc_decode_error::bad_kind);
+  EXPECT_EQ(error_of(edited(h, 5, 3)), rpc_decode_error::bad_kind);
+  EXPECT_EQ(error_of(edited(h, 7, 1)), rpc_decode_error::bad_status);  // a request's status
+  EXPECT_EQ(error_of(encode(request(4, 3))), rpc_decode_error::length_short);
+  EXPECT_TRUE(decode(encode(request(4, 4)), 1024).ok());
+}
+
+TEST(rpc_frame, method_length_on_both_sides_of_each_bound) {
+  EXPECT_EQ(error_of(encode(request(0, 4))), rpc_decode_error::bad_method_length);
+  EXPECT_TRUE(decode(encode(request(1, 4)), 1024).ok());
+  EXPECT_TRUE(decode(encode(request(method_length_max, 64)), 1024).ok());
+  EXPECT_EQ(error_of(encode(request(method_length_max + 1, 64))),
+            rpc_decode_error::bad_method_length);
+  header answer{kind::response, 0, rpc_status::ok, 1, 0};
+  EXPECT_TRUE(decode(encode(answer), 1024).ok());
+  answer.method_length = 1;
+  EXPECT_EQ(error_of(encode(answer)), rpc_decode_error::bad_method_length);
+}
+
+TEST(rpc_frame, status_and_payload_length_on_both_sides_of_each_bound) {
+  header answer{kind::response, 0, static_cast<rpc_status>(rpc_status_max), 1, 0};
+  EXPECT_TRUE(decode(encode(answer), 1024).ok());
+  EXPECT_EQ(error_of(edited(answer, 7, rpc_status_max + 1)), rpc_decode_error::bad_status);
+  EXPECT_TRUE(decode(encode(request(4, 1024)), 1024).ok());
+  EXPECT_EQ(error_of(encode(request(4, 1025)), 1024), rpc_decode_error::length_too_large);
+}
+
+TEST(rpc_frame, method_names_are_lowercase_words) {
+  for (std::string_view ok :
+       {std::string_view("a"), std::string_view("list_registrations"), std::string_view("x9_"),
+        std::string_view("abcdefghijklmnopqrstuvwxyz012345")}) {
+    EXPECT_TRUE(valid_method_name(ok)) << ok;
+  }
+  for (std::string_view bad :
+       {std::string_view(""), std::string_view("Ping"), std::string_view("a-b"),
+        std::string_view("a b"), std::string_view("\xc3\xa9"),
+        std::string_view("abcdefghijklmnopqrstuvwxyz0123456")}) {
+    EXPECT_FALSE(valid_method_name(bad)) << bad;
+  }
+}
+
+TEST(rpc_body, the_reader_names_the_first_field_that_did_not_fit_and_left_over_bytes) {
+  auto body = rpc_body_writer().u64(7).text("hi").take();
+  rpc_body_reader full(body);
+  EXPECT_EQ(full.u64("a"), 7u);
+  EXPECT_EQ(full.text("b"), "hi");
+  EXPECT_TRUE(full.finish().ok());
+  rpc_body_reader short_read(std::span<const std::byte>(body).first(body.size() - 1));
+  (void)short_read.u64("a");
+  (void)short_read.text("name");
+  ASSERT_FALSE(short_read.finish().ok());
+  EXPECT_NE(short_read.finish().error().message.find("name"), std::string::npos);
+  rpc_body_reader extra(body);
+  (void)extra.u64("a");
+  ASSERT_FALSE(extra.finish().ok());
+  EXPECT_NE(extra.finish().error().message.find("left over"), std::string::npos);
+}
+
+segment_descriptor sample() {
+  return {0x9c3e,
+          {{"127.0.0.1", 41234}, {"127.0.0.2", 41235}},
+          1u << 30,
+          {{5, 4096, permission::remote_read, "weights"},
+           {6, 65536, permission::remote_read_write, ""}}};
+}
+
+TEST(rpc_messages, bodies_round_trip) {
+  auto d = decode_descriptor(encode_descriptor(sample()));
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d.value(), sample());
+  std::vector<named_registration> list{{1, "a"}, {2, std::string(300, 'x')}};
+  EXPECT_EQ(decode_registrations(encode_registrations(list)).value(), list);
+  stat_list stats{{"rpc.queue_depth", 3}, {"x", ~0ull}};
+  EXPECT_EQ(decode_stats(encode_stats(stats)).value(), stats);
+  EXPECT_EQ(decode_pattern(encode_pattern("^kv/[0-9]+$")).value(), "^kv/[0-9]+$");
+  EXPECT_TRUE(decode_ready(encode_ready(true)).value());
+  EXPECT_FALSE(decode_ready(encode_ready(false)).value());
+}
+
+void expect_rejected(const segment_descriptor& d, std::string_view field) {
+  auto r = decode_descriptor(encode_descriptor(d));
+  ASSERT_FALSE(r.ok()) << field;
+  EXPECT_EQ(r.code(), status::invalid_argument);
+  EXPECT_NE(r.error().message.find(field), std::string::npos) << r.error().message;
+}
+
+TEST(rpc_messages, a_descriptor_no_transport_could_send_is_refused_by_field) {
+  auto d = sample();
+  d.incarnation = 0;
+  expect_rejected(d, "incarnation");
+  d = sample();
+  d.max_transfer_bytes = 0;
+  expect_rejected(d, "max_transfer_bytes");
+  d.max_transfer_bytes = limits::transfer_bytes_max + 1;
+  expect_rejected(d, "max_transfer_bytes");
+  d = sample();
+  d.endpoints.clear();
+  expect_rejected(d, "endpoint_count");
+  d.endpoints.assign(limits::rail_count_max + 1, {"127.0.0.1", 1});
+  expect_rejected(d, "endpoint_count");
+  d = sample();
+  d.endpoints[1].address = "0.0.0.0";
+  expect_rejected(d, "endpoints[1].address");
+  d.endpoints[1].address = "host";
+  expect_rejected(d, "endpoints[1].address");
+  d = sample();
+  d.endpoints[0].port = 0;
+  expect_rejected(d, "endpoints[0].port");
+  d = sample();
+  d.registrations[1].id = 0;
+  expect_rejected(d, "registrations[1].id");
+  d.registrations[1].id = d.registrations[0].id;
+  expect_rejected(d, "appears twice");
+  d = sample();
+  d.registrations[0].length = 0;
+  expect_rejected(d, "registrations[0].length");
+  d = sample();
+  d.registrations[0].perm = permission::local_only;
+  expect_rejected(d, "registrations[0].permission");
+  d = sample();
+  d.registrations[0].name = "\xff";
+  expect_rejected(d, "registrations[0].name");
+}
+
+TEST(rpc_messages, a_count_the_body_cannot_hold_is_refused_before_any_reservation) {
+  // Four billion registrations claimed in a 13-byte body.
+  auto body = rpc_body_writer().u32(0xffffffffu).take();
+  auto r = decode_registrations(body);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("cannot fit"), std::string::npos) << r.error().message;
+  auto stats = decode_stats(rpc_body_writer().u32(2).text("a").u64(1).take());
+  EXPECT_FALSE(stats.ok());
+  auto d = encode_descriptor(sample());
+  d.resize(d.size() - 1);
+  EXPECT_FALSE(decode_descriptor(d).ok());
+  EXPECT_FALSE(decode_empty(rpc_body_writer().u8(0).take()).ok());
+  EXPECT_FALSE(decode_ready(rpc_body_writer().u8(2).take()).ok());
+  auto long_pattern = rpc_body_writer().text(std::string(pattern_bytes_max + 1, 'a')).take();
+  EXPECT_FALSE(decode_pattern(long_pattern).ok());
+  EXPECT_TRUE(decode_pattern(rpc_body_writer().text(std::string(pattern_bytes_max, 'a')).take()));
+}
+
+TEST(rpc_metrics, percentiles_are_within_a_sixteenth_and_the_max_is_exact) {
+  latency_histogram h;
+  EXPECT_EQ(h.percentile(50), 0u);
+  for (std::uint64_t us = 1; us <= 1000; ++us) h.record(us);
+  EXPECT_EQ(h.count(), 1000u);
+  EXPECT_EQ(h.max(), 1000u);
+  const auto p50 = h.percentile(50);
+  const auto p99 = h.percentile(99);
+  EXPECT_GE(p50, 500u);
+  EXPECT_LE(p50, 500u + 500u / 16);
+  EXPECT_GE(p99, 990u);
+  EXPECT_LE(p99, 1000u);  // never above the max
+  h.record(~0ull);
+  EXPECT_EQ(h.percentile(100), ~0ull);
+  latency_histogram small;
+  for (std::uint64_t us : {0, 1, 15, 16, 17}) small.record(us);
+  EXPECT_EQ(small.percentile(20), 0u);
+  EXPECT_EQ(small.percentile(60), 15u);
+  EXPECT_EQ(small.percentile(80), 16u);
+}
+
+}  // namespace
+}  // namespace faultlane::rpc

@@ -1,0 +1,130 @@
+// A transport's own control plane: its built-in methods answer from the
+// live transport, its configuration is validated by name, and a segment
+// opened by control endpoint alone works and refreshes a stale id.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "faultlane/core/rpc_client.hpp"
+#include "faultlane/testing/transport_fixture.hpp"
+
+namespace faultlane::rpc {
+namespace {
+
+// A transport's own control plane.
+
+std::unique_ptr<client> client_of(const transport& t) {
+  client_options o;
+  o.server = t.control_endpoint().value();
+  return client::create(o).value();
+}
+
+TEST(transport_control, describe_list_stats_and_ready_answer_from_the_live_transport) {
+  auto target = testing::start(testing::loopback_config());
+  std::vector<std::byte> a(4096), b(8192), c(64);
+  target->register_buffer(a.data(), a.size(), permission::remote_read, "kv/1").value();
+  target->register_buffer(b.data(), b.size(), permission::remote_read_write, "kv/22").value();
+  target->register_buffer(c.data(), c.size(), permission::remote_read, "weights").value();
+  auto rpc = client_of(*target);
+  EXPECT_TRUE(rpc->ping().ok());
+  EXPECT_TRUE(rpc->service_ready().value());
+  auto d = rpc->describe();
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d.value(), target->descriptor());
+  auto kv = rpc->list_registrations("^kv/[0-9]+$");
+  ASSERT_TRUE(kv.ok()) << kv.error().message;
+  std::set<std::string> names;
+  for (const auto& r : kv.value()) names.insert(r.name);
+  EXPECT_EQ(names, (std::set<std::string>{"kv/1", "kv/22"}));
+  EXPECT_TRUE(rpc->list_registrations("matches nothing").value().empty());
+  auto broken = rpc->list_registrations("([unclosed");
+  ASSERT_FALSE(broken.ok());
+  EXPECT_EQ(broken.code(), status::invalid_argument);
+  EXPECT_NE(broken.error().message.find("ECMAScript"), std::string::npos);
+  auto stats = rpc->stats();
+  ASSERT_TRUE(stats.ok()) << stats.error().message;
+  std::map<std::string, std::uint64_t> by_key(stats.value().begin(), stats.value().end());
+  EXPECT_EQ(by_key.count("tasks_submitted"), 1u);
+  EXPECT_EQ(by_key.at("rpc.calls.describe.ok"), 1u);
+  EXPECT_EQ(by_key.at("rpc.calls.list_registrations.ok"), 2u);
+  EXPECT_EQ(by_key.at("rpc.calls.list_registrations.bad_request"), 1u);
+  EXPECT_EQ(by_key.at("rpc.workers"), testing::loopback_config().worker_count);
+  auto m = target->control_metrics();
+  EXPECT_EQ(m.calls_of("stats", rpc_status::ok), 1u);  // this very call, answered after
+}
+
+TEST(transport_control, thread_counts_are_validated_by_name) {
+  auto c = testing::loopback_config();
+  c.rpc_worker_count = -1;
+  auto r = validate(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("rpc_worker_count"), std::string::npos);
+  EXPECT_NE(r.error().message.find("negative"), std::string::npos);
+  c.rpc_worker_count = limits::rpc_worker_count_max + 1;
+  EXPECT_FALSE(validate(c).ok());
+  c.rpc_worker_count = limits::rpc_worker_count_max;
+  EXPECT_TRUE(validate(c).ok());
+  c.rpc_worker_count = 0;  // as many as io threads
+  auto t = testing::start(c);
+  EXPECT_EQ(t->control_metrics().workers, c.worker_count);
+  c.rpc_queue_max = 0;
+  EXPECT_FALSE(validate(c).ok());
+  auto yaml = parse_config_yaml("bind_address: 127.0.0.1\nrpc_worker_count: -3\n");
+  ASSERT_FALSE(yaml.ok());
+  EXPECT_NE(yaml.error().message.find("rpc_worker_count"), std::string::npos);
+  auto inline_yaml = parse_config_yaml("bind_address: 127.0.0.1\nrpc_worker_count: inline\n");
+  ASSERT_TRUE(inline_yaml.ok()) << inline_yaml.error().message;
+  EXPECT_TRUE(inline_yaml.value().rpc_inline);
+  auto inline_transport = testing::start(inline_yaml.value());
+  EXPECT_EQ(inline_transport->control_metrics().workers, 0u);
+  EXPECT_TRUE(client_of(*inline_transport)->describe().ok());
+  auto off = parse_config_yaml("bind_address: 127.0.0.1\nrpc_enabled: false\n").value();
+  EXPECT_FALSE(testing::start(off)->control_endpoint().has_value());
+}
+
+// No descriptor handed over in code: the initiator knows the target's
+// control endpoint only, reads and writes, and when the target re-registers
+// its buffer under a new id, the stale answer refreshes through the control
+// plane and the retry lands on the same buffer.
+TEST(transport_control, a_segment_opened_by_address_works_and_refreshes_a_stale_id) {
+  auto target = testing::start(testing::loopback_config());
+  auto initiator = testing::start(testing::loopback_config());
+  auto memory = testing::pattern(8192, 3);
+  auto id =
+      target->register_buffer(memory.data(), memory.size(), permission::remote_read_write, "cache")
+          .value();
+  auto seg = initiator->open_segment(target->control_endpoint()->str());
+  ASSERT_TRUE(seg.ok()) << seg.error().message;
+  std::vector<std::byte> got(8192);
+  auto read = testing::run_one(*initiator, testing::read_req(seg.value(), id, 0, got.data(), 8192));
+  EXPECT_EQ(read.code, status::ok);
+  EXPECT_EQ(got, memory);
+  ASSERT_TRUE(target->unregister_buffer(id).ok());
+  auto fresh_id =
+      target->register_buffer(memory.data(), memory.size(), permission::remote_read_write, "cache")
+          .value();
+  ASSERT_NE(fresh_id, id);
+  auto block = testing::pattern(4096, 9);
+  auto wrote =
+      testing::run_one(*initiator, testing::write_req(seg.value(), id, 4096, block.data(), 4096));
+  EXPECT_EQ(wrote.code, status::ok);
+  EXPECT_TRUE(std::equal(block.begin(), block.end(), memory.begin() + 4096));
+  EXPECT_EQ(initiator->stats().stale_refreshes, 1u);
+  EXPECT_EQ(target->control_metrics().calls_of("describe", rpc_status::ok), 2u);
+}
+
+TEST(transport_control, opening_an_address_nobody_serves_fails_within_the_bound) {
+  std::uint16_t port = 0;
+  {
+    testing::silent_peer gone;
+    port = gone.descriptor().endpoints[0].port;
+  }
+  auto initiator = testing::start(testing::loopback_config());
+  EXPECT_FALSE(initiator->open_segment("127.0.0.1:" + std::to_string(port)).ok());
+  auto bad = initiator->open_segment("not an endpoint");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.code(), status::invalid_argument);
+}
+
+}  // namespace
+}  // namespace faultlane::rpc
