@@ -37,6 +37,9 @@ struct options {
   std::string peer;                    // initiator mode: HOST:PORT
   std::uint64_t peer_registration = 0;
   std::uint64_t peer_incarnation = 0;
+  bool rpc = false;             // --rpc: point RPCs, pooled against inline
+  std::uint64_t rpc_keys = 0;   // --rpc-saturate N: ping under saturating scans
+  std::size_t rpc_workers = 0;  // --rpc-workers: the pool's threads there (0: io threads)
 };
 
 // Parses argv; on a bad flag prints the problem and returns nullopt.
@@ -69,6 +72,8 @@ void merge(measurement& into, measurement m);
 measurement run_baseline(const options& o);
 measurement run_faultlane(const options& o);
 int run_target(const options& o);  // serves until SIGINT/SIGTERM
+int run_rpc_points(const options& o);
+int run_rpc_saturate(const options& o);
 
 // The slot the n-th op of submitter `thread` uses, within a region of
 // `batch` blocks per thread; and the seed of the bytes a slot should hold.

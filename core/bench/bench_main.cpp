@@ -80,6 +80,8 @@ int main(int argc, char** argv) {
   if (!parsed) return 2;
   const options& o = *parsed;
   if (o.mode == run_mode::target) return run_target(o);
+  if (o.rpc) return run_rpc_points(o);
+  if (o.rpc_keys > 0) return run_rpc_saturate(o);
 
   std::printf("faultlane-bench: %s%s\n", describe(o).c_str(), o.verify ? " verify" : "");
   bool baseline = !o.skip_baseline && o.mode == run_mode::loopback;

@@ -70,6 +70,13 @@ std::string usage() {
   --mode loopback|target|initiator
   --listen HOST:PORT      target mode address (default 127.0.0.1:0)
   --peer HOST:PORT --registration ID --incarnation N   initiator mode target
+  --rpc                   control plane: a pooled method against the same method
+                          inline and the inline ping (uses --threads as clients,
+                          --workers as io threads and pool workers)
+  --rpc-saturate N        control plane: ping every 20 ms while 4 clients scan N
+                          registrations and 2 call describe; pooled, then inline
+  --rpc-workers N         the pool's threads for --rpc-saturate (default 0: as many
+                          as io threads, the transport's default)
 )";
 }
 
@@ -104,6 +111,8 @@ constexpr count_flag count_flags[] = {
     {"--rounds", 1, rounds_max, [](options& o, std::uint64_t v) { o.rounds = v; }},
     {"--registration", 1, UINT64_MAX, [](options& o, std::uint64_t v) { o.peer_registration = v; }},
     {"--incarnation", 1, UINT64_MAX, [](options& o, std::uint64_t v) { o.peer_incarnation = v; }},
+    {"--rpc-saturate", 1, 10'000'000, [](options& o, std::uint64_t v) { o.rpc_keys = v; }},
+    {"--rpc-workers", 0, 256, [](options& o, std::uint64_t v) { o.rpc_workers = v; }},
 };
 
 // Flags with a word or text value. False for a value the flag does not take.
@@ -169,6 +178,10 @@ std::optional<options> parse_options(int argc, char** argv) {
     }
     if (flag == "--no-baseline") {
       o.skip_baseline = true;
+      continue;
+    }
+    if (flag == "--rpc") {
+      o.rpc = true;
       continue;
     }
     if (flag == "--via-relay") {
