@@ -133,7 +133,17 @@ void client::impl::pump() {
   expire_unsent();
   if (unsent.empty() || stopped) return;
   if (conn == state::connected) return write_next();
-  if (conn == state::connecting) return;
+  if (conn == state::connecting) {
+    // A connect may take connect_timeout_ms; a call's own bound may end
+    // first, and must end it then.
+    auto wake = clock_type::time_point::max();
+    for (auto id : unsent) wake = std::min(wake, calls.at(id).overall_deadline);
+    retry_timer.expires_at(wake);
+    retry_timer.async_wait([self = shared_from_this()](std::error_code ec) {
+      if (!ec) self->pump();
+    });
+    return;
+  }
   const auto ready_at = last_failure + milliseconds(options.reconnect_cooldown_ms);
   if (clock_type::now() < ready_at) {
     // Wake at the end of the cooldown, or when a call's bound runs out.
@@ -385,15 +395,18 @@ void client::impl::stop() {
     finished->set_value();
   });
   done.wait();
+  // No io.stop(): the handlers the close aborted still run (each drops its
+  // hold on this object) and run() returns once nothing is left; a call
+  // made from a cancelled call's callback is answered cancelled, not lost.
   guard.reset();
-  io.stop();
   if (thread.joinable()) thread.join();
 }
 
 result<std::unique_ptr<client>> client::create(const client_options& o) {
   for (auto [field, value] : {std::pair{"connect_timeout_ms", o.connect_timeout_ms},
                               std::pair{"call_timeout_ms", o.call_timeout_ms},
-                              std::pair{"overall_timeout_ms", o.overall_timeout_ms}}) {
+                              std::pair{"overall_timeout_ms", o.overall_timeout_ms},
+                              std::pair{"reconnect_cooldown_ms", o.reconnect_cooldown_ms}}) {
     if (value == 0 || value > limits::timeout_ms_max) {
       return error{status::invalid_argument,
                    fmt::format("rpc client: {} must be in [1, {}], got {}", field,

@@ -46,23 +46,38 @@ result<std::shared_ptr<rpc_descriptor_source>> rpc_descriptor_source::create(
   auto c = client::create(options);
   if (!c) return c.error();
   // new-ok: the constructor is private to create(), which owns the result at once.
-  return std::shared_ptr<rpc_descriptor_source>(new rpc_descriptor_source(std::move(c).value()));
+  return std::shared_ptr<rpc_descriptor_source>(
+      new rpc_descriptor_source(std::shared_ptr<client>(std::move(c).value())));
+}
+
+std::shared_ptr<client> rpc_descriptor_source::current() const {
+  std::lock_guard lock(mutex_);
+  return client_;
 }
 
 result<segment_descriptor> rpc_descriptor_source::fetch() {
-  if (!client_) return error{status::cancelled, "the descriptor source is closed"};
-  return client_->describe();
+  auto c = current();
+  if (!c) return error{status::cancelled, "the descriptor source is closed"};
+  return c->describe();
 }
 
 void rpc_descriptor_source::fetch_async(unique_function<void(result<segment_descriptor>)> done) {
-  if (!client_) return done(error{status::cancelled, "the descriptor source is closed"});
-  client_->call_async("describe", {},
-                      [done = std::move(done)](result<std::vector<std::byte>> r) mutable {
-                        if (!r) return done(r.error());
-                        done(decode_descriptor(r.value()));
-                      });
+  auto c = current();
+  if (!c) return done(error{status::cancelled, "the descriptor source is closed"});
+  c->call_async("describe", {}, [done = std::move(done)](result<std::vector<std::byte>> r) mutable {
+    if (!r) return done(r.error());
+    done(decode_descriptor(r.value()));
+  });
 }
 
-void rpc_descriptor_source::close() { client_.reset(); }
+// The client goes when its last user lets go: here, or at the end of a
+// fetch() still running on another thread.
+void rpc_descriptor_source::close() {
+  std::shared_ptr<client> closing;
+  {
+    std::lock_guard lock(mutex_);
+    closing = std::move(client_);
+  }
+}
 
 }  // namespace faultlane::rpc

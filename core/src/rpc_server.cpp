@@ -135,6 +135,7 @@ class session : public std::enable_shared_from_this<session> {
     std::vector<std::byte> body;
   };
   std::deque<frame> out_;
+  std::size_t out_bytes_ = 0;   // bodies in out_
   std::size_t unanswered_ = 0;  // read, answer not yet written
   bool reading_ = false;
   bool writing_ = false;
@@ -176,8 +177,13 @@ void session::on_payload(const std::error_code& ec) {
   maybe_resume_reading();
 }
 
+// Reads the next request unless this connection already holds its share:
+// calls not yet answered, or answers not yet written (a client that sends
+// and never reads is then pushed back by TCP instead of growing out_).
 void session::maybe_resume_reading() {
-  if (!reading_ && !closed_ && unanswered_ < owner_->options.unanswered_per_connection_max) {
+  const auto& o = owner_->options;
+  if (!reading_ && !closed_ && unanswered_ < o.unanswered_per_connection_max &&
+      out_bytes_ < o.unwritten_bytes_per_connection_max) {
     read_header();
   }
 }
@@ -247,6 +253,7 @@ void session::respond(std::uint64_t request_id, const std::string& method, reply
   owner_->metrics.answered(method, r.status);
   if (closed_) return;
   header h{kind::response, 0, r.status, request_id, static_cast<std::uint32_t>(r.body.size())};
+  out_bytes_ += r.body.size();
   out_.push_back({encode(h), std::move(r.body)});
   write_next();
 }
@@ -262,7 +269,8 @@ void session::write_next() {
   const std::array<asio::const_buffer, 2> buffers{asio::buffer(next.head), asio::buffer(next.body)};
   asio::async_write(socket_, buffers, [self = shared_from_this()](std::error_code ec, std::size_t) {
     self->writing_ = false;
-    if (ec) return self->close();
+    if (ec || self->closed_) return self->close();  // close() already dropped out_
+    self->out_bytes_ -= self->out_.front().body.size();
     self->out_.pop_front();
     --self->unanswered_;
     self->maybe_resume_reading();
@@ -282,6 +290,7 @@ void session::close() {
   socket_.shutdown(tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
   out_.clear();
+  out_bytes_ = 0;
   owner_->session_closed(id_);
 }
 
@@ -391,12 +400,14 @@ server::~server() {
   auto& pool = impl_->pool;
   if (!pool.stopped() && !pool.on_pool_thread()) {
     (void)stop(clock_type::now() + std::chrono::seconds(1));
-    return;
+  } else {
+    // The io threads are gone (or this is one): nothing more can be read
+    // or answered; queued calls are dropped as cancelled.
+    impl_->stopped.store(true, std::memory_order_release);
   }
-  // The io threads are gone (or this is one): nothing more can be read or
-  // answered; queued calls are dropped as cancelled.
-  impl_->stopped.store(true, std::memory_order_release);
-  if (impl_->workers) (void)impl_->workers->stop(clock_type::now());
+  // Whatever stop() returned, no handler may run once the owner is gone:
+  // what it reads (a transport's registry, say) goes next.
+  if (impl_->workers) (void)impl_->workers->stop(clock_type::time_point::max());
 }
 
 void server::add(std::string name, placement where, handler h) {

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -26,8 +27,9 @@ class rpc_worker_pool {
   enum class push_result { queued, busy, stopped };
 
   rpc_worker_pool(std::size_t threads, std::size_t queue_max);
-  // Stops (cancelling what is queued) and joins. A handler that never
-  // returns would hold this forever: handlers watch stopping().
+  // Stops (cancelling what is queued) and waits for running jobs, however
+  // long they take: handlers watch stopping(). Safe on a worker thread (a
+  // job that held the pool's last owner): that thread is left to finish.
   ~rpc_worker_pool();
   rpc_worker_pool(const rpc_worker_pool&) = delete;
   rpc_worker_pool& operator=(const rpc_worker_pool&) = delete;
@@ -36,27 +38,32 @@ class rpc_worker_pool {
 
   // Takes no more jobs, runs every queued job as job(true) on this thread,
   // raises stopping(), and waits until `deadline` for running jobs. True
-  // when no job runs any more (the threads are then joined).
+  // when no job runs any more.
   bool stop(std::chrono::steady_clock::time_point deadline);
 
   // Raised by stop(): a long handler checks it and gives up early.
-  const std::atomic<bool>& stopping() const noexcept { return stopping_; }
+  const std::atomic<bool>& stopping() const noexcept { return state_->stopping; }
   std::size_t depth() const;    // queued, not started
   std::size_t running() const;  // started, not finished
   std::size_t threads() const noexcept { return threads_.size(); }
   std::size_t queue_max() const noexcept { return queue_max_; }
 
  private:
-  void run();
+  // Shared with every worker thread, so a worker that outlives the pool
+  // (see the destructor) still has what it touches.
+  struct state {
+    std::mutex mutex;
+    std::condition_variable work;  // a job arrived, or closed
+    std::condition_variable idle;  // a job finished
+    std::deque<job> queue;
+    std::size_t running = 0;
+    bool closed = false;
+    std::atomic<bool> stopping{false};
+  };
+  static void run(const std::shared_ptr<state>& s);
 
   const std::size_t queue_max_;
-  mutable std::mutex mutex_;
-  std::condition_variable work_;  // a job arrived, or stop
-  std::condition_variable idle_;  // a job finished
-  std::deque<job> queue_;
-  std::size_t running_ = 0;
-  bool closed_ = false;
-  std::atomic<bool> stopping_{false};
+  std::shared_ptr<state> state_;
   std::vector<std::thread> threads_;
 };
 

@@ -12,7 +12,8 @@ namespace faultlane {
 
 using namespace std::chrono;
 
-// Shutdown order: close admission and listeners -> drain queued dispatches
+// Shutdown order: close admission -> stop the control plane (half the
+// bound) -> close listeners -> drain queued dispatches
 // -> cancel every lane and session on its owner shard -> wait for
 // operations and leases -> stop and join the io threads. Every wait is
 // bounded by one deadline; whatever did not drain by then is settled as
@@ -37,10 +38,12 @@ result<void> transport::impl::shutdown() {
 
   FL_ASSERT(!rt.pool->stopped());  // only shutdown stops the pool, and only once
   rt.closing.store(true, std::memory_order_release);
-  // The control plane first: its handlers read what the rest tears down,
-  // and none may run once shutdown returns.
-  auto control_stopped = control ? control->stop(deadline) : result<void>{};
   rt.admission_control.close();
+  // The control plane next: its handlers read what the rest tears down,
+  // and none may run once shutdown returns. It gets half the bound, so a
+  // control client that does not read cannot eat the data plane's drain.
+  const auto control_deadline = steady_clock::now() + (deadline - steady_clock::now()) / 2;
+  auto control_stopped = control ? control->stop(control_deadline) : result<void>{};
   bool rounds_done = on_every_shard([this](std::size_t shard) { srv->stop_accepting(shard); });
   rounds_done = rounds_done && on_every_shard([](std::size_t) {});  // queued dispatches run first
 

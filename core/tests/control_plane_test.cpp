@@ -362,6 +362,26 @@ TEST(rpc_server, stop_with_a_handler_running_and_calls_queued_is_bounded_and_dra
   EXPECT_TRUE(s.srv->stop(clock_type::now()).ok());  // idempotent
 }
 
+// A client that sends and never reads: once one connection holds its
+// share of unwritten answers, the server reads no more of it, so the
+// answers wait in the client's socket, not in the server's memory.
+TEST(rpc_server, a_client_that_never_reads_is_not_read_either) {
+  auto s = serve(1, {.workers = 1, .unwritten_bytes_per_connection_max = 1});
+  const std::size_t answer_bytes = 16u << 20;  // more than loopback buffers hold
+  s.srv->add("big", placement::inline_on_io,
+             [&](const call&) { return reply::ok(std::vector<std::byte>(answer_bytes)); });
+  raw_connection conn(s.srv->local_endpoint());
+  for (std::uint64_t id = 1; id <= 8; ++id) conn.send_call(id, "big");
+  ASSERT_TRUE(testing::eventually([&] { return s.srv->metrics().calls_total() == 1; }));
+  // Unbounded, the other seven would be answered (112 MiB held) at once.
+  EXPECT_FALSE(testing::eventually([&] { return s.srv->metrics().calls_total() > 1; }, 300ms));
+  for (std::uint64_t id = 1; id <= 8; ++id) {
+    auto a = conn.read_answer();
+    EXPECT_EQ(a.h.request_id, id);
+    EXPECT_EQ(a.body.size(), answer_bytes);
+  }
+}
+
 TEST(rpc_client, a_call_to_a_silent_server_times_out_within_its_bounds) {
   testing::silent_peer silent;  // accepts, never answers
   client_options o;

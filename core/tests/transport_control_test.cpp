@@ -53,6 +53,44 @@ TEST(transport_control, describe_list_stats_and_ready_answer_from_the_live_trans
   EXPECT_EQ(m.calls_of("stats", rpc_status::ok), 1u);  // this very call, answered after
 }
 
+// A pattern that backtracks exponentially in a backtracking matcher
+// answers in bounded time (the polynomial matcher), one with a
+// back-reference is refused, and a scan still running when the transport
+// shuts down ends there: no handler outlives shutdown, or destruction.
+TEST(transport_control, hostile_patterns_are_bounded_and_a_running_scan_ends_at_shutdown) {
+  auto target = testing::start(testing::loopback_config());
+  const std::size_t names = 2000;
+  std::vector<std::byte> memory(names);
+  for (std::size_t i = 0; i < names; ++i) {
+    (void)target
+        ->register_buffer(memory.data() + i, 1, permission::remote_read,
+                          std::string(40 + i % 8, 'a'))
+        .value();
+  }
+  auto rpc = client_of(*target);
+  auto none = rpc->list_registrations("^(a*)*b$");
+  ASSERT_TRUE(none.ok()) << none.error().message;
+  EXPECT_TRUE(none.value().empty());
+  auto backref = rpc->list_registrations("(a)\\1");
+  ASSERT_FALSE(backref.ok());
+  EXPECT_EQ(backref.code(), status::invalid_argument);
+  // Scans back to back on another client while the transport shuts down.
+  std::atomic<bool> done{false};
+  client_options quick;  // after the shutdown, each call fails fast
+  quick.server = target->control_endpoint().value();
+  quick.overall_timeout_ms = 300;
+  std::thread scanner([&, c = client::create(quick).value()] {
+    while (!done.load()) (void)c->list_registrations("^(a*)*b$");
+  });
+  ASSERT_TRUE(testing::eventually([&] {
+    return target->control_metrics().calls_of("list_registrations", rpc_status::ok) >= 2;
+  }));
+  EXPECT_TRUE(target->shutdown().ok());
+  done = true;
+  scanner.join();
+  target.reset();  // with no handler left to read the names it frees
+}
+
 TEST(transport_control, thread_counts_are_validated_by_name) {
   auto c = testing::loopback_config();
   c.rpc_worker_count = -1;

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -93,12 +94,14 @@ class rpc_descriptor_source : public descriptor_source {
   static result<std::shared_ptr<rpc_descriptor_source>> create(const client_options& options);
   result<segment_descriptor> fetch() override;
   void fetch_async(unique_function<void(result<segment_descriptor>)> done) override;
+  // Closes the client: pending fetches end cancelled, later ones at once.
   void close() override;
-  rpc::client& client() noexcept { return *client_; }
 
  private:
-  explicit rpc_descriptor_source(std::unique_ptr<rpc::client> c) : client_(std::move(c)) {}
-  std::unique_ptr<rpc::client> client_;
+  explicit rpc_descriptor_source(std::shared_ptr<rpc::client> c) : client_(std::move(c)) {}
+  std::shared_ptr<rpc::client> current() const;
+  mutable std::mutex mutex_;
+  std::shared_ptr<rpc::client> client_;  // null once closed
 };
 
 }  // namespace faultlane::rpc

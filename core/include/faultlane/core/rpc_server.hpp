@@ -61,6 +61,10 @@ struct server_options {
   // Calls read from one connection and not yet answered, most: past it the
   // connection is not read until an answer leaves (TCP pushes back).
   std::size_t unanswered_per_connection_max = 256;
+  // Bytes of answers made and not yet written, past which a connection is
+  // not read either. Answers to calls already running still land, so a
+  // connection holds at most this plus those.
+  std::size_t unwritten_bytes_per_connection_max = 8u << 20;
   std::size_t connections_max = 1024;
 };
 
@@ -68,7 +72,9 @@ class server {
  public:
   // Listens at once; methods may be added until the first connection.
   static result<std::unique_ptr<server>> start(io_pool& pool, const server_options& options);
-  ~server();  // stop() if the owner did not
+  // stop() if the owner did not; then waits, unbounded, for handlers still
+  // running (a handler that ignores stop_requested() holds it).
+  ~server();
   server(const server&) = delete;
   server& operator=(const server&) = delete;
 
