@@ -45,9 +45,9 @@ result<std::shared_ptr<rpc_descriptor_source>> rpc_descriptor_source::create(
     const client_options& options) {
   auto c = client::create(options);
   if (!c) return c.error();
+  std::shared_ptr<client> shared = std::move(c).value();
   // new-ok: the constructor is private to create(), which owns the result at once.
-  return std::shared_ptr<rpc_descriptor_source>(
-      new rpc_descriptor_source(std::shared_ptr<client>(std::move(c).value())));
+  return std::shared_ptr<rpc_descriptor_source>(new rpc_descriptor_source(std::move(shared)));
 }
 
 std::shared_ptr<client> rpc_descriptor_source::current() const {
