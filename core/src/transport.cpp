@@ -171,6 +171,10 @@ result<segment_id> transport::open_segment(std::string_view control_endpoint) {
   rpc::client_options o;
   o.server = at.value();
   o.connect_timeout_ms = impl_->rt.config.connect_timeout_ms;
+  // describe answers at once: a stall shows within 2 s, and a refresh
+  // ends within 5 s, inside the default shutdown bound.
+  o.call_timeout_ms = 2000;
+  o.overall_timeout_ms = 5000;
   o.retry_busy = true;
   auto source = rpc::rpc_descriptor_source::create(o);
   if (!source) return source.error();

@@ -5,8 +5,9 @@
 //   auto c = rpc::client::create({.server = peer->control_endpoint().value()}).value();
 //   auto d = c->describe();                 // a segment_descriptor, or an error
 //
-// Every call has two bounds: call_timeout_ms for one attempt (a connection
-// that stays silent that long is reset, as a stalled one would be), and
+// Every call has two bounds: call_timeout_ms for one attempt (a call sent
+// and not answered that long resets its connection, as a stalled one would
+// be, and is sent again: keep it above the slowest handler you call), and
 // overall_timeout_ms for all attempts. A connection that fails (refused,
 // reset, closed, a malformed answer) is reconnected after
 // reconnect_cooldown_ms and the calls it carried are sent again within the
@@ -35,8 +36,11 @@ namespace faultlane::rpc {
 struct client_options {
   endpoint server;
   std::uint32_t connect_timeout_ms = 1000;
-  std::uint32_t call_timeout_ms = 2000;
-  std::uint32_t overall_timeout_ms = 5000;
+  // Above the slowest handler: a list_registrations over a million names
+  // takes a second or two. open_segment(address) uses 2 s and 5 s for its
+  // describe, which answers in microseconds.
+  std::uint32_t call_timeout_ms = 10'000;
+  std::uint32_t overall_timeout_ms = 30'000;
   std::uint32_t reconnect_cooldown_ms = 50;
   bool retry_busy = false;
   bool retry_sent = true;  // send again a call whose answer was lost with its connection

@@ -1,6 +1,6 @@
 // What the control plane measures: calls by method and status, busy
 // rejections, queue depth, and queue wait and handler time as histograms
-// that report p50, p99 and max. transport::rpc_metrics() and the `stats`
+// that report p50, p99 and max. transport::control_metrics() and the `stats`
 // method report the same snapshot.
 #pragma once
 

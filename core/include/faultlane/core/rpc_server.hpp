@@ -70,7 +70,8 @@ struct server_options {
 
 class server {
  public:
-  // Listens at once; methods may be added until the first connection.
+  // Listens at once; methods may be added at any time (a call for a name
+  // not added yet is answered unknown_method).
   static result<std::unique_ptr<server>> start(io_pool& pool, const server_options& options);
   // stop() if the owner did not; then waits, unbounded, for handlers still
   // running (a handler that ignores stop_requested() holds it).
