@@ -5,6 +5,7 @@
 #include <array>
 #include <limits>
 
+#include "big_endian.hpp"
 #include "faultlane/core/crc32c.hpp"
 
 namespace faultlane::wire {
@@ -40,21 +41,8 @@ constexpr std::size_t checksum_bytes = 4;
 static_assert(request_layout.back().offset + request_layout.back().size == request_frame_bytes);
 static_assert(response_layout.back().offset + response_layout.back().size == response_frame_bytes);
 
-template <std::size_t Size>
-void put(std::byte* out, std::uint64_t value) noexcept {
-  for (std::size_t i = 0; i < Size; ++i) {
-    out[i] = static_cast<std::byte>(value >> (8 * (Size - 1 - i)));
-  }
-}
-
-template <std::size_t Size>
-std::uint64_t get(const std::byte* in) noexcept {
-  std::uint64_t value = 0;
-  for (std::size_t i = 0; i < Size; ++i) {
-    value = (value << 8) | std::to_integer<std::uint64_t>(in[i]);
-  }
-  return value;
-}
+using detail::get;
+using detail::put;
 
 // CRC32C of a whole header with its checksum field counted as zero bytes.
 template <std::size_t Size>

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "big_endian.hpp"
 #include "faultlane/core/crc32c.hpp"
 
 namespace faultlane::rpc {
@@ -16,21 +17,8 @@ namespace {
 constexpr std::size_t checksum_offset = 20;
 static_assert(checksum_offset + 4 == header_bytes);
 
-template <std::size_t Size>
-void put(std::byte* out, std::uint64_t value) noexcept {
-  for (std::size_t i = 0; i < Size; ++i) {
-    out[i] = static_cast<std::byte>(value >> (8 * (Size - 1 - i)));
-  }
-}
-
-template <std::size_t Size>
-std::uint64_t get(const std::byte* in) noexcept {
-  std::uint64_t value = 0;
-  for (std::size_t i = 0; i < Size; ++i) {
-    value = (value << 8) | std::to_integer<std::uint64_t>(in[i]);
-  }
-  return value;
-}
+using detail::get;
+using detail::put;
 
 std::uint32_t checksum_of(const std::byte* header) noexcept {
   return crc32c({header, checksum_offset});

@@ -100,24 +100,26 @@ faultlane::status status_for(wire_status s) noexcept;
 // inverse of status_for for the statuses a target sends).
 wire_status wire_status_for(faultlane::status s) noexcept;
 
-template <typename Frame>
+// A frame, or the one rule it broke. The control plane (rpc_frame.hpp)
+// uses it with its own error type.
+template <typename Frame, typename Error = decode_error>
 class [[nodiscard]] decoded {
  public:
   decoded(Frame f) : state_(f) {}
-  decoded(decode_error e) : state_(e) {}
+  decoded(Error e) : state_(e) {}
   bool ok() const noexcept { return state_.index() == 0; }
   explicit operator bool() const noexcept { return ok(); }
   const Frame& value() const {
     FL_ASSERT(ok());
     return std::get<0>(state_);
   }
-  decode_error error() const {
+  Error error() const {
     FL_ASSERT(!ok());
     return std::get<1>(state_);
   }
 
  private:
-  std::variant<Frame, decode_error> state_;
+  std::variant<Frame, Error> state_;
 };
 
 using request_bytes = std::array<std::byte, request_frame_bytes>;

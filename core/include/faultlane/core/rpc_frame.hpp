@@ -16,9 +16,9 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <variant>
 #include <vector>
 
+#include "faultlane/core/frame.hpp"
 #include "faultlane/core/status.hpp"
 
 namespace faultlane::rpc {
@@ -71,24 +71,7 @@ std::string_view to_string(rpc_decode_error e) noexcept;
 faultlane::status status_for(rpc_status s) noexcept;
 
 // A header, or the one rule it broke.
-class [[nodiscard]] decoded_header {
- public:
-  decoded_header(header h) : state_(h) {}
-  decoded_header(rpc_decode_error e) : state_(e) {}
-  bool ok() const noexcept { return state_.index() == 0; }
-  explicit operator bool() const noexcept { return ok(); }
-  const header& value() const {
-    FL_ASSERT(ok());
-    return std::get<0>(state_);
-  }
-  rpc_decode_error error() const {
-    FL_ASSERT(!ok());
-    return std::get<1>(state_);
-  }
-
- private:
-  std::variant<header, rpc_decode_error> state_;
-};
+using decoded_header = wire::decoded<header, rpc_decode_error>;
 
 using header_bytes_array = std::array<std::byte, header_bytes>;
 
