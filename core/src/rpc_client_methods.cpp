@@ -6,22 +6,27 @@
 
 namespace faultlane::rpc {
 
-result<void> client::ping() {
-  auto r = call("ping", {});
+namespace {
+
+// Calls `method` and reads its answer with `decode`.
+template <typename Decode>
+auto decoded_call(client& c, std::string_view method, std::span<const std::byte> body,
+                  Decode decode) -> decltype(decode(std::span<const std::byte>{})) {
+  auto r = c.call(method, body);
   if (!r) return r.error();
-  return decode_empty(r.value());
+  return decode(r.value());
 }
 
+}  // namespace
+
+result<void> client::ping() { return decoded_call(*this, "ping", {}, decode_empty); }
+
 result<bool> client::service_ready() {
-  auto r = call("service_ready", {});
-  if (!r) return r.error();
-  return decode_ready(r.value());
+  return decoded_call(*this, "service_ready", {}, decode_ready);
 }
 
 result<segment_descriptor> client::describe() {
-  auto r = call("describe", {});
-  if (!r) return r.error();
-  return decode_descriptor(r.value());
+  return decoded_call(*this, "describe", {}, decode_descriptor);
 }
 
 result<std::vector<named_registration>> client::list_registrations(std::string_view pattern) {
@@ -30,16 +35,10 @@ result<std::vector<named_registration>> client::list_registrations(std::string_v
         status::invalid_argument,
         fmt::format("list_registrations: the pattern is over {} bytes", pattern_bytes_max)};
   }
-  auto r = call("list_registrations", encode_pattern(pattern));
-  if (!r) return r.error();
-  return decode_registrations(r.value());
+  return decoded_call(*this, "list_registrations", encode_pattern(pattern), decode_registrations);
 }
 
-result<stat_list> client::stats() {
-  auto r = call("stats", {});
-  if (!r) return r.error();
-  return decode_stats(r.value());
-}
+result<stat_list> client::stats() { return decoded_call(*this, "stats", {}, decode_stats); }
 
 result<std::shared_ptr<rpc_descriptor_source>> rpc_descriptor_source::create(
     const client_options& options) {

@@ -127,26 +127,17 @@ rpc_body_writer& rpc_body_writer::u8(std::uint8_t v) {
   return *this;
 }
 
-rpc_body_writer& rpc_body_writer::u16(std::uint16_t v) {
+template <std::size_t Size>
+rpc_body_writer& rpc_body_writer::append(std::uint64_t v) {
   const auto at = out_.size();
-  out_.resize(at + 2);
-  put<2>(&out_[at], v);
+  out_.resize(at + Size);
+  put<Size>(&out_[at], v);
   return *this;
 }
 
-rpc_body_writer& rpc_body_writer::u32(std::uint32_t v) {
-  const auto at = out_.size();
-  out_.resize(at + 4);
-  put<4>(&out_[at], v);
-  return *this;
-}
-
-rpc_body_writer& rpc_body_writer::u64(std::uint64_t v) {
-  const auto at = out_.size();
-  out_.resize(at + 8);
-  put<8>(&out_[at], v);
-  return *this;
-}
+rpc_body_writer& rpc_body_writer::u16(std::uint16_t v) { return append<2>(v); }
+rpc_body_writer& rpc_body_writer::u32(std::uint32_t v) { return append<4>(v); }
+rpc_body_writer& rpc_body_writer::u64(std::uint64_t v) { return append<8>(v); }
 
 rpc_body_writer& rpc_body_writer::text(std::string_view s) {
   FL_ASSERT(s.size() <= std::numeric_limits<std::uint16_t>::max());
@@ -165,31 +156,24 @@ bool rpc_body_reader::take(std::size_t n, std::string_view field) {
   return true;
 }
 
-std::uint8_t rpc_body_reader::u8(std::string_view field) {
-  if (!take(1, field)) return 0;
-  return static_cast<std::uint8_t>(get<1>(&in_[at_++]));
-}
-
-std::uint16_t rpc_body_reader::u16(std::string_view field) {
-  if (!take(2, field)) return 0;
-  const auto v = get<2>(&in_[at_]);
-  at_ += 2;
-  return static_cast<std::uint16_t>(v);
-}
-
-std::uint32_t rpc_body_reader::u32(std::string_view field) {
-  if (!take(4, field)) return 0;
-  const auto v = get<4>(&in_[at_]);
-  at_ += 4;
-  return static_cast<std::uint32_t>(v);
-}
-
-std::uint64_t rpc_body_reader::u64(std::string_view field) {
-  if (!take(8, field)) return 0;
-  const auto v = get<8>(&in_[at_]);
-  at_ += 8;
+template <std::size_t Size>
+std::uint64_t rpc_body_reader::next(std::string_view field) {
+  if (!take(Size, field)) return 0;
+  const auto v = get<Size>(&in_[at_]);
+  at_ += Size;
   return v;
 }
+
+std::uint8_t rpc_body_reader::u8(std::string_view field) {
+  return static_cast<std::uint8_t>(next<1>(field));
+}
+std::uint16_t rpc_body_reader::u16(std::string_view field) {
+  return static_cast<std::uint16_t>(next<2>(field));
+}
+std::uint32_t rpc_body_reader::u32(std::string_view field) {
+  return static_cast<std::uint32_t>(next<4>(field));
+}
+std::uint64_t rpc_body_reader::u64(std::string_view field) { return next<8>(field); }
 
 std::string rpc_body_reader::text(std::string_view field) {
   const auto n = u16(field);

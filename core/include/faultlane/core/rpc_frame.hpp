@@ -101,6 +101,8 @@ class rpc_body_writer {
   std::vector<std::byte> take() noexcept { return std::move(out_); }
 
  private:
+  template <std::size_t Size>
+  rpc_body_writer& append(std::uint64_t v);
   std::vector<std::byte> out_;
 };
 
@@ -125,6 +127,8 @@ class rpc_body_reader {
 
  private:
   bool take(std::size_t n, std::string_view field);
+  template <std::size_t Size>
+  std::uint64_t next(std::string_view field);
   std::span<const std::byte> in_;
   std::size_t at_ = 0;
   std::string failed_;
