@@ -25,22 +25,7 @@ void add(checker_result& r, std::string evidence, std::string transport = {}) {
                                    .evidence = std::move(evidence)});
 }
 
-std::optional<status> parse_status(std::string_view text) {
-  for (int i = 0; i < status_count; ++i) {
-    auto s = static_cast<status>(i);
-    if (to_string(s) == text) return s;
-  }
-  return std::nullopt;
-}
-
-// The scenario library's to_string(count_range) is not ours to depend on
-// for a message; this says the same plainly.
-std::string show(const count_range& c) {
-  if (c.min == c.max) return fmt::format("{}", c.min);
-  if (c.max == UINT64_MAX) return fmt::format(">={}", c.min);
-  if (c.min == 0) return fmt::format("<={}", c.max);
-  return fmt::format("{}..{}", c.min, c.max);
-}
+using detail::show;
 
 bool ended(const op_record& op) { return op.submit_failed || op.complete_seq != 0; }
 
@@ -77,7 +62,7 @@ void check_counts(const scenario& s, const history& h, checker_result& r) {
     }
     auto stream = key.substr(0, dot);
     auto what = key.substr(dot + 1);
-    auto code = parse_status(what);
+    auto code = detail::status_named(what);
     if (what != "done" && !code) {
       add(r, fmt::format("expect.counts key {}: {} is neither a status nor done", key, what));
       continue;
@@ -207,6 +192,7 @@ checker_result check_expectations(const scenario& s, const history& h) {
   check_fault_counts(s, h, r);
   check_declared_fired(s, h, r);
   check_stats(s, h, r);
+  detail::check_callers(s, h, r);
   return r;
 }
 

@@ -76,6 +76,21 @@ const std::vector<const core_event*>& history_index::executions(std::uint64_t re
 
 std::string hex(std::uint64_t v) { return fmt::format("{:#x}", v); }
 
+std::optional<status> status_named(std::string_view text) {
+  for (int i = 0; i < status_count; ++i) {
+    auto s = static_cast<status>(i);
+    if (to_string(s) == text) return s;
+  }
+  return std::nullopt;
+}
+
+std::string show(const count_range& c) {
+  if (c.min == c.max) return fmt::format("{}", c.min);
+  if (c.max == UINT64_MAX) return fmt::format(">={}", c.min);
+  if (c.min == 0) return fmt::format("<={}", c.max);
+  return fmt::format("{}..{}", c.min, c.max);
+}
+
 std::string name_of(std::string_view transport, std::uint32_t incarnation) {
   return fmt::format("{}#{}", transport, incarnation);
 }

@@ -10,6 +10,7 @@
 #include <compare>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -64,6 +65,12 @@ class history_index {
 };
 
 std::string hex(std::uint64_t v);
+// A status by its to_string() name.
+std::optional<status> status_named(std::string_view text);
+// A count range for a message: "3", ">=1", "<=2", "2..5".
+std::string show(const count_range& c);
+// `control:` callers: outcomes against `allow:`, and `expect.control`.
+void check_callers(const scenario& s, const history& h, checker_result& r);
 std::string name_of(std::string_view transport, std::uint32_t incarnation);  // "server#1"
 
 // A violation about an op: op id, task, its first request id, initiator,

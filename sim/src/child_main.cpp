@@ -91,6 +91,7 @@ class child_session {
     auto r = peer_->start(cmd.at("incarnation").get<std::uint32_t>());
     if (!r) return r.error();
     reply["descriptor"] = to_text(peer_->descriptor());
+    if (auto at = peer_->control_endpoint()) reply["control"] = at.value().str();
     return std::nullopt;
   }
 

@@ -57,12 +57,25 @@ class child_peer final : public peer {
                           {"incarnation", index},
                           {"config", child_protocol::to_json(spec_.config)}});
     if (!reply) return reply.error();
+    {
+      std::lock_guard lock(mutex_);
+      control_ = reply.value().value("control", std::string());
+    }
     return take_descriptor(reply.value());
   }
 
   segment_descriptor descriptor() override {
     std::lock_guard lock(mutex_);
     return descriptor_;
+  }
+
+  result<endpoint> control_endpoint() override {
+    std::lock_guard lock(mutex_);
+    if (control_.empty()) {
+      return error{status::invalid_argument,
+                   "transport " + spec_.name + " serves no control plane"};
+    }
+    return parse_endpoint(control_);
   }
 
   result<registration_id> register_region(const region_spec& region,
@@ -258,6 +271,7 @@ class child_peer final : public peer {
   std::deque<json> replies_;
   bool eof_ = false;
   segment_descriptor descriptor_;
+  std::string control_;  // "HOST:PORT" of the incarnation's control plane, or empty
 };
 
 }  // namespace

@@ -94,7 +94,11 @@ json to_json(const transport_config& c) {
               {"progress_timeout_ms", c.progress_timeout_ms},
               {"idle_connection_timeout_ms", c.idle_connection_timeout_ms},
               {"reconnect_cooldown_ms", c.reconnect_cooldown_ms},
-              {"shutdown_timeout_ms", c.shutdown_timeout_ms}};
+              {"shutdown_timeout_ms", c.shutdown_timeout_ms},
+              {"rpc_enabled", c.rpc_enabled},
+              {"rpc_worker_count", c.rpc_worker_count},
+              {"rpc_inline", c.rpc_inline},
+              {"rpc_queue_max", c.rpc_queue_max}};
 }
 
 transport_config config_from_json(const json& j) {
@@ -108,6 +112,10 @@ transport_config config_from_json(const json& j) {
   j.at("max_connections").get_to(c.max_connections);
   j.at("connect_timeout_ms").get_to(c.connect_timeout_ms);
   j.at("progress_timeout_ms").get_to(c.progress_timeout_ms);
+  j.at("rpc_enabled").get_to(c.rpc_enabled);
+  j.at("rpc_worker_count").get_to(c.rpc_worker_count);
+  j.at("rpc_inline").get_to(c.rpc_inline);
+  j.at("rpc_queue_max").get_to(c.rpc_queue_max);
   j.at("idle_connection_timeout_ms").get_to(c.idle_connection_timeout_ms);
   j.at("reconnect_cooldown_ms").get_to(c.reconnect_cooldown_ms);
   j.at("shutdown_timeout_ms").get_to(c.shutdown_timeout_ms);

@@ -24,9 +24,7 @@ std::string describe_event(const event_spec& e) {
 
 std::uint64_t scenario_run::fault_fired(const std::string& name) const {
   std::uint64_t n = 0;
-  for (const auto& [key, p] : pairs_) {
-    for (const auto& rail : p->rails) n += rail.r->counter(name);
-  }
+  each_relay([&](const relay_slot& rail) { n += rail.r->counter(name); });
   return n;
 }
 
@@ -53,12 +51,10 @@ void scenario_run::poll_fault_events() {
 
 void scenario_run::heal() {
   std::lock_guard lock(events_mutex_);
-  for (auto& [key, p] : pairs_) {
-    for (auto& rail : p->rails) {
-      for (const auto& [name, id] : rail.faults) rail.r->remove_fault(id);
-      rail.faults.clear();
-    }
-  }
+  each_relay([](relay_slot& rail) {
+    for (const auto& [name, id] : rail.faults) rail.r->remove_fault(id);
+    rail.faults.clear();
+  });
   disarm_and_count({});
   healed_ = true;
   rec_.add_mark("event", "heal: every relay fault removed, every failpoint disarmed");
@@ -90,6 +86,20 @@ result<void> scenario_run::restart(transport_slot& t, bool sigkill) {
     return r;
   }
   publish_descriptor(t.spec->name);
+  // A segment opened by address names the old incarnation's ports: its
+  // initiator opens it again by the same address, as a program would.
+  for (auto& [key, p] : pairs_) {
+    if (key.second != t.spec->name || p->opened_by.empty()) continue;
+    auto& initiator = *transports_.at(key.first);
+    std::shared_lock initiator_lock(initiator.lock);
+    if (!initiator.up) continue;
+    const auto old = p->segment.load();
+    if (auto r = open_segment(*p); !r) {
+      t.p->stop();
+      return r;
+    }
+    (void)initiator.p->local()->close_segment(old);
+  }
   if (t.p->local() != nullptr) {
     if (auto r = open_segments(t.spec->name); !r) {
       t.p->stop();
@@ -175,25 +185,28 @@ void scenario_run::disarm_and_count(const std::string& name) {
 }
 
 result<void> scenario_run::change_fault(const event_spec& e) {
-  for (auto& [key, p] : pairs_) {
-    for (auto& rail : p->rails) {
-      if (rail.name != e.link) continue;
-      if (e.action == event_action::add_fault) {
-        rail.faults.emplace(e.added.spec.name, rail.r->add_fault(e.added.spec));
-        fault_names_.insert(e.added.spec.name);
-        return {};
-      }
-      auto [first, last] = rail.faults.equal_range(e.fault_name);
-      if (first == last && healed_) {
-        return error{status::cancelled, "a heal already removed " + e.fault_name};
-      }
-      if (first == last) return error{status::invalid_argument, "no fault " + e.fault_name};
-      for (auto it = first; it != last; ++it) rail.r->remove_fault(it->second);
-      rail.faults.erase(first, last);
-      return {};
-    }
+  relay_slot* found = nullptr;
+  each_relay([&](relay_slot& rail) {
+    if (rail.name == e.link) found = &rail;
+  });
+  if (found == nullptr) {
+    return error{status::invalid_argument,
+                 "no link " + e.link + " (a data link needs a stream to relay)"};
   }
-  return error{status::invalid_argument, "no link " + e.link + " (a link needs a stream)"};
+  relay_slot& rail = *found;
+  if (e.action == event_action::add_fault) {
+    rail.faults.emplace(e.added.spec.name, rail.r->add_fault(e.added.spec));
+    fault_names_.insert(e.added.spec.name);
+    return {};
+  }
+  auto [first, last] = rail.faults.equal_range(e.fault_name);
+  if (first == last && healed_) {
+    return error{status::cancelled, "a heal already removed " + e.fault_name};
+  }
+  if (first == last) return error{status::invalid_argument, "no fault " + e.fault_name};
+  for (auto it = first; it != last; ++it) rail.r->remove_fault(it->second);
+  rail.faults.erase(first, last);
+  return {};
 }
 
 }  // namespace faultlane::sim

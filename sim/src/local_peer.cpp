@@ -16,6 +16,8 @@ transport_config runner_config(const transport_spec& spec) {
   c.advertise_address.clear();
   c.port = 0;
   c.rail_addresses.clear();
+  c.rpc_bind_address = "127.0.0.1";
+  c.rpc_port = 0;
   if (spec.rails > 1) {
     // With rails the core listens on each rail address, never on the
     // wildcard bind_address it then requires.
@@ -49,6 +51,23 @@ class local_peer final : public peer {
   }
 
   segment_descriptor descriptor() override { return transport_->descriptor(); }
+  result<endpoint> control_endpoint() override {
+    if (!transport_) return error{status::shutting_down, "transport " + spec_.name + " is down"};
+    if (auto at = transport_->control_endpoint()) return *at;
+    return error{status::invalid_argument, "transport " + spec_.name + " serves no control plane"};
+  }
+
+  result<void> register_counted(const region_spec& region) override {
+    auto& memory = memory_[region.name];
+    if (memory) retired_.push_back(std::move(memory));
+    memory = std::make_unique<std::byte[]>(region.size * region.count);
+    for (std::uint64_t k = 0; k < region.count; ++k) {
+      auto id = transport_->register_buffer(memory.get() + k * region.size, region.size,
+                                            region.perm, counted_name(region.name, k));
+      if (!id) return id.error();
+    }
+    return {};
+  }
 
   result<registration_id> register_region(const region_spec& region,
                                           std::uint64_t fill_seed) override {

@@ -26,11 +26,19 @@ class peer {
   // Starts incarnation `index` (0 first). The regions are not registered.
   virtual result<void> start(std::uint32_t index) = 0;
   virtual segment_descriptor descriptor() = 0;
+  // Where the incarnation's control plane listens (an error when it has none).
+  virtual result<endpoint> control_endpoint() = 0;
   // fill_seed != 0: the region gets fresh memory filled with that seed;
   // 0: it keeps the bytes it had in this incarnation.
   virtual result<registration_id> register_region(const region_spec& region,
                                                   std::uint64_t fill_seed) = 0;
   virtual result<void> unregister_region(const std::string& region, registration_id id) = 0;
+  // A counted region: region.count registrations of region.size bytes
+  // each, named NAME/K, never unregistered by the runner (a local peer).
+  virtual result<void> register_counted(const region_spec& region) {
+    return error{status::invalid_argument,
+                 "region " + region.name + ": a counted region needs a local transport"};
+  }
   virtual result<transport_stats> stats() = 0;
   virtual result<std::vector<std::byte>> dump(const std::string& region) = 0;
   virtual result<void> shutdown() = 0;

@@ -281,4 +281,14 @@ std::string summary_table(const std::vector<run_result>& runs) {
   return out + totals_line(runs);
 }
 
+std::string callers_text(const std::vector<run_result>& runs) {
+  std::string out;
+  for (const auto& r : runs) {
+    for (const auto& c : r.callers) {
+      out += fmt::format("{} seed {}: {}\n", r.scenario, r.seed, describe(c));
+    }
+  }
+  return out;
+}
+
 }  // namespace faultlane::sim

@@ -83,6 +83,21 @@ json run_json(const run_result& r) {
               {"seconds", r.seconds},   {"check_seconds", r.check_seconds},
               {"replay", r.replay},     {"checkers", std::move(checkers)}};
   out["counters"] = r.hist ? counters_json(*r.hist) : json::object();
+  json callers = json::array();
+  for (const auto& c : r.callers) {
+    json by_status = json::object();
+    for (const auto& [code, n] : c.by_status) by_status[std::string(to_string(code))] = n;
+    callers.push_back({{"name", c.name},
+                       {"method", c.method},
+                       {"calls", c.calls},
+                       {"by_status", std::move(by_status)},
+                       {"p50_us", c.p50_us},
+                       {"p99_us", c.p99_us},
+                       {"max_us", c.max_us},
+                       {"incarnations", c.incarnations},
+                       {"listed", c.listed}});
+  }
+  out["callers"] = std::move(callers);
   return out;
 }
 

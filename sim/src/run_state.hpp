@@ -89,6 +89,8 @@ struct transport_slot {
 struct relay_slot {
   std::string name;                 // the link's name, or "<initiator>-<target>-r<rail>"
   const link_spec* link = nullptr;  // null: a plain pass-through
+  std::string initiator;            // a control link's only if it opens the segment
+  std::string target;
   std::size_t rail = 0;
   std::unique_ptr<relays::relay> r;
   std::uint64_t started_us = 0;                         // the relay's clock zero on the run's clock
@@ -98,7 +100,8 @@ struct relay_slot {
 struct pair_slot {
   std::string initiator;
   std::string target;
-  std::vector<relay_slot> rails;
+  std::vector<relay_slot> rails;  // none when opened by address
+  std::string opened_by;          // the control link whose address opens the segment, if any
   std::shared_ptr<runner_source> source = std::make_shared<runner_source>();
   std::atomic<segment_id> segment{0};
 };
@@ -113,6 +116,8 @@ class scenario_run {
   struct stream_state;
   void run_stream(const stream_spec& st, const std::string& phase, bool liveness,
                   std::uint64_t count);
+  // control_callers.cpp: one client of a `control:` caller, for its phase.
+  void run_caller(const caller_spec& c, std::size_t client);
   // events.cpp
   void fire_stream_events(const std::string& stream, std::uint64_t from, std::uint64_t to);
   void fire_phase_events(trigger_kind kind, const std::string& phase);
@@ -126,9 +131,13 @@ class scenario_run {
   result<void> start_transport(transport_slot& t, std::uint32_t index, bool fresh_regions);
   result<void> register_region(transport_slot& t, const region_spec& r, bool fresh);
   result<void> start_relays();
+  result<void> start_control_relays();
+  result<void> start_relay(relay_slot& slot, relays::relay_config c);
   result<void> open_segments(const std::string& initiator);
+  result<void> open_segment(pair_slot& p);
   void publish_descriptor(const std::string& target);
   void run_phase(const phase_spec& ph);
+  std::vector<std::thread> launch_phase(const phase_spec& ph);
   void stop_transport(transport_slot& t, const std::string& reason, bool graceful);
   void record_stats(transport_slot& t);
   void finish();
@@ -154,6 +163,8 @@ class scenario_run {
   std::chrono::steady_clock::time_point deadline_;
   std::map<std::string, std::unique_ptr<transport_slot>> transports_;
   std::map<std::pair<std::string, std::string>, std::unique_ptr<pair_slot>> pairs_;
+  // The relays of control links (in front of a target's control endpoint).
+  std::vector<relay_slot> control_relays_;
   std::map<std::string, const region_spec*> regions_;
   std::vector<phase_spec> phases_;                // the scenario's, or fault, heal, liveness
   std::map<std::string, std::uint64_t> planned_;  // stream -> ops planned
@@ -168,6 +179,22 @@ class scenario_run {
   std::mutex events_mutex_;
   std::vector<bool> fired_;  // by event index
   std::atomic<bool> timed_out_{false};
+
+  // Every relay: each pair's rails, then the control links.
+  template <typename F>
+  void each_relay(F&& f) {
+    for (auto& [key, p] : pairs_) {
+      for (auto& rail : p->rails) f(rail);
+    }
+    for (auto& slot : control_relays_) f(slot);
+  }
+  template <typename F>
+  void each_relay(F&& f) const {
+    for (const auto& [key, p] : pairs_) {
+      for (const auto& rail : p->rails) f(rail);
+    }
+    for (const auto& slot : control_relays_) f(slot);
+  }
   std::string error_;  // a run error (setup, timeout); guarded by events_mutex_
   std::string phase_;  // for progress
 };

@@ -19,6 +19,23 @@ bool failpoints_available() noexcept {
 #endif
 }
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define FAULTLANE_SIM_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define FAULTLANE_SIM_SANITIZED 1
+#endif
+
+bool timing_available() noexcept {
+#if defined(__OPTIMIZE__) && !defined(FAULTLANE_SIM_SANITIZED)
+  return true;
+#else
+  return false;
+#endif
+}
+
 namespace {
 
 std::uint64_t region_fill_seed(std::uint64_t seed, const region_spec& r, std::uint32_t inc) {
@@ -65,7 +82,10 @@ result<void> scenario_run::start_transport(transport_slot& t, std::uint32_t inde
   t.ids.clear();
   for (const auto& r : s_.regions) {
     if (r.transport != t.spec->name) continue;
-    if (auto ok = register_region(t, r, fresh); !ok) return ok;
+    // A counted region is for the control plane: no stream reads it, so it
+    // has no fill, no recorded ids and no final bytes.
+    auto ok = r.count > 1 ? t.p->register_counted(r) : register_region(t, r, fresh);
+    if (!ok) return ok;
   }
   incarnation_record rec;
   rec.transport = t.spec->name;
@@ -83,6 +103,47 @@ result<void> scenario_run::start_transport(transport_slot& t, std::uint32_t inde
   return {};
 }
 
+result<void> scenario_run::start_relay(relay_slot& slot, relays::relay_config c) {
+  if (slot.link) {
+    slot.name = slot.link->name;
+    c.proto = slot.link->proto;
+    c.tap = slot.link->tap && rec_.enabled();
+  }
+  c.name = slot.name;
+  c.seed = stable_hash(seed_ ^ stable_hash(slot.name));
+  auto r = relays::relay::start(c);
+  if (!r) return error{r.code(), fmt::format("relay {}: {}", slot.name, r.error().message)};
+  slot.r = std::move(r.value());
+  slot.started_us = rec_.now_us();
+  if (slot.link) {
+    for (const auto& f : slot.link->faults) {
+      slot.faults.emplace(f.spec.name, slot.r->add_fault(f.spec));
+      fault_names_.insert(f.spec.name);
+    }
+  }
+  return {};
+}
+
+// A relay for each control link, in front of its target's control plane.
+result<void> scenario_run::start_control_relays() {
+  for (const auto& l : s_.links) {
+    if (!l.control) continue;
+    relay_slot slot;
+    slot.link = &l;
+    slot.initiator = l.initiator;
+    slot.target = l.target;
+    auto at = transports_.at(l.target)->p->control_endpoint();
+    if (!at) return error{at.code(), fmt::format("link {}: {}", l.name, at.error().message)};
+    relays::relay_config c;
+    c.listen = {"127.0.0.1", 0};
+    c.upstream = at.value();
+    c.upstream_source = "127.0.0.1";
+    if (auto r = start_relay(slot, c); !r) return r;
+    control_relays_.push_back(std::move(slot));
+  }
+  return {};
+}
+
 // Every (initiator, target) pair a stream uses gets a relay per rail.
 result<void> scenario_run::start_relays() {
   for (const auto& st : s_.streams) {
@@ -92,11 +153,17 @@ result<void> scenario_run::start_relays() {
     auto p = std::make_unique<pair_slot>();
     p->initiator = st.from;
     p->target = target;
-    const auto rails = transports_.at(st.from)->spec->rails;
+    for (const auto& l : s_.links) {
+      if (l.control && l.initiator == p->initiator && l.target == p->target) p->opened_by = l.name;
+    }
+    // Opened by address, the initiator's lanes go straight to the target.
+    const auto rails = p->opened_by.empty() ? transports_.at(st.from)->spec->rails : 0;
     for (std::size_t rail = 0; rail < rails; ++rail) {
       relay_slot slot;
       slot.rail = rail;
       slot.name = relay_name(*p, rail);
+      slot.initiator = p->initiator;
+      slot.target = p->target;
       relays::relay_config c;
       for (const auto& l : s_.links) {
         if (l.initiator == p->initiator && l.target == p->target && l.rail == rail) slot.link = &l;
@@ -106,23 +173,7 @@ result<void> scenario_run::start_relays() {
       c.upstream = transports_.at(target)->p->descriptor().endpoints.at(rail);
       c.upstream_source = host;
       c.rail = rail;
-      if (slot.link) {
-        slot.name = slot.link->name;
-        c.proto = slot.link->proto;
-        c.tap = slot.link->tap && rec_.enabled();
-      }
-      c.name = slot.name;
-      c.seed = stable_hash(seed_ ^ stable_hash(slot.name));
-      auto r = relays::relay::start(c);
-      if (!r) return error{r.code(), fmt::format("relay {}: {}", slot.name, r.error().message)};
-      slot.r = std::move(r.value());
-      slot.started_us = rec_.now_us();
-      if (slot.link) {
-        for (const auto& f : slot.link->faults) {
-          slot.faults.emplace(f.spec.name, slot.r->add_fault(f.spec));
-          fault_names_.insert(f.spec.name);
-        }
-      }
+      if (auto r = start_relay(slot, c); !r) return r;
       p->rails.push_back(std::move(slot));
     }
     pairs_[key] = std::move(p);
@@ -145,17 +196,38 @@ void scenario_run::publish_descriptor(const std::string& target) {
     }
     p->source->set(std::move(seen));
   }
+  // A control link follows its target to each new incarnation's endpoint.
+  for (auto& slot : control_relays_) {
+    if (slot.link->target != target) continue;
+    if (auto at = t.p->control_endpoint()) (void)slot.r->set_upstream(at.value());
+  }
+}
+
+// By the runner's descriptor source, or by a control link's address
+// (open_segment("HOST:PORT"): a describe through the link).
+result<void> scenario_run::open_segment(pair_slot& p) {
+  auto& t = *transports_.at(p.initiator);
+  auto seg = [&]() -> result<segment_id> {
+    if (p.opened_by.empty()) return t.p->local()->open_segment(p.source);
+    for (const auto& slot : control_relays_) {
+      if (slot.name == p.opened_by) {
+        return t.p->local()->open_segment(slot.r->listen_endpoint().str());
+      }
+    }
+    return error{status::invalid_argument, "no control link " + p.opened_by};
+  }();
+  if (!seg) {
+    return error{seg.code(),
+                 fmt::format("{} cannot open {}: {}", p.initiator, p.target, seg.error().message)};
+  }
+  p.segment = seg.value();
+  return {};
 }
 
 result<void> scenario_run::open_segments(const std::string& initiator) {
-  auto& t = *transports_.at(initiator);
   for (auto& [key, p] : pairs_) {
     if (key.first != initiator) continue;
-    auto seg = t.p->local()->open_segment(p->source);
-    if (!seg)
-      return error{seg.code(), fmt::format("{} cannot open {}: {}", initiator, key.second,
-                                           seg.error().message)};
-    p->segment = seg.value();
+    if (auto r = open_segment(*p); !r) return r;
   }
   return {};
 }
@@ -172,6 +244,7 @@ result<void> scenario_run::setup() {
     transports_[spec.name] = std::move(slot);
   }
   if (auto r = start_relays(); !r) return r;
+  if (auto r = start_control_relays(); !r) return r;
   for (const auto& [name, t] : transports_) publish_descriptor(name);
   for (const auto& [name, t] : transports_) {
     if (t->p->local() == nullptr) continue;

@@ -19,14 +19,8 @@ constexpr std::uint64_t liveness_probe_ops = 4;
 
 }  // namespace
 
-void scenario_run::run_phase(const phase_spec& ph) {
-  phase_ = ph.name;
-  rec_.add_mark("phase", "phase " + ph.name + " begins");
-  const auto start_seq = rec_.next_seq();
-  const auto start_us = rec_.now_us();
-  if (ph.heal) heal();
-  fire_phase_events(trigger_kind::phase_start, ph.name);
-
+// A thread for each stream of the phase and each client of its callers.
+std::vector<std::thread> scenario_run::launch_phase(const phase_spec& ph) {
   std::vector<std::thread> streams;
   auto launch = [&](const stream_spec& st, std::uint64_t count) {
     streams.emplace_back([this, &st, &ph, count] { run_stream(st, ph.name, ph.liveness, count); });
@@ -37,6 +31,12 @@ void scenario_run::run_phase(const phase_spec& ph) {
     if (phase != ph.name) continue;
     any = true;
     launch(st, st.count);
+  }
+  for (const auto& c : s_.control) {
+    if ((c.phase.empty() ? phases_.front().name : c.phase) != ph.name) continue;
+    for (std::size_t k = 0; k < c.clients; ++k) {
+      streams.emplace_back([this, &c, k] { run_caller(c, k); });
+    }
   }
   // A liveness phase with no streams of its own probes every stream's
   // path with a few ops of its shape, unless an event shut a side down.
@@ -50,6 +50,17 @@ void scenario_run::run_phase(const phase_spec& ph) {
       launch(st, liveness_probe_ops);
     }
   }
+  return streams;
+}
+
+void scenario_run::run_phase(const phase_spec& ph) {
+  phase_ = ph.name;
+  rec_.add_mark("phase", "phase " + ph.name + " begins");
+  const auto start_seq = rec_.next_seq();
+  const auto start_us = rec_.now_us();
+  if (ph.heal) heal();
+  fire_phase_events(trigger_kind::phase_start, ph.name);
+  auto streams = launch_phase(ph);
   // Poll triggers and progress while the streams run; joining below
   // returns when they have (each stream bounds its own waits).
   std::uint64_t last_stats = rec_.now_us();
@@ -158,26 +169,24 @@ void scenario_run::finish() {
       stop_transport(*t, "end of run", true);
     }
   }
-  for (auto& [key, p] : pairs_) {
-    for (auto& rail : p->rails) {
-      link_record lr;
-      lr.name = rail.name;
-      lr.initiator = p->initiator;
-      lr.target = p->target;
-      lr.rail = rail.rail;
-      // A raw link's tap sees connections but no frames: nothing to check.
-      lr.tapped = rail.r->config().tap && rail.r->config().proto == relays::protocol::faultlane;
-      rail.r->stop();
-      lr.counters = rail.r->counters();
-      lr.active_faults_peak = rail.r->active_faults_peak();
-      lr.active_faults_max = rail.r->config().active_faults_max;
-      if (lr.tapped) {
-        lr.tap = rail.r->taps().records();
-        for (auto& t : lr.tap) t.time_us += rail.started_us;
-      }
-      rec_.edit([&](history& h) { h.links.push_back(std::move(lr)); });
+  each_relay([&](relay_slot& rail) {
+    link_record lr;
+    lr.name = rail.name;
+    lr.initiator = rail.initiator;
+    lr.target = rail.target;
+    lr.rail = rail.rail;
+    // A raw link's tap sees connections but no frames: nothing to check.
+    lr.tapped = rail.r->config().tap && rail.r->config().proto == relays::protocol::faultlane;
+    rail.r->stop();
+    lr.counters = rail.r->counters();
+    lr.active_faults_peak = rail.r->active_faults_peak();
+    lr.active_faults_max = rail.r->config().active_faults_max;
+    if (lr.tapped) {
+      lr.tap = rail.r->taps().records();
+      for (auto& t : lr.tap) t.time_us += rail.started_us;
     }
-  }
+    rec_.edit([&](history& h) { h.links.push_back(std::move(lr)); });
+  });
   std::lock_guard lock(events_mutex_);
   disarm_and_count({});
 }
@@ -194,6 +203,14 @@ run_result scenario_run::run() {
     r.skipped = true;
     r.passed = true;
     r.skip_reason = "arms failpoints; this build has none (use the debug, asan or tsan preset)";
+    return r;
+  }
+  if (s_.timing && !timing_available()) {
+    r.skipped = true;
+    r.passed = true;
+    r.skip_reason =
+        "timing: its latency bounds hold in an optimized build without sanitizers (the release "
+        "preset; ci/demo runs it)";
     return r;
   }
   for (const auto& st : s_.streams) planned_[st.name] = st.count;
@@ -251,6 +268,7 @@ run_result scenario_run::judge(run_result r) {
         recorder::events_max);
   }
   if (rec_.enabled()) r.checkers = run_checkers(s_, *h);
+  r.callers = summarize_callers(s_, *h);
   r.passed = r.error.empty() && std::all_of(r.checkers.begin(), r.checkers.end(),
                                             [](const auto& c) { return c.passed(); });
   r.hist = std::move(h);

@@ -235,9 +235,16 @@ result<void> read_region_ref(const builder& b, event_spec& e, const YAML::Node& 
   if (!n.ok()) return n.error();
   auto name = b.rd.text(n.value(), key_path(path, "region"));
   if (!name.ok()) return name.error();
-  if (b.region(name.value()) == nullptr) {
+  const region_spec* g = b.region(name.value());
+  if (g == nullptr) {
     return b.rd.fail(n.value(), key_path(path, "region"),
                      fmt::format("no region '{}'", name.value()));
+  }
+  if (g->count > 1) {
+    return b.rd.fail(n.value(), key_path(path, "region"),
+                     fmt::format("region '{}' has count {}: a counted region stays registered "
+                                 "for the whole run",
+                                 g->name, g->count));
   }
   e.region = name.value();
   return {};

@@ -62,6 +62,52 @@ result<void> read_counts(builder& b, const YAML::Node& node) {
                     });
 }
 
+// What `expect.control` may say of a caller besides its statuses.
+constexpr std::string_view caller_measures[] = {"done",   "p50_us",       "p99_us",
+                                                "max_us", "incarnations", "listed"};
+
+result<void> read_control_expect(builder& b, const YAML::Node& node) {
+  const reader& rd = b.rd;
+  return each_entry(
+      rd, node, "expect.control",
+      [&](const YAML::Node& k, const std::string& key, const YAML::Node& v,
+          const std::string& path) -> result<void> {
+        const auto dot = key.find('.');
+        const caller_spec* c = dot == std::string::npos ? nullptr : b.caller(key.substr(0, dot));
+        if (c == nullptr) {
+          return rd.fail(k, path,
+                         "expected CALLER.STATUS or CALLER.MEASURE, CALLER a caller of "
+                         "control:");
+        }
+        const std::string what = key.substr(dot + 1);
+        const bool measure = std::find(std::begin(caller_measures), std::end(caller_measures),
+                                       what) != std::end(caller_measures);
+        if (!measure && !parse_status_name(what)) {
+          return rd.fail(k, path,
+                         fmt::format("'{}' is neither a status name nor done, p50_us, p99_us, "
+                                     "max_us, incarnations or listed",
+                                     what));
+        }
+        if (what == "incarnations" && c->method != control_method::describe) {
+          return rd.fail(k, path,
+                         fmt::format("only a describe caller sees incarnations ('{}' "
+                                     "calls {})",
+                                     c->name, to_string(c->method)));
+        }
+        if (what == "listed" && c->method != control_method::describe &&
+            c->method != control_method::list_registrations) {
+          return rd.fail(k, path,
+                         fmt::format("only describe and list_registrations list "
+                                     "registrations ('{}' calls {})",
+                                     c->name, to_string(c->method)));
+        }
+        auto r = rd.range(v, path);
+        if (!r.ok()) return r.error();
+        b.s.expect.control[key] = r.value();
+        return {};
+      });
+}
+
 result<void> read_fault_counts(builder& b, const YAML::Node& node) {
   const reader& rd = b.rd;
   return each_entry(
@@ -144,8 +190,12 @@ result<void> read_checkers(builder& b, const YAML::Node& node) {
 }  // namespace
 
 result<void> read_expect(builder& b, const YAML::Node& node) {
-  if (auto r = b.rd.mapping(node, "expect", {"counts", "faults", "stats", "checkers"}); !r) {
+  if (auto r = b.rd.mapping(node, "expect", {"counts", "faults", "stats", "control", "checkers"});
+      !r) {
     return r;
+  }
+  if (const auto n = node["control"]) {
+    if (auto r = read_control_expect(b, n); !r) return r;
   }
   if (const auto n = node["counts"]) {
     if (auto r = read_counts(b, n); !r) return r;

@@ -2,7 +2,7 @@
 //
 // YAML syntax errors, an empty file and a top level that is not a mapping
 // are reported here; every section is then read in dependency order
-// (transports, regions, links, phases, workload, events, expect) so that
+// (transports, regions, links, phases, workload, control, events, expect) so that
 // each reference is checked against names already read. Nothing runs
 // before the whole file is accepted.
 #include <fmt/format.h>
@@ -74,6 +74,11 @@ result<void> read_header(builder& b, const YAML::Node& root) {
     if (!ms.ok()) return ms.error();
     s.timeout_ms = static_cast<std::uint32_t>(ms.value());
   }
+  if (const auto n = root["timing"]) {
+    auto timing = rd.boolean(n, "timing");
+    if (!timing.ok()) return timing.error();
+    s.timing = timing.value();
+  }
   if (const auto n = root["perturb"]) {
     if (auto r = rd.mapping(n, "perturb", {"probability", "max_us"}); !r) return r;
     perturb_spec p;
@@ -93,9 +98,10 @@ result<void> read_header(builder& b, const YAML::Node& root) {
 }
 
 result<void> read_sections(builder& b, const YAML::Node& root) {
-  if (auto r = b.rd.mapping(root, "",
-                            {"name", "tags", "seed", "timeout_ms", "perturb", "transports",
-                             "regions", "links", "workload", "events", "phases", "expect"});
+  if (auto r =
+          b.rd.mapping(root, "",
+                       {"name", "tags", "seed", "timeout_ms", "timing", "perturb", "transports",
+                        "regions", "links", "workload", "control", "events", "phases", "expect"});
       !r) {
     return r;
   }
@@ -110,9 +116,16 @@ result<void> read_sections(builder& b, const YAML::Node& root) {
     if (auto r = read_links(b, n); !r) return r;
   }
   if (auto r = read_phases(b, root["phases"]); !r) return r;
-  auto workload = b.rd.required(root, "", "workload");
-  if (!workload.ok()) return workload.error();
-  if (auto r = read_streams(b, workload.value()); !r) return r;
+  // A file gives work: streams, control-plane callers, or both.
+  const bool callers = root["control"].IsDefined();
+  if (!callers || root["workload"].IsDefined()) {
+    auto workload = b.rd.required(root, "", "workload");
+    if (!workload.ok()) return workload.error();
+    if (auto r = read_streams(b, workload.value(), callers ? 0 : 1); !r) return r;
+  }
+  if (callers) {
+    if (auto r = read_control(b, root["control"]); !r) return r;
+  }
   if (const auto n = root["events"]) {
     if (auto r = read_events(b, n); !r) return r;
   }

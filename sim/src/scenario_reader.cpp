@@ -202,6 +202,7 @@ const region_spec* builder::region(std::string_view n) const { return find_named
 const link_spec* builder::link(std::string_view n) const { return find_named(s.links, n); }
 const stream_spec* builder::stream(std::string_view n) const { return find_named(s.streams, n); }
 const phase_spec* builder::phase(std::string_view n) const { return find_named(s.phases, n); }
+const caller_spec* builder::caller(std::string_view n) const { return find_named(s.control, n); }
 
 result<const transport_spec*> builder::transport_ref(const YAML::Node& node, std::string_view path,
                                                      bool local_only) const {

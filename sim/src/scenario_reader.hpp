@@ -80,6 +80,7 @@ struct builder {
   const link_spec* link(std::string_view name) const;
   const stream_spec* stream(std::string_view name) const;
   const phase_spec* phase(std::string_view name) const;
+  const caller_spec* caller(std::string_view name) const;
 
   // A required reference to a transport (`local_only` refuses a child).
   result<const transport_spec*> transport_ref(const YAML::Node& node, std::string_view path,
@@ -92,7 +93,16 @@ result<void> read_regions(builder& b, const YAML::Node& node);
 result<void> read_links(builder& b, const YAML::Node& node);
 result<link_fault> read_link_fault(const builder& b, const YAML::Node& node, std::string_view path);
 result<void> read_phases(builder& b, const YAML::Node& node);
-result<void> read_streams(builder& b, const YAML::Node& node);
+// `least`: 1, or 0 when `control:` has callers (the file must give work).
+result<void> read_streams(builder& b, const YAML::Node& node, std::size_t least);
+result<void> read_control(builder& b, const YAML::Node& node);
+// Shared by streams and callers: exactly one of `count` (1..1000000) and
+// `duration_ms`; a `phase:` (default the first) and an `allow:` list (ok
+// alone in a liveness phase).
+result<void> read_amount(const reader& rd, std::uint64_t& count, std::uint32_t& duration_ms,
+                         const YAML::Node& node, const std::string& path);
+result<void> read_phase_and_allow(const builder& b, std::string& phase, std::vector<status>& allow,
+                                  const YAML::Node& node, const std::string& path);
 result<void> read_events(builder& b, const YAML::Node& node);
 result<void> read_expect(builder& b, const YAML::Node& node);
 

@@ -13,8 +13,8 @@ namespace {
 namespace bounds = scenario_bounds;
 
 // Keys of transport_config the runner sets itself.
-constexpr std::string_view runner_config_keys[] = {"bind_address", "advertise_address", "port",
-                                                   "rail_addresses"};
+constexpr std::string_view runner_config_keys[] = {
+    "bind_address", "advertise_address", "port", "rail_addresses", "rpc_bind_address", "rpc_port"};
 
 // Maps "config: FIELD: what" from the core onto the FIELD key of `node`.
 error config_error(const reader& rd, const YAML::Node& node, std::string_view path,
@@ -43,8 +43,12 @@ result<transport_config> read_config(const reader& rd, const YAML::Node& node,
     if (!kv.first.IsScalar()) return rd.fail(kv.first, path, "a key must be a plain name");
     for (auto key : runner_config_keys) {
       if (kv.first.Scalar() == key) {
+        const bool control = key.substr(0, 4) == "rpc_";
         return rd.fail(kv.first, key_path(path, key),
-                       "set by the runner (each transport listens on 127.0.0.(rail + 1), port 0)");
+                       control
+                           ? "set by the runner (the control plane listens on 127.0.0.1, port 0)"
+                           : "set by the runner (each transport listens on 127.0.0.(rail + 1), "
+                             "port 0)");
       }
     }
   }
@@ -99,7 +103,9 @@ result<transport_spec> read_transport(const builder& b, const YAML::Node& node,
 
 result<region_spec> read_region(const builder& b, const YAML::Node& node, const std::string& path) {
   const reader& rd = b.rd;
-  if (auto r = rd.mapping(node, path, {"name", "transport", "size", "perm"}); !r) return r.error();
+  if (auto r = rd.mapping(node, path, {"name", "transport", "size", "perm", "count"}); !r) {
+    return r.error();
+  }
   region_spec g;
   g.mark = rd.mark(node);
   auto name_node = rd.required(node, path, "name");
@@ -130,6 +136,21 @@ result<region_spec> read_region(const builder& b, const YAML::Node& node, const 
                      "must be local_only, remote_read or remote_read_write");
     }
     g.perm = *perm;
+  }
+  if (const auto c = node["count"]) {
+    auto count = rd.integer(c, key_path(path, "count"), 1, bounds::region_count_max);
+    if (!count.ok()) return count.error();
+    g.count = count.value();
+    if (g.count > 1 && t.value()->process == process_kind::child) {
+      return rd.fail(c, key_path(path, "count"),
+                     "a counted region needs a local transport (a child registers one region "
+                     "per command)");
+    }
+    if (g.count * g.size > bounds::region_bytes_max) {
+      return rd.fail(c, key_path(path, "count"),
+                     fmt::format("{} x {} bytes is above {} bytes", g.count, g.size,
+                                 bounds::region_bytes_max));
+    }
   }
   return g;
 }
@@ -250,6 +271,12 @@ result<void> read_link_ends(const builder& b, link_spec& l, const YAML::Node& no
     l.rail = rail.value();
   }
   for (const auto& other : b.s.links) {
+    if (other.control && other.initiator == l.initiator && other.target == l.target) {
+      return rd.fail(node, path,
+                     fmt::format("control link '{}' opens {}'s segment to {} by address: no data "
+                                 "link joins them",
+                                 other.name, l.initiator, l.target));
+    }
     if (other.initiator == l.initiator && other.target == l.target && other.rail == l.rail) {
       return rd.fail(node, path,
                      fmt::format("link '{}' is already the relay {} -> {} on rail {}", other.name,
@@ -259,17 +286,81 @@ result<void> read_link_ends(const builder& b, link_spec& l, const YAML::Node& no
   return {};
 }
 
+// `control: true`: a raw, untapped relay in front of the target's control
+// endpoint, so the link takes no initiator, rail, protocol or tap.
+result<bool> read_control_flag(const reader& rd, const YAML::Node& node, const std::string& path) {
+  const auto c = node["control"];
+  if (!c) return false;
+  auto control = rd.boolean(c, key_path(path, "control"));
+  if (!control.ok() || !control.value()) return control;
+  for (const char* key : {"rail", "protocol", "tap"}) {
+    if (node[key]) {
+      return rd.fail(node[key], key_path(path, key),
+                     "a control link relays raw bytes to the target's control endpoint; it has no "
+                     "rail, protocol or tap");
+    }
+  }
+  return true;
+}
+
+// A control link's optional initiator opens its segment by the link's
+// address, so no data link may join the same two transports.
+result<void> read_control_ends(const builder& b, link_spec& l, const YAML::Node& node,
+                               const std::string& path) {
+  const reader& rd = b.rd;
+  auto t_node = rd.required(node, path, "target");
+  if (!t_node.ok()) return t_node.error();
+  auto target = b.transport_ref(t_node.value(), key_path(path, "target"), false);
+  if (!target.ok()) return target.error();
+  l.target = target.value()->name;
+  if (!target.value()->config.rpc_enabled) {
+    return rd.fail(
+        t_node.value(), key_path(path, "target"),
+        fmt::format("'{}' has config.rpc_enabled false: no control plane to relay", l.target));
+  }
+  l.proto = relays::protocol::raw;
+  l.tap = false;
+  l.name = l.target + "-control";
+  const auto i_node = node["initiator"];
+  if (!i_node) return {};
+  auto initiator = b.transport_ref(i_node, key_path(path, "initiator"), true);
+  if (!initiator.ok()) return initiator.error();
+  l.initiator = initiator.value()->name;
+  if (l.initiator == l.target) {
+    return rd.fail(i_node, key_path(path, "initiator"), "the initiator is the target");
+  }
+  for (const auto& other : b.s.links) {
+    if (other.initiator == l.initiator && other.target == l.target) {
+      return rd.fail(
+          i_node, key_path(path, "initiator"),
+          fmt::format("link '{}' already joins {} to {}{}", other.name, l.initiator, l.target,
+                      other.control ? ""
+                                    : " (a segment opened by address has no data "
+                                      "link)"));
+    }
+  }
+  return {};
+}
+
 result<link_spec> read_link(builder& b, const YAML::Node& node, const std::string& path) {
   const reader& rd = b.rd;
-  if (auto r = rd.mapping(node, path,
-                          {"initiator", "target", "rail", "name", "protocol", "tap", "faults"});
+  if (auto r = rd.mapping(
+          node, path,
+          {"initiator", "target", "rail", "name", "protocol", "tap", "faults", "control"});
       !r) {
     return r.error();
   }
   link_spec l;
   l.mark = rd.mark(node);
-  if (auto r = read_link_ends(b, l, node, path); !r) return r.error();
-  l.name = fmt::format("{}-{}-r{}", l.initiator, l.target, l.rail);
+  auto control = read_control_flag(rd, node, path);
+  if (!control.ok()) return control.error();
+  l.control = control.value();
+  if (l.control) {
+    if (auto r = read_control_ends(b, l, node, path); !r) return r.error();
+  } else {
+    if (auto r = read_link_ends(b, l, node, path); !r) return r.error();
+    l.name = fmt::format("{}-{}-r{}", l.initiator, l.target, l.rail);
+  }
   YAML::Node name_node = node;
   if (const auto n = node["name"]) {
     auto name = rd.name(n, key_path(path, "name"), 64, true);

@@ -150,4 +150,19 @@ std::string_view to_string(process_kind p) noexcept {
   return p == process_kind::local ? "local" : "child";
 }
 
+std::string counted_name(std::string_view region, std::uint64_t k) {
+  return fmt::format("{}/{:07}", region, k);
+}
+
+std::string_view to_string(control_method m) noexcept {
+  switch (m) {
+    case control_method::ping: return "ping";
+    case control_method::service_ready: return "service_ready";
+    case control_method::describe: return "describe";
+    case control_method::list_registrations: return "list_registrations";
+    case control_method::stats: return "stats";
+  }
+  return "unknown";
+}
+
 }  // namespace faultlane::sim

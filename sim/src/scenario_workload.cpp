@@ -150,6 +150,12 @@ result<void> read_stream_ends(const builder& b, stream_spec& s, const YAML::Node
                    fmt::format("no region '{}'", region.value()));
   }
   s.region = g->name;
+  if (g->count > 1) {
+    return rd.fail(region_node.value(), key_path(path, "region"),
+                   fmt::format("region '{}' has count {}: a counted region is for the control "
+                               "plane to list, not for streams",
+                               g->name, g->count));
+  }
   const transport_spec* target = b.transport(g->transport);
   if (target == from.value()) {
     return rd.fail(region_node.value(), key_path(path, "region"),
@@ -165,8 +171,10 @@ result<void> read_stream_ends(const builder& b, stream_spec& s, const YAML::Node
   return {};
 }
 
-result<void> read_amount(const reader& rd, stream_spec& s, const YAML::Node& node,
-                         const std::string& path) {
+}  // namespace
+
+result<void> read_amount(const reader& rd, std::uint64_t& count_out, std::uint32_t& duration_out,
+                         const YAML::Node& node, const std::string& path) {
   const auto count = node["count"];
   const auto duration = node["duration_ms"];
   if (count.IsDefined() == duration.IsDefined()) {
@@ -176,14 +184,16 @@ result<void> read_amount(const reader& rd, stream_spec& s, const YAML::Node& nod
   if (count) {
     auto n = rd.integer(count, key_path(path, "count"), 1, bounds::stream_ops_max);
     if (!n.ok()) return n.error();
-    s.count = n.value();
+    count_out = n.value();
   } else {
     auto n = rd.integer(duration, key_path(path, "duration_ms"), 1, bounds::duration_ms_max);
     if (!n.ok()) return n.error();
-    s.duration_ms = static_cast<std::uint32_t>(n.value());
+    duration_out = static_cast<std::uint32_t>(n.value());
   }
   return {};
 }
+
+namespace {
 
 result<void> read_flow(const reader& rd, stream_spec& s, const YAML::Node& node,
                        const std::string& path) {
@@ -216,7 +226,10 @@ result<void> read_flow(const reader& rd, stream_spec& s, const YAML::Node& node,
   return {};
 }
 
-result<void> read_phase_and_allow(const builder& b, stream_spec& s, const YAML::Node& node,
+}  // namespace
+
+result<void> read_phase_and_allow(const builder& b, std::string& phase_out,
+                                  std::vector<status>& allow, const YAML::Node& node,
                                   const std::string& path) {
   const reader& rd = b.rd;
   const phase_spec* phase = &b.s.phases.front();
@@ -228,28 +241,30 @@ result<void> read_phase_and_allow(const builder& b, stream_spec& s, const YAML::
       return rd.fail(p, key_path(path, "phase"), fmt::format("no phase '{}'", name.value()));
     }
   }
-  s.phase = phase->name;
+  phase_out = phase->name;
   YAML::Node allow_node = node;
   if (const auto a = node["allow"]) {
     allow_node.reset(a);
     if (auto r = rd.sequence(a, key_path(path, "allow"), 1, status_count); !r) return r;
-    s.allow.clear();
+    allow.clear();
     for (std::size_t i = 0; i < a.size(); ++i) {
       auto st = rd.status_name(a[i], item_path(key_path(path, "allow"), i));
       if (!st.ok()) return st.error();
-      if (std::find(s.allow.begin(), s.allow.end(), st.value()) != s.allow.end()) {
+      if (std::find(allow.begin(), allow.end(), st.value()) != allow.end()) {
         return rd.fail(a[i], item_path(key_path(path, "allow"), i), "listed twice");
       }
-      s.allow.push_back(st.value());
+      allow.push_back(st.value());
     }
   }
-  if (phase->liveness && s.allow != std::vector<status>{status::ok}) {
+  if (phase->liveness && allow != std::vector<status>{status::ok}) {
     return rd.fail(allow_node, key_path(path, "allow"),
                    fmt::format("phase '{}' is a liveness phase, which demands ok: allow only ok",
                                phase->name));
   }
   return {};
 }
+
+namespace {
 
 result<stream_spec> read_stream(const builder& b, const YAML::Node& node, const std::string& path) {
   const reader& rd = b.rd;
@@ -289,9 +304,9 @@ result<stream_spec> read_stream(const builder& b, const YAML::Node& node, const 
                           std::min(g.size, transfer_max), why);
   if (!sizes.ok()) return sizes.error();
   s.size = sizes.value();
-  if (auto r = read_amount(rd, s, node, path); !r) return r.error();
+  if (auto r = read_amount(rd, s.count, s.duration_ms, node, path); !r) return r.error();
   if (auto r = read_flow(rd, s, node, path); !r) return r.error();
-  if (auto r = read_phase_and_allow(b, s, node, path); !r) return r.error();
+  if (auto r = read_phase_and_allow(b, s.phase, s.allow, node, path); !r) return r.error();
   return s;
 }
 
@@ -326,8 +341,8 @@ result<void> read_phases(builder& b, const YAML::Node& node) {
   return {};
 }
 
-result<void> read_streams(builder& b, const YAML::Node& node) {
-  if (auto r = b.rd.sequence(node, "workload", 1, bounds::streams_max); !r) return r;
+result<void> read_streams(builder& b, const YAML::Node& node, std::size_t least) {
+  if (auto r = b.rd.sequence(node, "workload", least, bounds::streams_max); !r) return r;
   for (std::size_t i = 0; i < node.size(); ++i) {
     auto s = read_stream(b, node[i], item_path("workload", i));
     if (!s.ok()) return s.error();

@@ -33,7 +33,23 @@ std::string config_block(const transport_config& c) {
   add("idle_connection_timeout_ms", c.idle_connection_timeout_ms, d.idle_connection_timeout_ms);
   add("reconnect_cooldown_ms", c.reconnect_cooldown_ms, d.reconnect_cooldown_ms);
   add("shutdown_timeout_ms", c.shutdown_timeout_ms, d.shutdown_timeout_ms);
+  add("rpc_enabled", c.rpc_enabled, d.rpc_enabled);
+  if (c.rpc_inline) out += fmt::format("{}rpc_worker_count: inline", out.empty() ? "" : ", ");
+  else add("rpc_worker_count", c.rpc_worker_count, d.rpc_worker_count);
+  add("rpc_queue_max", c.rpc_queue_max, d.rpc_queue_max);
   return out;
+}
+
+// A double-quoted YAML string: escapes what would end or break it.
+std::string quoted(const std::string& text) {
+  std::string escaped;
+  for (char c : text) {
+    if (c == '"' || c == '\\') escaped += '\\';
+    if (c == '\n') escaped += "\\n";
+    else if (static_cast<unsigned char>(c) < 0x20) escaped += fmt::format("\\x{:02x}", c);
+    else escaped += c;
+  }
+  return fmt::format("\"{}\"", escaped);
 }
 
 // {type: KIND, dir: D, key: value, ..., name: N[, optional: true]} from
@@ -77,25 +93,57 @@ void write_topology(const scenario& s, out_lines& out) {
   }
   out.emplace_back(fmt::format("regions:{}", s.regions.empty() ? " []" : ""));
   for (const auto& g : s.regions) {
-    out.push_back(fmt::format("  - {{name: {}, transport: {}, size: {}, perm: {}}}", g.name,
-                              g.transport, g.size, to_string(g.perm)));
+    out.push_back(fmt::format("  - {{name: {}, transport: {}, size: {}, perm: {}, count: {}}}",
+                              g.name, g.transport, g.size, to_string(g.perm), g.count));
   }
   out.emplace_back(fmt::format("links:{}", s.links.empty() ? " []" : ""));
   for (const auto& l : s.links) {
     out.push_back(fmt::format("  - name: {}", l.name));
-    out.push_back(fmt::format("    initiator: {}", l.initiator));
+    if (l.control) {
+      out.emplace_back("    control: true");
+      if (!l.initiator.empty()) out.push_back(fmt::format("    initiator: {}", l.initiator));
+    } else {
+      out.push_back(fmt::format("    initiator: {}", l.initiator));
+      out.push_back(fmt::format("    rail: {}", l.rail));
+      out.push_back(
+          fmt::format("    protocol: {}", l.proto == relays::protocol::raw ? "raw" : "faultlane"));
+      out.push_back(fmt::format("    tap: {}", l.tap));
+    }
     out.push_back(fmt::format("    target: {}", l.target));
-    out.push_back(fmt::format("    rail: {}", l.rail));
-    out.push_back(
-        fmt::format("    protocol: {}", l.proto == relays::protocol::raw ? "raw" : "faultlane"));
-    out.push_back(fmt::format("    tap: {}", l.tap));
     out.push_back(fmt::format("    faults:{}", l.faults.empty() ? " []" : ""));
     for (const auto& f : l.faults) out.push_back(fmt::format("      - {}", fault_flow(f)));
   }
 }
 
+std::string allowed(const std::vector<status>& allow) {
+  std::vector<std::string_view> names;
+  for (auto st : allow) names.push_back(to_string(st));
+  return fmt::format("[{}]", fmt::join(names, ", "));
+}
+
+void write_control(const scenario& s, out_lines& out) {
+  if (s.control.empty()) return;
+  out.emplace_back("control:");
+  for (const auto& c : s.control) {
+    out.push_back(fmt::format("  - name: {}", c.name));
+    out.push_back(fmt::format("    target: {}", c.target));
+    out.push_back(fmt::format("    method: {}", to_string(c.method)));
+    if (c.method == control_method::list_registrations) {
+      out.push_back(fmt::format("    pattern: {}", quoted(c.pattern)));
+    }
+    if (!c.link.empty()) out.push_back(fmt::format("    link: {}", c.link));
+    out.push_back(fmt::format("    clients: {}", c.clients));
+    if (c.count != 0) out.push_back(fmt::format("    count: {}", c.count));
+    else out.push_back(fmt::format("    duration_ms: {}", c.duration_ms));
+    out.push_back(fmt::format("    interval_ms: {}", c.interval_ms));
+    out.push_back(fmt::format("    call_timeout_ms: {}", c.call_timeout_ms));
+    out.push_back(fmt::format("    phase: {}", c.phase));
+    out.push_back(fmt::format("    allow: {}", allowed(c.allow)));
+  }
+}
+
 void write_streams(const scenario& s, out_lines& out) {
-  out.emplace_back("workload:");
+  out.emplace_back(fmt::format("workload:{}", s.streams.empty() ? " []" : ""));
   for (const auto& w : s.streams) {
     out.push_back(fmt::format("  - name: {}", w.name));
     out.push_back(fmt::format("    from: {}", w.from));
@@ -109,9 +157,7 @@ void write_streams(const scenario& s, out_lines& out) {
     out.push_back(fmt::format("    offsets: {}", to_string(w.offsets)));
     out.push_back(fmt::format("    start_deadline_ms: {}", w.start_deadline_ms));
     out.push_back(fmt::format("    phase: {}", w.phase));
-    std::vector<std::string_view> allow;
-    for (auto st : w.allow) allow.push_back(to_string(st));
-    out.push_back(fmt::format("    allow: [{}]", fmt::join(allow, ", ")));
+    out.push_back(fmt::format("    allow: {}", allowed(w.allow)));
   }
 }
 
@@ -175,7 +221,7 @@ void write_events_and_phases(const scenario& s, out_lines& out) {
 void write_expect(const expectations& x, out_lines& out) {
   out.emplace_back("expect:");
   for (auto [key, map] : {std::pair{"counts", &x.counts}, std::pair{"faults", &x.faults},
-                          std::pair{"stats", &x.stats}}) {
+                          std::pair{"stats", &x.stats}, std::pair{"control", &x.control}}) {
     out.push_back(fmt::format("  {}:{}", key, map->empty() ? " {}" : ""));
     for (const auto& [name, range] : *map) {
       out.push_back(fmt::format("    \"{}\": {}", name, quoted_range(range)));
@@ -183,15 +229,7 @@ void write_expect(const expectations& x, out_lines& out) {
   }
   out.emplace_back(fmt::format("  checkers:{}", x.checkers_off.empty() ? " {}" : ""));
   for (const auto& [name, reason] : x.checkers_off) {
-    // A double-quoted YAML string: escape what would end or break it.
-    std::string escaped;
-    for (char c : reason) {
-      if (c == '"' || c == '\\') escaped += '\\';
-      if (c == '\n') escaped += "\\n";
-      else if (static_cast<unsigned char>(c) < 0x20) escaped += fmt::format("\\x{:02x}", c);
-      else escaped += c;
-    }
-    out.push_back(fmt::format("    {}: {{run: false, reason: \"{}\"}}", name, escaped));
+    out.push_back(fmt::format("    {}: {{run: false, reason: {}}}", name, quoted(reason)));
   }
 }
 
@@ -208,12 +246,14 @@ std::string to_yaml(const scenario& s) {
   out.push_back(fmt::format("tags: [{}]", fmt::join(tags, ", ")));
   out.push_back(fmt::format("seed: {}", s.seed));
   out.push_back(fmt::format("timeout_ms: {}", s.timeout_ms));
+  if (s.timing) out.emplace_back("timing: true");
   if (s.perturb) {
     out.push_back(fmt::format("perturb: {{probability: {}, max_us: {}}}", s.perturb->probability,
                               s.perturb->max_us));
   }
   write_topology(s, out);
   write_streams(s, out);
+  write_control(s, out);
   write_events_and_phases(s, out);
   write_expect(s.expect, out);
   return fmt::format("{}\n", fmt::join(out, "\n"));

@@ -9,20 +9,12 @@
 #include <sstream>
 
 #include "docs_example.hpp"
-#include "faultlane/sim/scenario.hpp"
+#include "loader_support.hpp"
 
 namespace faultlane::sim {
 namespace {
 
 namespace fs = std::filesystem;
-
-const fs::path test_dir = FAULTLANE_SIM_TEST_DIR;
-
-scenario load_ok(const std::string& name) {
-  auto s = load_scenario((test_dir / "valid" / name).string());
-  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message);
-  return s.ok() ? std::move(s).value() : scenario{};
-}
 
 std::string fault_text(const link_fault& f) {
   return relays::describe(f.spec) + " name=" + f.spec.name + (f.optional ? " optional" : "");
@@ -200,13 +192,15 @@ void expect_same(const scenario& a, const scenario& b) {
     EXPECT_EQ(a.regions[i].transport, b.regions[i].transport);
     EXPECT_EQ(a.regions[i].size, b.regions[i].size);
     EXPECT_EQ(a.regions[i].perm, b.regions[i].perm);
+    EXPECT_EQ(a.regions[i].count, b.regions[i].count);
   }
+  EXPECT_EQ(a.timing, b.timing);
   ASSERT_EQ(a.links.size(), b.links.size());
   for (std::size_t i = 0; i < a.links.size(); ++i) {
     const link_spec& x = a.links[i];
     const link_spec& y = b.links[i];
-    EXPECT_EQ(std::tie(x.name, x.initiator, x.target, x.rail, x.proto, x.tap),
-              std::tie(y.name, y.initiator, y.target, y.rail, y.proto, y.tap));
+    EXPECT_EQ(std::tie(x.name, x.control, x.initiator, x.target, x.rail, x.proto, x.tap),
+              std::tie(y.name, y.control, y.initiator, y.target, y.rail, y.proto, y.tap));
     ASSERT_EQ(x.faults.size(), y.faults.size());
     for (std::size_t f = 0; f < x.faults.size(); ++f) {
       EXPECT_EQ(fault_text(x.faults[f]), fault_text(y.faults[f]));
@@ -221,6 +215,16 @@ void expect_same(const scenario& a, const scenario& b) {
                  x.count, x.duration_ms, x.depth, x.batch, x.start_deadline_ms, x.phase, x.allow),
         std::tie(y.name, y.from, y.region, y.read_weight, y.write_weight, y.size, y.offsets,
                  y.count, y.duration_ms, y.depth, y.batch, y.start_deadline_ms, y.phase, y.allow))
+        << x.name;
+  }
+  ASSERT_EQ(a.control.size(), b.control.size());
+  for (std::size_t i = 0; i < a.control.size(); ++i) {
+    const caller_spec& x = a.control[i];
+    const caller_spec& y = b.control[i];
+    EXPECT_EQ(std::tie(x.name, x.target, x.method, x.pattern, x.link, x.clients, x.count,
+                       x.duration_ms, x.interval_ms, x.call_timeout_ms, x.phase, x.allow),
+              std::tie(y.name, y.target, y.method, y.pattern, y.link, y.clients, y.count,
+                       y.duration_ms, y.interval_ms, y.call_timeout_ms, y.phase, y.allow))
         << x.name;
   }
   ASSERT_EQ(a.events.size(), b.events.size());
@@ -249,11 +253,13 @@ void expect_same(const scenario& a, const scenario& b) {
   EXPECT_EQ(a.expect.counts, b.expect.counts);
   EXPECT_EQ(a.expect.faults, b.expect.faults);
   EXPECT_EQ(a.expect.stats, b.expect.stats);
+  EXPECT_EQ(a.expect.control, b.expect.control);
   EXPECT_EQ(a.expect.checkers_off, b.expect.checkers_off);
 }
 
 TEST(ScenarioLoader, ToYamlRoundTrips) {
-  for (const char* name : {"lost_write_ack.yaml", "sliced_reads.yaml", "minimal.yaml"}) {
+  for (const char* name :
+       {"lost_write_ack.yaml", "sliced_reads.yaml", "minimal.yaml", "control.yaml"}) {
     SCOPED_TRACE(name);
     scenario s = load_ok(name);
     // Values the files leave at their defaults, so the writer must carry them.

@@ -132,10 +132,11 @@ std::vector<run_result> run_jobs(const std::vector<job>& jobs, const run_flags& 
   std::vector<run_result> results(jobs.size());
   progress_printer printer(jobs.size());
   std::atomic<std::size_t> next{0};
-  // Failpoints are process-wide: a scenario that arms one runs alone.
-  auto worker = [&](bool failpoint_jobs) {
+  // Failpoints are process-wide, and a timing scenario measures latency:
+  // either runs alone.
+  auto worker = [&](bool alone_jobs) {
     for (std::size_t i; (i = next.fetch_add(1)) < jobs.size();) {
-      if (jobs[i].s->needs_failpoints != failpoint_jobs) continue;
+      if (jobs[i].s->runs_alone() != alone_jobs) continue;
       run_options o;
       o.seed = jobs[i].seed;
       o.child_program = self_program();
@@ -194,6 +195,9 @@ int run_command(const run_flags& f) {
     }
   }
   auto results = run_jobs(jobs, f);
+  if (auto callers = callers_text(results); !callers.empty()) {
+    std::cout << "control-plane callers (latency over every call):\n" << callers << "\n";
+  }
   std::cout << summary_table(results);
   if (!results.empty() &&
       std::all_of(results.begin(), results.end(), [](const run_result& r) { return r.skipped; })) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -80,9 +81,30 @@ checker_result check_drained_shutdown(const history& h);
 // the phase's start. checked: ops of liveness phases.
 checker_result check_liveness(const history& h);
 
-// The scenario's `expect:` block and per-stream `allow:` lists, as one more
-// checker named "expectations": outcomes outside a stream's allowed set,
-// counts and stats out of range, and declared faults that never fired.
+// What one `control:` caller saw, over every call of every client: how
+// each ended, and latency (nearest-rank percentiles, whatever the call
+// ended with: a ping that timed out is a slow ping).
+struct caller_summary {
+  std::string name;
+  std::string method;
+  std::uint64_t calls = 0;
+  std::map<status, std::uint64_t> by_status;
+  std::uint64_t p50_us = 0;
+  std::uint64_t p99_us = 0;
+  std::uint64_t max_us = 0;
+  std::uint64_t incarnations = 0;  // distinct incarnations describe answered with
+  std::uint64_t listed = 0;        // the most registrations one ok call listed
+};
+std::vector<caller_summary> summarize_callers(const scenario& s, const history& h);
+// "pinger (ping): 250 calls: 250 ok; p50 0.118 ms, p99 0.310 ms, max 1.204 ms",
+// then "; N listed" (list_registrations, describe) and "; N incarnations"
+// (describe).
+std::string describe(const caller_summary& c);
+
+// The scenario's `expect:` block and per-stream and per-caller `allow:`
+// lists, as one more checker named "expectations": outcomes outside a
+// stream's or caller's allowed set, counts, stats and caller measures out
+// of range, and declared faults that never fired.
 checker_result check_expectations(const scenario& s, const history& h);
 
 // Every checker of checker_names (minus those the scenario turned off,

@@ -48,7 +48,7 @@ struct op_record {
   bool submit_failed = false;  // submit() refused the batch; `outcome` says why
   status outcome = status::ok;
   std::uint64_t bytes = 0;
-  std::uint32_t callbacks = 0;  // times the task callback ran for it
+  std::uint32_t callbacks = 0;       // times the task callback ran for it
   status batch_status = status::ok;  // transfer_batch::status() after the callback
   // An ok READ: the bytes it returned (the data checker compares them with
   // its model). Empty for everything else.
@@ -83,12 +83,12 @@ struct core_event {
   std::uint64_t segment = 0;
   std::uint64_t registration_id = 0;
   std::uint64_t remote_offset = 0;
-  std::uint64_t length = 0;   // task, slice or served length
-  std::uint64_t offset = 0;   // slice: within the task
+  std::uint64_t length = 0;  // task, slice or served length
+  std::uint64_t offset = 0;  // slice: within the task
   std::size_t lane = 0;
   std::size_t rail = 0;
   std::uint64_t epoch = 0;
-  std::string local;   // lane_connected, session_opened
+  std::string local;  // lane_connected, session_opened
   std::string remote;
   status outcome = status::ok;  // task_finalized, lane_closed, server_executed
   std::uint64_t bytes = 0;      // task_finalized
@@ -189,6 +189,19 @@ struct phase_record {
   std::uint64_t end_us = 0;
 };
 
+// One call of a `control:` caller, timed on the run's clock from before it
+// was sent to when its answer (or error) came back.
+struct call_record {
+  std::string caller;
+  std::size_t client = 0;
+  std::uint64_t start_us = 0;
+  std::uint64_t end_us = 0;
+  status outcome = status::ok;
+  std::uint64_t incarnation = 0;  // a describe answered ok: the incarnation it described
+  std::uint64_t listed = 0;       // ok: registrations listed (list_registrations, describe)
+  std::string message;            // an error's message
+};
+
 struct history {
   std::uint64_t seed = 0;
   std::vector<op_record> ops;  // by id - 1
@@ -201,6 +214,7 @@ struct history {
   std::vector<mark_record> marks;
   std::vector<phase_record> phases;
   std::vector<region_final> finals;
+  std::vector<call_record> calls;  // `control:` callers' calls, in the order they ended
   // Firings of each failpoint the scenario armed (failpoint::fired, read
   // before each disarm), for "an armed failpoint must fire".
   std::map<std::string, std::uint64_t> failpoints_fired;

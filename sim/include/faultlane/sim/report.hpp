@@ -32,8 +32,9 @@ struct run_result {
   std::uint64_t ops_total = 0;                        // planned
   std::uint64_t ops_done = 0;                         // completed
   std::map<std::string, std::uint64_t> faults_fired;  // name (summed over links) -> count
-  double seconds = 0;        // the run, checkers included
-  double check_seconds = 0;  // of which the checkers
+  double seconds = 0;                                 // the run, checkers included
+  double check_seconds = 0;                           // of which the checkers
+  std::vector<caller_summary> callers;                // the `control:` callers, in file order
   std::string replay;                   // one shell line that replays exactly this run
   std::shared_ptr<const history> hist;  // kept for the timeline
 };
@@ -63,6 +64,9 @@ std::string failure_text(const run_result& r);
 // 1 skipped" (", 1 error" when there is one). Fits 100 columns: long
 // scenario names and verdicts are shortened in the middle with "...".
 std::string summary_table(const std::vector<run_result>& runs);
+// One line per `control:` caller of each run ("SCENARIO seed S: " then
+// describe(caller_summary)); empty when no run had callers.
+std::string callers_text(const std::vector<run_result>& runs);
 
 // {"runs": [...]}: every run_result field but hist, the checkers with every
 // violation field, and "counters": ops by outcome status (when hist is

@@ -55,6 +55,9 @@ run_result run_scenario(const scenario& s, const run_options& options);
 // True when this build can arm failpoints (FAULTLANE_FAILPOINTS); a
 // scenario that arms one is skipped, with that reason, where it cannot.
 bool failpoints_available() noexcept;
+// True in an optimized build without sanitizers, where a `timing: true`
+// scenario's latency bounds mean something; elsewhere such a run is skipped.
+bool timing_available() noexcept;
 
 // The entry point of a child transport process (`faultlane-sim child`):
 // reads commands on stdin, writes replies and observer events on stdout.

@@ -49,6 +49,12 @@ inline constexpr std::size_t batch_max = 256;
 inline constexpr std::uint32_t liveness_deadline_ms_default = 10000;
 inline constexpr std::uint32_t failpoint_delay_ms_max = 600000;
 inline constexpr std::uint32_t perturb_max_us = 10000;
+inline constexpr std::uint64_t region_count_max = 1u << 20;  // registrations of one counted region
+inline constexpr std::size_t callers_max = 16;               // `control:` callers
+inline constexpr std::size_t caller_clients_max = 64;
+inline constexpr std::uint64_t caller_calls_max = 1000000;  // calls per client
+inline constexpr std::uint32_t call_timeout_ms_default = 10000;
+inline constexpr std::size_t pattern_bytes_max = 4096;  // list_registrations' pattern
 static_assert(rails_max <= limits::rail_count_max, "scenario rails are core rails");
 static_assert(batch_max <= depth_max, "a batch never exceeds the depth");
 static_assert(region_bytes_max <= limits::transfer_bytes_default,
@@ -86,6 +92,10 @@ struct transport_spec {
   transport_config config;
   source_mark mark;
   friend bool operator==(const transport_spec& a, const transport_spec& b) {
+    const bool control_equal = a.config.rpc_enabled == b.config.rpc_enabled &&
+                               a.config.rpc_worker_count == b.config.rpc_worker_count &&
+                               a.config.rpc_inline == b.config.rpc_inline &&
+                               a.config.rpc_queue_max == b.config.rpc_queue_max;
     return a.name == b.name && a.process == b.process && a.rails == b.rails &&
            a.config.worker_count == b.config.worker_count &&
            a.config.connections_per_peer == b.config.connections_per_peer &&
@@ -98,7 +108,7 @@ struct transport_spec {
            a.config.idle_connection_timeout_ms == b.config.idle_connection_timeout_ms &&
            a.config.reconnect_cooldown_ms == b.config.reconnect_cooldown_ms &&
            a.config.shutdown_timeout_ms == b.config.shutdown_timeout_ms &&
-           a.config.busy_poll_us == b.config.busy_poll_us;
+           a.config.busy_poll_us == b.config.busy_poll_us && control_equal;
   }
 };
 
@@ -107,6 +117,10 @@ struct region_spec {
   std::string transport;  // the transport that registers (serves) it
   std::uint64_t size = 0;
   permission perm = permission::remote_read_write;
+  // Above 1: `count` registrations of `size` bytes each, named NAME/K (K
+  // from 0, seven digits), for the control plane to list and describe; a
+  // stream cannot use it.
+  std::uint64_t count = 1;
   source_mark mark;
   friend bool operator==(const region_spec&, const region_spec&) = default;
 };
@@ -118,9 +132,15 @@ struct link_fault {
   source_mark mark;
 };
 
-// One relay between an initiator and a target on one rail.
+// One relay between an initiator and a target on one rail, or (`control`)
+// in front of the target's control endpoint, for `control:` callers.
 struct link_spec {
-  std::string name;  // default "<initiator>-<target>-r<rail>"
+  std::string name;  // default "<initiator>-<target>-r<rail>", or "<target>-control"
+  // A control link is raw and untapped; callers name it with `link:`. With
+  // an initiator, that transport opens its segment to the target by this
+  // link's address: descriptor and refreshes over the control plane, lanes
+  // straight to the target (no data relay).
+  bool control = false;
   std::string initiator;
   std::string target;
   std::size_t rail = 0;
@@ -158,6 +178,33 @@ struct stream_spec {
   std::size_t depth = 1;                      // tasks in flight
   std::size_t batch = 1;                      // tasks per submit()
   std::uint32_t start_deadline_ms = 0;
+  std::string phase;                      // default: the first phase
+  std::vector<status> allow{status::ok};  // outcomes that are not violations
+  source_mark mark;
+};
+
+// A caller of a transport's control plane (docs/control-plane.md): `clients`
+// connections, each calling `method` back to back or every `interval_ms`,
+// `count` times or for `duration_ms`, in one phase.
+enum class control_method : std::uint8_t {
+  ping,
+  service_ready,
+  describe,
+  list_registrations,
+  stats
+};
+
+struct caller_spec {
+  std::string name;
+  std::string target;  // the transport whose control plane is called
+  control_method method = control_method::ping;
+  std::string pattern;  // list_registrations: an ECMAScript regex
+  std::string link;     // a control link to call through; empty: directly
+  std::size_t clients = 1;
+  std::uint64_t count = 0;        // calls per client; 0 = for duration_ms
+  std::uint32_t duration_ms = 0;  // with count 0
+  std::uint32_t interval_ms = 0;  // from one call's start to the next; 0 = back to back
+  std::uint32_t call_timeout_ms = scenario_bounds::call_timeout_ms_default;
   std::string phase;                      // default: the first phase
   std::vector<status> allow{status::ok};  // outcomes that are not violations
   source_mark mark;
@@ -224,6 +271,10 @@ struct expectations {
   std::map<std::string, count_range> faults;
   // "TRANSPORT.COUNTER" (a transport_stats field) at the end of the run.
   std::map<std::string, count_range> stats;
+  // "CALLER.STATUS", "CALLER.done", "CALLER.p50_us", "CALLER.p99_us",
+  // "CALLER.max_us" (over every call, whatever it ended with) or
+  // "CALLER.incarnations" (distinct ones `describe` answered) -> range.
+  std::map<std::string, count_range> control;
   // Checkers turned off, each with its reason (required).
   std::map<std::string, std::string> checkers_off;
 };
@@ -245,11 +296,16 @@ struct scenario {
   std::uint64_t seed = 1;
   std::uint32_t timeout_ms = scenario_bounds::timeout_ms_default;  // the whole run
   bool needs_failpoints = false;                                   // derived: an event arms one
+  // `timing: true`: its expectations bound latencies, so it runs alone and
+  // only in an optimized build without sanitizers (skipped elsewhere).
+  bool timing = false;
+  bool runs_alone() const noexcept { return needs_failpoints || timing; }
   std::optional<perturb_spec> perturb;
   std::vector<transport_spec> transports;
   std::vector<region_spec> regions;
   std::vector<link_spec> links;
   std::vector<stream_spec> streams;
+  std::vector<caller_spec> control;  // `control:`
   std::vector<event_spec> events;
   std::vector<phase_spec> phases;  // default: fault, heal, liveness
   expectations expect;
@@ -270,5 +326,8 @@ std::string_view to_string(event_action a) noexcept;
 std::string_view to_string(trigger_kind k) noexcept;
 std::string_view to_string(offset_mode m) noexcept;
 std::string_view to_string(process_kind p) noexcept;
+std::string_view to_string(control_method m) noexcept;
+// The name of registration `k` of a counted region: "NAME/0000042".
+std::string counted_name(std::string_view region, std::uint64_t k);
 
 }  // namespace faultlane::sim
