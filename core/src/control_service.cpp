@@ -48,7 +48,7 @@ reply list_registrations(transport::impl& t, const call& c) {
   return reply::ok(rpc::encode_registrations(found));
 }
 
-rpc::stat_list stats_of(transport::impl& t, const rpc::metrics_snapshot& control) {
+rpc::stat_list stats_of(transport::impl& t) {
   rpc::stat_list out;
   const auto s = t.stats();
   for (const auto& c : transport_counters) out.emplace_back(std::string(c.name), s.*c.field);
@@ -60,7 +60,7 @@ rpc::stat_list stats_of(transport::impl& t, const rpc::metrics_snapshot& control
     out.emplace_back(fmt::format("tasks_ended.{}", to_string(static_cast<status>(i))),
                      s.failures_by_status[i]);
   }
-  for (auto& kv : control.flatten()) out.push_back(std::move(kv));
+  for (auto& kv : s.control.flatten()) out.push_back(std::move(kv));
   return out;
 }
 
@@ -106,7 +106,7 @@ result<void> transport::impl::start_control() {
                [this](const call& c) { return list_registrations(*this, c); });
   control->add("stats", placement::pooled, [this](const call& c) {
     if (auto empty = rpc::decode_empty(c.body); !empty) return bad_request(empty);
-    return reply::ok(rpc::encode_stats(stats_of(*this, control->metrics())));
+    return reply::ok(rpc::encode_stats(stats_of(*this)));
   });
   return {};
 }

@@ -211,6 +211,7 @@ transport_stats transport::impl::stats() const {
     s.failures_by_status[i] = c.failures_by_status[i].load(std::memory_order_acquire);
   }
   s.runtime_failed = rt.failed.load(std::memory_order_acquire);
+  if (control) s.control = control->metrics();
   return s;
 }
 

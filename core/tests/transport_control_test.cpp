@@ -51,6 +51,13 @@ TEST(transport_control, describe_list_stats_and_ready_answer_from_the_live_trans
   EXPECT_EQ(by_key.at("rpc.workers"), testing::loopback_config().worker_count);
   auto m = target->control_metrics();
   EXPECT_EQ(m.calls_of("stats", rpc_status::ok), 1u);  // this very call, answered after
+  // stats() carries the same figures.
+  const auto s = target->stats().control;
+  EXPECT_EQ(s.calls_of("describe", rpc_status::ok), 1u);
+  EXPECT_EQ(s.calls_of("list_registrations", rpc_status::bad_request), 1u);
+  EXPECT_EQ(s.calls_of("stats", rpc_status::ok), 1u);
+  EXPECT_EQ(s.calls_total(), m.calls_total());
+  EXPECT_EQ(s.workers, testing::loopback_config().worker_count);
 }
 
 // A pattern that backtracks exponentially in a backtracking matcher

@@ -166,7 +166,7 @@ class transport {
   // rpc_enabled; rpc_client and rpc_descriptor_source talk to it.
   std::optional<endpoint> control_endpoint() const;
   // Its calls by method and status, queue depth, queue wait and handler
-  // time: the same figures the `stats` method sends.
+  // time: the same figures the `stats` method sends, and stats().control.
   rpc::metrics_snapshot control_metrics() const;
 
   // Ordered shutdown (docs/architecture.md): bounded by
