@@ -1,6 +1,7 @@
 // faultlane-bench: measures the transfer core against a raw-TCP baseline in
 // the same run and prints both with their ratio (docs/benchmarks.md).
 #include <fmt/format.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <chrono>
@@ -76,6 +77,7 @@ std::string json_side(const summary& s) {
 
 int main(int argc, char** argv) {
   using namespace faultlane::bench;
+  signal(SIGPIPE, SIG_IGN);  // a peer or relay that hangs up is an error, not an exit
   auto parsed = parse_options(argc, argv);
   if (!parsed) return 2;
   const options& o = *parsed;

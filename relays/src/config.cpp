@@ -17,9 +17,18 @@ error bad(const YAML::Node& at, const std::string& what) {
 }
 
 result<relay_config> parse_one(const YAML::Node& node, std::uint64_t seed, std::size_t index) {
-  static const std::set<std::string> known{"name", "listen", "upstream", "upstream_source", "rail",
-                                           "protocol", "tap", "faults", "seed",
-                                           "allow_non_loopback", "active_faults_max"};
+  static const std::set<std::string> known{"name",
+                                           "listen",
+                                           "upstream",
+                                           "upstream_source",
+                                           "rail",
+                                           "protocol",
+                                           "tap",
+                                           "faults",
+                                           "seed",
+                                           "allow_non_loopback",
+                                           "active_faults_max",
+                                           "on_upstream_failure"};
   if (!node.IsMap()) return bad(node, "each relay is a mapping");
   for (const auto& kv : node) {
     auto key = kv.first.as<std::string>();
@@ -53,6 +62,14 @@ result<relay_config> parse_one(const YAML::Node& node, std::uint64_t seed, std::
     if (p == "faultlane") c.proto = protocol::faultlane;
     else if (p == "raw") c.proto = protocol::raw;
     else return bad(node["protocol"], fmt::format("protocol must be faultlane or raw, got {}", p));
+  }
+  if (node["on_upstream_failure"]) {
+    auto m = node["on_upstream_failure"].as<std::string>();
+    if (m == "reset") c.on_upstream_failure = close_mode::reset;
+    else if (m == "fin") c.on_upstream_failure = close_mode::fin;
+    else
+      return bad(node["on_upstream_failure"],
+                 fmt::format("on_upstream_failure must be reset or fin, got {}", m));
   }
   if (const auto faults = node["faults"]) {
     if (!faults.IsSequence()) return bad(faults, "faults is a list");

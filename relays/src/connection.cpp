@@ -47,20 +47,38 @@ void connection::start() {
   client_address_ = ec ? "?" : text_of(remote);
   const auto& c = state_->config;
   const auto target = state_->current_upstream();
+  upstream_target_ = target.str();
   tcp::endpoint upstream(asio::ip::make_address(target.address), target.port);
   upstream_.open(tcp::v4(), ec);
   if (!ec && c.upstream_source) {
     upstream_.bind(tcp::endpoint(asio::ip::make_address(*c.upstream_source), 0), ec);
   }
-  if (ec) return abort(true);
+  if (ec) return upstream_failed(upstream_target_, ec);
   upstream_.async_connect(
       upstream, [self = shared_from_this()](std::error_code e) { self->on_upstream_connected(e); });
+}
+
+// The upstream refused, or its socket could not be set up: counted, written
+// to stderr once per burst, tapped with the error; the client is reset or
+// FIN-closed as configured. No open or close record follows.
+void connection::upstream_failed(const std::string& target, const std::error_code& ec) {
+  FL_ASSERT(phase_ == phase::connecting);
+  state_->note_connect_failure(target, ec);
+  if (state_->taps_on()) {
+    auto r = record_for(direction::up);
+    r.kind = record_kind::connect_failed;
+    r.client_address = client_address_;
+    r.upstream_remote = target;
+    r.reason = ec.message();
+    state_->recorder.record(std::move(r));
+  }
+  abort(state_->config.on_upstream_failure == close_mode::reset, {});
 }
 
 void connection::on_upstream_connected(const std::error_code& ec) {
   if (phase_ == phase::closed) return;
   FL_ASSERT(phase_ == phase::connecting);
-  if (ec) return abort(true);  // the client sees a reset, as if upstream refused
+  if (ec) return upstream_failed(upstream_target_, ec);
   std::error_code ignored;
   upstream_.set_option(tcp::no_delay(true), ignored);
   upstream_local_ = text_of(upstream_.local_endpoint(ignored));
@@ -83,11 +101,19 @@ void connection::recheck() {
 void connection::pipe_finished() {
   FL_ASSERT(phase_ == phase::relaying);
   FL_ASSERT(up_ && down_);
-  if (up_->finished() && down_->finished()) abort(false);
+  if (up_->finished() && down_->finished()) abort(false, "both directions ended");
 }
 
-void connection::abort(bool with_reset) {
+std::string connection::failure_reason(direction dir, bool at_source, const std::error_code& ec) {
+  // Up reads from the client and writes to the upstream; down the reverse.
+  bool client = (dir == direction::up) == at_source;
+  return fmt::format("{} {}: {}", client ? "client" : "upstream", at_source ? "read" : "write",
+                     ec.message());
+}
+
+void connection::abort(bool with_reset, std::string_view reason) {
   if (phase_ == phase::closed) return;
+  const bool opened = phase_ == phase::relaying;
   phase_ = phase::closed;
   std::error_code ignored;
   for (auto* s : {&client_, &upstream_}) {
@@ -96,7 +122,7 @@ void connection::abort(bool with_reset) {
   }
   if (up_) up_->cancel();
   if (down_) down_->cancel();
-  record(record_kind::close);
+  if (opened) record(record_kind::close, reason);
 }
 
 tap_record connection::record_for(direction dir) const {
@@ -109,13 +135,20 @@ tap_record connection::record_for(direction dir) const {
   return r;
 }
 
-void connection::record(record_kind kind) {
+void connection::record(record_kind kind, std::string_view reason) {
   if (!state_->taps_on()) return;
   auto r = record_for(direction::up);
   r.kind = kind;
   r.client_address = client_address_;
   r.upstream_local = upstream_local_;
   r.upstream_remote = upstream_remote_;
+  if (kind == record_kind::open) opened_us_ = r.time_us;
+  if (kind == record_kind::close) {
+    r.bytes_up = up_ ? up_->received() : 0;
+    r.bytes_down = down_ ? down_->received() : 0;
+    r.duration_us = r.time_us - std::min(r.time_us, opened_us_);
+    r.reason = reason;
+  }
   state_->recorder.record(std::move(r));
 }
 

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "frame_stream.hpp"
 #include "pipe.hpp"
@@ -22,8 +23,12 @@ class connection : public std::enable_shared_from_this<connection> {
 
   void start();
   void recheck();  // the fault list changed
-  // RST both ways (reset fault, or a peer's reset), or FIN-close both.
-  void abort(bool with_reset);
+  // RST both ways (reset fault, or a peer's reset), or FIN-close both;
+  // `reason` goes into the tap's close record.
+  void abort(bool with_reset, std::string_view reason);
+  // "client read: Connection reset by peer": which side of direction `dir`
+  // failed (its source or its destination), and how.
+  static std::string failure_reason(direction dir, bool at_source, const std::error_code& ec);
   // A direction is over; the connection closes once both are.
   void pipe_finished();
 
@@ -44,7 +49,8 @@ class connection : public std::enable_shared_from_this<connection> {
   };
 
   void on_upstream_connected(const std::error_code& ec);
-  void record(record_kind kind);  // open/close, to the tap
+  void upstream_failed(const std::string& target, const std::error_code& ec);
+  void record(record_kind kind, std::string_view reason = {});  // open/close, to the tap
 
   std::shared_ptr<relay_state> state_;
   asio::ip::tcp::socket client_;
@@ -58,6 +64,8 @@ class connection : public std::enable_shared_from_this<connection> {
   std::string client_address_;
   std::string upstream_local_;
   std::string upstream_remote_;
+  std::string upstream_target_;  // where the connect went
+  std::uint64_t opened_us_ = 0;  // the open record's time (taps only)
   phase phase_ = phase::created;
 };
 

@@ -87,6 +87,8 @@ void fault_chain::refresh() {
 
 bool fault_chain::transparent() const {
   if (relay_.taps_on() || mode_ != mode::passing) return false;
+  // Bytes held for a header that have not left must leave with it.
+  if (decoder_ && decoder_->holding_unsent()) return false;
   return std::none_of(faults_.begin(), faults_.end(),
                       [](const fault_state& s) { return s.applies; });
 }
@@ -108,9 +110,17 @@ void fault_chain::passed_by(std::byte* data, std::size_t n) {
   if (decoder_) {
     bool was_failed = decoder_->failed();
     decoder_->feed(data, n, [](piece&) {});  // only to follow the frames
+    decoder_->held_were_sent();
     if (!was_failed && decoder_->failed()) note_decode_failure();
   }
   received_ += n;
+}
+
+void fault_chain::end_of_stream() {
+  if (!decoder_) return;
+  bool was_failed = decoder_->failed();
+  decoder_->finish([this](piece& p) { handle_piece(p); });
+  if (!was_failed && decoder_->failed()) note_decode_failure();
 }
 
 void fault_chain::note_decode_failure() {
@@ -183,7 +193,8 @@ void fault_chain::handle_piece(piece& p) {
   if (mode_ == mode::dropping) return;
   if (p.what == piece::part::header) {
     record_frame(p);
-    apply_frame_faults(p);
+    // A header that began to leave before a fault applied is not faulted.
+    if (p.sent_before == 0) apply_frame_faults(p);
   }
   if (p.frame && p.frame->dropped) return;
   flip_payload(p);
@@ -195,7 +206,7 @@ void fault_chain::record_frame(const piece& p) {
   auto r = owner_.record_for(dir_);
   r.kind = record_kind::frame;
   r.frame_index = p.frame->index;
-  r.stream_offset = p.stream_offset;
+  r.stream_offset = p.frame->stream_offset;
   r.request = dir_ == direction::up;
   r.op = p.frame->op;
   if (r.request) {
@@ -294,7 +305,7 @@ std::optional<std::uint64_t> fault_chain::position_of(const fault_state& s, cons
   if (spec.kind == fault_kind::truncate) return spec.bytes;
   if (w.needs_frame()) {
     if (p.what != piece::part::header || !frame_matches(w, *p.frame)) return std::nullopt;
-    return p.stream_offset + w.header_byte.value_or(0);
+    return p.frame->stream_offset + w.header_byte.value_or(0);
   }
   return w.after_bytes.value_or(0);
 }

@@ -41,6 +41,11 @@ class fault_chain {
   // Bytes the pipe moved itself (transparent): the chain follows the stream.
   void passed_by(std::byte* data, std::size_t n);
   void spliced(std::size_t n) { received_ += n; }
+  // The source sent FIN: part of a header held for decoding goes on (and
+  // counts as a decode error) before it.
+  void end_of_stream();
+  // Bytes read from the source so far.
+  std::uint64_t received() const noexcept { return received_; }
   // If the stall that holds the stream was removed, sends what it held and
   // passes bytes again; true if so.
   bool release_if_unstalled();

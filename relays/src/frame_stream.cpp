@@ -7,6 +7,27 @@
 
 namespace faultlane::relays::detail {
 
+bool frame_stream::held_can_begin_header() {
+  const std::uint32_t magic = dir_ == direction::up ? wire::request_magic : wire::response_magic;
+  // The preamble as it goes on the wire: magic, then version, big-endian.
+  const std::array<std::uint8_t, 6> preamble{static_cast<std::uint8_t>(magic >> 24),
+                                             static_cast<std::uint8_t>(magic >> 16),
+                                             static_cast<std::uint8_t>(magic >> 8),
+                                             static_cast<std::uint8_t>(magic),
+                                             static_cast<std::uint8_t>(wire::protocol_version >> 8),
+                                             static_cast<std::uint8_t>(wire::protocol_version)};
+  const std::size_t n = std::min(held_size_, preamble.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    if (static_cast<std::uint8_t>(held_[i]) == preamble[i]) continue;
+    failed_ = true;
+    failure_ = fmt::format("{} {} at byte {}: {} (byte {} of the header)",
+                           dir_ == direction::up ? "request" : "response", next_index_, offset_,
+                           i < 4 ? "bad_magic" : "bad_version", i);
+    return false;
+  }
+  return true;
+}
+
 std::shared_ptr<frame_info> frame_stream::decode_header() {
   auto frame = std::make_shared<frame_info>();
   frame->dir = dir_;
@@ -41,8 +62,8 @@ std::shared_ptr<frame_info> frame_stream::decode_header() {
       frame->op = pairs_.waiting.front()->op;
       pairs_.waiting.pop_front();
     }
-    bool payload = frame->op == wire::opcode::read &&
-                   frame->response.status == wire::wire_status::ok;
+    bool payload =
+        frame->op == wire::opcode::read && frame->response.status == wire::wire_status::ok;
     frame->payload_bytes = payload ? frame->response.committed_bytes : 0;
   }
   ++next_index_;

@@ -22,6 +22,7 @@ constexpr unsigned splice_flags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
 
 pipe::pipe(connection& owner, direction dir, tcp::socket& src, tcp::socket& dst)
     : owner_(owner),
+      dir_(dir),
       src_(src),
       dst_(dst),
       out_(owner, dir, dst, [this] { on_room(); }),
@@ -54,7 +55,12 @@ void pipe::recheck() {
   state_ = state::deciding;
   out_.pump();
   if (state_ == state::closed) return;
+  if (source_ended_pending_) return on_source_ended();
   read_next();
+}
+
+void pipe::fail(bool at_source, const std::error_code& ec) {
+  owner_.abort(true, connection::failure_reason(dir_, at_source, ec));
 }
 
 void pipe::read_next() {
@@ -79,8 +85,8 @@ void pipe::on_read(const std::error_code& ec, std::size_t n) {
   if (state_ == state::closed) return;
   FL_ASSERT(state_ == state::reading);
   state_ = state::deciding;
-  if (ec == asio::error::eof) return on_source_ended();
-  if (ec) return owner_.abort(true);  // pass a reset on
+  if (ec == asio::error::eof) return on_source_eof();
+  if (ec) return fail(true, ec);  // pass a reset on
   chain_.refresh();
   if (chain_.transparent() && out_.idle()) return write_through(n);
   chain_.process(buffer_.data(), n);
@@ -99,7 +105,7 @@ void pipe::write_through(std::size_t n) {
                       if (state_ == state::closed) return;
                       FL_ASSERT(state_ == state::writing_through);
                       state_ = state::deciding;
-                      if (ec) return owner_.abort(true);
+                      if (ec) return fail(false, ec);
                       read_next();
                     });
 }
@@ -108,6 +114,21 @@ void pipe::on_room() {
   if (state_ != state::paused) return;  // reading never stopped
   state_ = state::deciding;
   read_next();
+}
+
+// The source sent FIN. Part of a header the decoder held goes on first;
+// if a stall fires on those bytes, the FIN waits behind it.
+void pipe::on_source_eof() {
+  FL_ASSERT(state_ == state::deciding);
+  chain_.end_of_stream();
+  out_.pump();
+  if (state_ == state::closed) return;
+  if (chain_.holding()) {
+    source_ended_pending_ = true;
+    state_ = state::held;
+    return;
+  }
+  on_source_ended();
 }
 
 void pipe::on_source_ended() {
@@ -153,7 +174,7 @@ void pipe::splice_step() {
     }
     if (n == 0) return on_source_ended();
     if (errno == EAGAIN) return wait_for(state::splice_waiting_source);
-    return owner_.abort(true);
+    return fail(true, std::error_code(errno, std::system_category()));
   }
   state_ = state::splice_yielded;
   asio::post(owner_.state().context, [self = owner_.self(), this] {
@@ -178,7 +199,11 @@ bool pipe::splice_out() {
       wait_for(state::splice_waiting_sink);
       return false;
     }
-    owner_.abort(true);
+    // A destination that is gone raised SIGPIPE (splice has no
+    // MSG_NOSIGNAL): the relay's thread blocks it; take it off.
+    std::error_code ec(n < 0 ? errno : EPIPE, std::system_category());
+    consume_sigpipe();
+    fail(false, ec);
     return false;
   }
   return true;
@@ -195,7 +220,7 @@ void pipe::wait_for(state waiting) {
                     if (state_ == state::closed) return;
                     FL_ASSERT(state_ == waiting);
                     state_ = state::deciding;
-                    if (ec) return owner_.abort(true);
+                    if (ec) return fail(waiting == state::splice_waiting_source, ec);
                     splice_step();
                   });
 }

@@ -33,6 +33,8 @@ class pipe {
   // Nothing more will be written to dst (a FIN went out, or the direction
   // ended without one).
   bool finished() const noexcept { return out_.ended(); }
+  // Bytes read from the source so far (the tap's close record).
+  std::uint64_t received() const noexcept { return chain_.received(); }
 
  private:
   enum class state : std::uint8_t {
@@ -57,9 +59,13 @@ class pipe {
   bool splice_out();
   void wait_for(state waiting);
   void on_room();
+  void on_source_eof();
   void on_source_ended();
+  // Closes the connection with a reset, naming the side that failed.
+  void fail(bool at_source, const std::error_code& ec);
 
   connection& owner_;
+  const direction dir_;
   asio::ip::tcp::socket& src_;
   asio::ip::tcp::socket& dst_;
   send_queue out_;
@@ -68,6 +74,8 @@ class pipe {
   int splice_pipe_[2] = {-1, -1};  // the kernel pipe splice(2) moves bytes through
   std::size_t in_splice_pipe_ = 0;
   state state_ = state::created;
+  // The source ended while a stall held the stream: the FIN waits for it.
+  bool source_ended_pending_ = false;
 };
 
 }  // namespace faultlane::relays::detail

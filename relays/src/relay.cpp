@@ -5,6 +5,10 @@
 #include <asio/post.hpp>
 #include <fmt/format.h>
 
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
 #include <future>
 
 #include "connection.hpp"
@@ -32,6 +36,48 @@ void relay_state::fired(installed_fault& f, const tap_record& where) {
   r.kind = record_kind::fault;
   r.fault = f.spec.name;
   recorder.record(std::move(r));
+}
+
+void relay_state::note_connect_failure(const std::string& target, const std::error_code& ec) {
+  connect_failures.fetch_add(1, std::memory_order_relaxed);
+  if (!config.log_connect_failures) return;
+  auto now = clock_type::now();
+  if (connect_failure_logged &&
+      now - *connect_failure_logged < std::chrono::milliseconds(connect_failure_log_gap_ms)) {
+    ++connect_failures_unlogged;
+    return;
+  }
+  std::string more;
+  if (connect_failures_unlogged > 0) {
+    more = fmt::format(" ({} more since the last message)", connect_failures_unlogged);
+  }
+  fmt::print(stderr, "relay {}: cannot connect to upstream {}: {}{}; the client is {}\n",
+             config.name, target, ec.message(), more,
+             config.on_upstream_failure == close_mode::reset ? "reset" : "closed");
+  std::fflush(stderr);
+  connect_failure_logged = now;
+  connect_failures_unlogged = 0;
+}
+
+namespace {
+sigset_t sigpipe_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPIPE);
+  return set;
+}
+}  // namespace
+
+void block_sigpipe() {
+  auto set = sigpipe_set();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+void consume_sigpipe() {
+  auto set = sigpipe_set();
+  timespec now{0, 0};
+  while (sigtimedwait(&set, nullptr, &now) == SIGPIPE) {
+  }
 }
 
 }  // namespace detail
@@ -131,7 +177,10 @@ result<std::unique_ptr<relay>> relay::start(relay_config config) {
   i->bound = {s.config.listen.address, i->acceptor->local_endpoint().port()};
   i->accept_next();
   auto* raw = i.get();
-  i->thread = std::thread([raw] { raw->state->context.run(); });
+  i->thread = std::thread([raw] {
+    detail::block_sigpipe();
+    raw->state->context.run();
+  });
   // new-ok: the constructor is private, out of make_unique's reach
   return std::unique_ptr<relay>(new relay(std::move(i)));
 }
@@ -275,6 +324,7 @@ std::map<std::string, std::uint64_t> relay::counters() const {
   out["connections.refused"] = s.refused.load();
   out["accept.errors"] = s.accept_errors.load();
   out["frames.decode_errors"] = s.decode_errors.load();
+  out["upstream.connect_failures"] = s.connect_failures.load();
   return out;
 }
 
@@ -289,7 +339,7 @@ bool relay::reset_connections(std::chrono::milliseconds timeout) {
   auto finished = done->get_future();
   asio::post(impl_->state->context, [i = impl_.get(), done] {
     for (auto& weak : i->connections) {
-      if (auto c = weak.lock()) c->abort(true);
+      if (auto c = weak.lock()) c->abort(true, "reset by the relay (reset_connections)");
     }
     done->set_value();
   });
@@ -305,7 +355,7 @@ void relay::stop() {
     i->acceptor->close(ignored);
     i->accept_retry.cancel();
     for (auto& weak : i->connections) {
-      if (auto c = weak.lock()) c->abort(false);
+      if (auto c = weak.lock()) c->abort(false, "the relay stopped");
     }
     i->connections.clear();
   });

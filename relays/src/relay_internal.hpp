@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
@@ -56,6 +57,11 @@ struct relay_state {
   std::atomic<std::uint64_t> refused{0};
   std::atomic<std::uint64_t> accept_errors{0};
   std::atomic<std::uint64_t> decode_errors{0};
+  std::atomic<std::uint64_t> connect_failures{0};
+  // The last connect failure written to stderr, and how many were not
+  // written since (io thread only): one message per burst.
+  std::optional<clock_type::time_point> connect_failure_logged;
+  std::uint64_t connect_failures_unlogged = 0;
   std::atomic<std::size_t> active_effects{0};
   std::atomic<std::size_t> active_peak{0};
   std::atomic<std::size_t> live{0};
@@ -96,7 +102,17 @@ struct relay_state {
     FL_ASSERT(before > 0);  // only a slot taken is given back
   }
   void fired(installed_fault& f, const tap_record& where);
+  // Counts an upstream connect failure and writes it to stderr unless one
+  // was written in the last connect_failure_log_gap (io thread only).
+  void note_connect_failure(const std::string& upstream, const std::error_code& ec);
 };
+
+// splice(2) into a socket whose peer is gone raises SIGPIPE: unlike send(2)
+// it has no MSG_NOSIGNAL. The relay's io thread blocks the signal, so a
+// library user who never ignored it is safe too, and takes a pending one
+// off after a failed splice.
+void block_sigpipe();
+void consume_sigpipe();
 
 // The probability draw: a pure function of (seed, fault, connection, frame),
 // so one seed gives one schedule however the bytes were chunked.

@@ -49,7 +49,8 @@ void send_queue::pump() {
         bool with_reset = item.what == out_item::kind::reset;
         items_.clear();
         queued_bytes_ = 0;
-        return owner_.abort(with_reset);
+        return owner_.abort(with_reset,
+                            with_reset ? "a reset fault fired" : "a truncate fault closed it");
       }
     }
   }
@@ -84,7 +85,8 @@ void send_queue::on_written(const std::error_code& ec) {
   if (state_ == state::closed) return;  // the write was cut short by the close
   FL_ASSERT(state_ == state::writing);
   state_ = state::idle;
-  if (ec) return owner_.abort(true);  // the destination failed: pass it on as a reset
+  // The destination failed: pass it on as a reset.
+  if (ec) return owner_.abort(true, connection::failure_reason(dir_, false, ec));
   FL_ASSERT(queued_bytes_ >= items_.front().bytes.size());
   queued_bytes_ -= items_.front().bytes.size();
   items_.pop_front();
@@ -102,7 +104,7 @@ void send_queue::end_direction() {
     auto what = items_.front().what;
     FL_ASSERT(what == out_item::kind::close || what == out_item::kind::end_without_fin);
     items_.pop_front();
-    if (what == out_item::kind::close) owner_.abort(false);
+    if (what == out_item::kind::close) owner_.abort(false, "a truncate fault closed it");
   }
 }
 

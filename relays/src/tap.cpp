@@ -14,6 +14,7 @@ const char* kind_name(record_kind k) {
     case record_kind::fault: return "fault";
     case record_kind::decode_error: return "decode_error";
     case record_kind::write: return "write";
+    case record_kind::connect_failed: return "connect_failed";
   }
   return "?";
 }
@@ -43,6 +44,14 @@ std::string to_json(const tap_record& r) {
       out += fmt::format(R"(, "client": {}, "upstream_local": {}, "upstream_remote": {})",
                          quoted(r.client_address), quoted(r.upstream_local),
                          quoted(r.upstream_remote));
+      if (r.kind == record_kind::close) {
+        out += fmt::format(R"(, "bytes_up": {}, "bytes_down": {}, "duration_us": {}, "reason": {})",
+                           r.bytes_up, r.bytes_down, r.duration_us, quoted(r.reason));
+      }
+      break;
+    case record_kind::connect_failed:
+      out += fmt::format(R"(, "client": {}, "upstream_remote": {}, "error": {})",
+                         quoted(r.client_address), quoted(r.upstream_remote), quoted(r.reason));
       break;
     case record_kind::frame:
       out += fmt::format(R"(, "dir": "{}", "frame": {}, "stream_offset": {}, )"

@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -86,6 +88,55 @@ TEST(relay_cli, relays_a_plain_tcp_peer_with_a_fault_and_reports_counters) {
   EXPECT_EQ(p.wait(), 0);
   EXPECT_NE(report.find("truncate.down"), std::string::npos) << report;
   EXPECT_NE(report.find("connections.accepted"), std::string::npos) << report;
+}
+
+std::uint16_t port_of(const std::string& banner) {
+  auto at = banner.find("listening on 127.0.0.1:");
+  EXPECT_NE(at, std::string::npos) << banner;
+  return at == std::string::npos ? 0
+                                 : static_cast<std::uint16_t>(std::stoi(banner.substr(at + 23)));
+}
+
+// Reads lines until one holds `what`; the lines read. Ends at EOF too (the
+// program died), which the caller's check then reports.
+std::string lines_until(running_program& p, const std::string& what) {
+  std::string seen;
+  for (std::string l = p.line(); !l.empty(); l = p.line()) {
+    seen += l;
+    if (l.find(what) != std::string::npos) break;
+  }
+  return seen;
+}
+
+// Clients that read 1 KB of a large answer and hang up: on the splice path
+// that raised SIGPIPE, which killed the program (exit 141) after a few.
+TEST(relay_cli, early_closes_never_kill_it_usr1_prints_counters_and_hup_is_ignored) {
+  plain_peer source(plain_peer::mode::source, 8u << 20);
+  running_program p({"--upstream", source.where().str(), "--protocol", "raw"});
+  auto port = port_of(p.line());
+  constexpr int clients = 20;
+  for (int i = 0; i < clients; ++i) {
+    client c({"127.0.0.1", port});
+    EXPECT_EQ(c.read(1024, 10s).data.size(), 1024u);
+    c.send_fin();  // then closed with most of the answer unread
+  }
+  ::kill(p.pid, SIGUSR1);
+  auto counters = lines_until(p, "connections.accepted");
+  EXPECT_NE(counters.find(fmt::format("connections.accepted         {}", clients)),
+            std::string::npos)
+      << counters;
+  ::kill(p.pid, SIGHUP);
+  EXPECT_NE(lines_until(p, "SIGHUP").find("SIGHUP ignored"), std::string::npos);
+  {
+    client c({"127.0.0.1", port});  // still accepting
+    EXPECT_EQ(c.read(1024, 10s).data.size(), 1024u);
+  }
+  ::kill(p.pid, SIGTERM);
+  auto report = p.rest();
+  EXPECT_EQ(p.wait(), 0) << report;
+  EXPECT_NE(report.find(fmt::format("connections.accepted         {}", clients + 1)),
+            std::string::npos)
+      << report;
 }
 
 TEST(relay_cli, bad_input_names_the_problem_and_exits_2) {

@@ -5,7 +5,9 @@
 //   faultlane-relay --config relays.yaml
 //
 // Prints each relay's bound address, runs until SIGINT or SIGTERM, then
-// prints every fault counter. Bad flags or YAML: a message and exit 2.
+// prints every fault counter; SIGUSR1 prints them and goes on, SIGHUP is
+// ignored with a message. SIGPIPE is ignored: a client that hangs up early
+// never stops the relay. Bad flags or YAML: a message and exit 2.
 #include <fmt/format.h>
 #include <signal.h>
 
@@ -35,7 +37,11 @@ const char* usage = R"(usage: faultlane-relay --upstream HOST:PORT [options]
   --seed N                 drives every probabilistic fault (default 0)
   --rail N                 rail index reported in taps (default 0)
   --name NAME              relay name in taps and output
+  --on-upstream-failure reset|fin
+                           how a client is closed when the upstream cannot
+                           be reached (default reset)
   --allow-non-loopback     permit non-loopback addresses
+Signals: SIGINT/SIGTERM stop and print the counters; SIGUSR1 prints them.
 Faults and their keys: docs/faults.md.
 )";
 
@@ -68,6 +74,10 @@ std::string apply_flag(options& o, std::string_view flag, const std::string& val
     if (value == "faultlane") c.proto = relays::protocol::faultlane;
     else if (value == "raw") c.proto = relays::protocol::raw;
     else return "--protocol must be faultlane or raw";
+  } else if (flag == "--on-upstream-failure") {
+    if (value == "reset") c.on_upstream_failure = relays::close_mode::reset;
+    else if (value == "fin") c.on_upstream_failure = relays::close_mode::fin;
+    else return "--on-upstream-failure must be reset or fin";
   } else if (flag == "--tap") {
     c.tap = true;
     c.tap_path = value;
@@ -109,13 +119,35 @@ int start_all(const std::vector<relays::relay_config>& configs,
   return 0;
 }
 
-void stop_and_report(std::vector<std::unique_ptr<relays::relay>>& running) {
+void report(const relays::relay& r) {
+  std::printf("relay %s counters:\n", r.config().name.c_str());
+  for (const auto& [name, count] : r.counters()) {
+    std::printf("  %-28s %llu\n", name.c_str(), static_cast<unsigned long long>(count));
+  }
+  std::fflush(stdout);
+}
+
+// Waits for signals: SIGUSR1 prints the counters, SIGHUP is ignored with a
+// message, SIGINT or SIGTERM stops every relay and prints them.
+void serve(const sigset_t& signals, std::vector<std::unique_ptr<relays::relay>>& running) {
+  while (true) {
+    int received = 0;
+    if (sigwait(&signals, &received) != 0) continue;
+    if (received == SIGUSR1) {
+      for (const auto& r : running) report(*r);
+      continue;
+    }
+    if (received == SIGHUP) {
+      std::fprintf(stderr,
+                   "faultlane-relay: SIGHUP ignored (no reload; restart to change the "
+                   "configuration)\n");
+      continue;
+    }
+    break;
+  }
   for (auto& r : running) {
     r->stop();
-    std::printf("relay %s counters:\n", r->config().name.c_str());
-    for (const auto& [name, count] : r->counters()) {
-      std::printf("  %-28s %llu\n", name.c_str(), static_cast<unsigned long long>(count));
-    }
+    report(*r);
   }
 }
 
@@ -150,13 +182,14 @@ int run(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGUSR1);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before any thread starts
+  signal(SIGPIPE, SIG_IGN);
 
   std::vector<std::unique_ptr<relays::relay>> running;
   if (int status = start_all(configs, running); status != 0) return status;
-  int received = 0;
-  sigwait(&signals, &received);
-  stop_and_report(running);
+  serve(signals, running);
   return 0;
 }
 

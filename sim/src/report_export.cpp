@@ -30,6 +30,7 @@ std::string_view record_kind_name(relays::record_kind k) noexcept {
     case relays::record_kind::fault: return "fault";
     case relays::record_kind::decode_error: return "decode_error";
     case relays::record_kind::write: return "write";
+    case relays::record_kind::connect_failed: return "connect_failed";
   }
   return "unknown";
 }

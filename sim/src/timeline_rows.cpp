@@ -246,6 +246,14 @@ item tap_item(const relays::tap_record& t) {
           0,
           fmt::format("fault {} ({}) frame {} request {:#x} at {}", t.fault,
                       relays::to_string(t.dir), t.frame_index, t.request_id, time_text(t.time_us))};
+    case relays::record_kind::connect_failed:
+      return {shape::decode_error,
+              "decode-error",
+              t.time_us,
+              t.time_us,
+              0,
+              fmt::format("upstream connect to {} failed: {} at {}", t.upstream_remote, t.reason,
+                          time_text(t.time_us))};
     default:
       return {shape::decode_error,
               "decode-error",
@@ -269,7 +277,8 @@ void add_connection_record(row& r, const relays::tap_record& t, std::uint64_t en
     }
     auto& span = r.items.front();
     span.end_us = std::max(t.time_us, span.start_us);
-    span.title += fmt::format("\nclosed at {}", time_text(t.time_us));
+    span.title += fmt::format("\nclosed at {} ({}; {} bytes up, {} down)", time_text(t.time_us),
+                              t.reason, t.bytes_up, t.bytes_down);
   } else if (t.kind != relays::record_kind::write) {
     r.items.push_back(tap_item(t));
   }

@@ -7,6 +7,7 @@
 //
 // Exit status: 0 every run passed, 1 a violation (or a run error), 2 bad
 // input (a flag, a file that does not load).
+#include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -250,6 +251,7 @@ int list_command(const std::vector<std::string>& paths) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  signal(SIGPIPE, SIG_IGN);  // a peer that hangs up is an error, not an exit
   if (argc == 2 && std::string_view(argv[1]) == "child") return run_child_process();
   CLI::App app{"faultlane-sim: YAML fault scenarios against the faultlane core"};
   app.require_subcommand(1);

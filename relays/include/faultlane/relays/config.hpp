@@ -10,6 +10,8 @@
 //       rail: 0
 //       protocol: faultlane        # or raw
 //       tap: rail0.jsonl           # optional
+//       on_upstream_failure: reset # or fin: how a client is closed when
+//                                  # the upstream cannot be reached
 //       faults:
 //         - {type: latency, dir: down, ms: 5, jitter_ms: 1}
 //         - {type: drop_frame, dir: down, opcode: write, count: 1}

@@ -19,6 +19,11 @@ inline constexpr std::uint32_t accept_backoff_ms_min = 1;
 inline constexpr std::uint32_t accept_backoff_ms_max = 100;
 static_assert(0 < accept_backoff_ms_min && accept_backoff_ms_min <= accept_backoff_ms_max);
 
+// Upstream connect failures come in bursts (the upstream is down): the
+// first is written to stderr, then at most one message per gap, with the
+// number that went unwritten. Every one is counted and tapped.
+inline constexpr std::uint32_t connect_failure_log_gap_ms = 10'000;
+
 // One read of one direction (relay_config::buffer_bytes) at least this.
 inline constexpr std::size_t buffer_bytes_min = 4096;
 

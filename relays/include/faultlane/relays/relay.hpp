@@ -35,6 +35,9 @@
 namespace faultlane::relays {
 
 enum class protocol : std::uint8_t { faultlane, raw };
+// How a client is closed when its upstream cannot be reached: a reset (as
+// a refused connection would be) or a FIN after nothing (as Toxiproxy does).
+enum class close_mode : std::uint8_t { reset, fin };
 
 // The relays use the core's one address type; HOST:PORT text is read with
 // faultlane::parse_endpoint.
@@ -54,6 +57,9 @@ struct relay_config {
   bool allow_non_loopback = false;
   std::size_t active_faults_max = 1024;
   std::size_t buffer_bytes = 1u << 20;
+  close_mode on_upstream_failure = close_mode::reset;
+  // Upstream connect failures are written to stderr, once per burst.
+  bool log_connect_failures = true;
 };
 
 using fault_id = std::uint64_t;
@@ -88,7 +94,7 @@ class relay {
   // included), plus "faults.overflow" (skipped over active_faults_max),
   // "connections.accepted", "connections.refused", "accept.errors"
   // (failed accepts, each followed by a backoff) and
-  // "frames.decode_errors".
+  // "frames.decode_errors" and "upstream.connect_failures".
   std::map<std::string, std::uint64_t> counters() const;
   std::uint64_t counter(const std::string& name) const;
 

@@ -23,7 +23,15 @@
 
 namespace faultlane::relays {
 
-enum class record_kind : std::uint8_t { open, close, frame, fault, decode_error, write };
+enum class record_kind : std::uint8_t {
+  open,
+  close,
+  frame,
+  fault,
+  decode_error,
+  write,
+  connect_failed,  // the upstream refused or could not be reached: no open, no close
+};
 
 struct tap_record {
   record_kind kind = record_kind::frame;
@@ -35,6 +43,13 @@ struct tap_record {
   std::string client_address;  // the peer that connected to the relay
   std::string upstream_local;  // the relay's source address towards upstream
   std::string upstream_remote;
+  // close: bytes read from the client (up) and from the upstream (down),
+  // how long the connection lived, and why it closed; connect_failed: the
+  // error in `reason`
+  std::uint64_t bytes_up = 0;
+  std::uint64_t bytes_down = 0;
+  std::uint64_t duration_us = 0;
+  std::string reason;
   // frame/fault/decode_error
   direction dir = direction::up;
   std::uint64_t frame_index = 0;
