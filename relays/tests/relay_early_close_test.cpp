@@ -199,16 +199,16 @@ void expect_still_relaying(relay& r) {
 }
 
 TEST(relay_early_close, the_splice_path_survives_hang_ups_at_random_points_both_ways) {
-  plain_peer placeholder(plain_peer::mode::sink);
-  auto r = start_relay(config_to(placeholder.where(), {}));  // raw, no fault, no tap: splice
+  plain_peer first_upstream(plain_peer::mode::sink);            // run_storm re-points the relay
+  auto r = start_relay(config_to(first_upstream.where(), {}));  // raw, no fault, no tap: splice
   ASSERT_TRUE(r);
   run_storm(*r, 11);
   expect_still_relaying(*r);
 }
 
 TEST(relay_early_close, the_user_space_path_survives_them_and_taps_every_close) {
-  plain_peer placeholder(plain_peer::mode::sink);
-  auto c = config_to(placeholder.where(), {});
+  plain_peer first_upstream(plain_peer::mode::sink);  // run_storm re-points the relay
+  auto c = config_to(first_upstream.where(), {});
   c.tap = true;  // a tap takes every byte through the fault chain and the send queue
   auto r = start_relay(c);
   ASSERT_TRUE(r);
