@@ -16,6 +16,75 @@ error bad(const YAML::Node& at, const std::string& what) {
                fmt::format("relays: line {}: {}", at.Mark().line + 1, what)};
 }
 
+// Every key of `node` is one of `known` and appears once.
+result<void> check_keys(const YAML::Node& node, const std::set<std::string>& known,
+                        std::string_view where) {
+  std::set<std::string> seen;
+  for (const auto& kv : node) {
+    auto key = kv.first.as<std::string>();
+    if (!known.count(key)) return bad(kv.first, fmt::format("unknown {} key '{}'", where, key));
+    if (!seen.insert(key).second) return bad(kv.first, fmt::format("duplicate key '{}'", key));
+  }
+  return {};
+}
+
+// node[key] as a T, or an error naming the key, what it must be, and the
+// line; `fallback` when absent.
+template <typename T>
+result<T> value(const YAML::Node& node, const char* key, T fallback, std::string_view what) {
+  const auto v = node[key];
+  if (!v) return fallback;
+  T out{};
+  if (!v.IsScalar() || !YAML::convert<T>::decode(v, out)) {
+    return bad(v, fmt::format("{} must be {}", key, what));
+  }
+  if constexpr (std::is_unsigned_v<T>) {
+    if (v.Scalar().find('-') != std::string::npos) {  // yaml-cpp reads "-1" as 2^64 - 1
+      return bad(v, fmt::format("{} must be {}", key, what));
+    }
+  }
+  return out;
+}
+
+result<address> address_value(const YAML::Node& node, const char* key) {
+  auto text = value<std::string>(node, key, "", "HOST:PORT");
+  if (!text.ok()) return text.error();
+  auto a = parse_relay_address(text.value());
+  if (!a.ok()) return bad(node[key], fmt::format("{}: {}", key, a.error().message));
+  return a;
+}
+
+// One of two words for a setting; `first` when absent.
+template <typename E>
+result<E> choice(const YAML::Node& node, const char* key, std::pair<const char*, E> first,
+                 std::pair<const char*, E> second) {
+  auto word = value<std::string>(node, key, first.first, "a word");
+  if (!word.ok()) return word.error();
+  if (word.value() == first.first) return first.second;
+  if (word.value() == second.first) return second.second;
+  return bad(node[key], fmt::format("{} must be {} or {}, got {}", key, first.first, second.first,
+                                    word.value()));
+}
+
+template <typename... R>
+const error* first_error(const R&... results) {
+  const error* first = nullptr;
+  ((first = first ? first : (results.ok() ? nullptr : &results.error())), ...);
+  return first;
+}
+
+result<void> read_faults(const YAML::Node& node, relay_config& c) {
+  const auto faults = node["faults"];
+  if (!faults) return {};
+  if (!faults.IsSequence()) return bad(faults, "faults is a list");
+  for (const auto& f : faults) {
+    auto spec = parse_fault(f);
+    if (!spec.ok()) return bad(f, spec.error().message);
+    c.faults.push_back(spec.value());
+  }
+  return {};
+}
+
 result<relay_config> parse_one(const YAML::Node& node, std::uint64_t seed, std::size_t index) {
   static const std::set<std::string> known{"name",
                                            "listen",
@@ -30,69 +99,69 @@ result<relay_config> parse_one(const YAML::Node& node, std::uint64_t seed, std::
                                            "active_faults_max",
                                            "on_upstream_failure"};
   if (!node.IsMap()) return bad(node, "each relay is a mapping");
-  for (const auto& kv : node) {
-    auto key = kv.first.as<std::string>();
-    if (!known.count(key)) return bad(kv.first, fmt::format("unknown relay key '{}'", key));
-  }
+  if (auto r = check_keys(node, known, "relay"); !r.ok()) return r.error();
   relay_config c;
-  c.seed = seed;
-  c.name = node["name"] ? node["name"].as<std::string>() : fmt::format("relay{}", index);
-  if (!node["upstream"]) {
+  auto name = value<std::string>(node, "name", fmt::format("relay{}", index), "a name");
+  if (!name.ok()) return name.error();
+  c.name = name.value();
+  if (!node["upstream"])
     return bad(node, fmt::format("relay {} needs upstream: HOST:PORT", c.name));
-  }
-  auto upstream = parse_endpoint(node["upstream"].as<std::string>());
-  if (!upstream.ok()) return bad(node["upstream"], upstream.error().message);
+  auto upstream = address_value(node, "upstream");
+  if (!upstream.ok()) return upstream.error();
   c.upstream = upstream.value();
   if (node["listen"]) {
-    auto listen = parse_endpoint(node["listen"].as<std::string>());
-    if (!listen.ok()) return bad(node["listen"], listen.error().message);
+    auto listen = address_value(node, "listen");
+    if (!listen.ok()) return listen.error();
     c.listen = listen.value();
   }
-  if (node["upstream_source"]) c.upstream_source = node["upstream_source"].as<std::string>();
-  if (node["rail"]) c.rail = node["rail"].as<std::size_t>();
-  if (node["seed"]) c.seed = node["seed"].as<std::uint64_t>();
-  if (node["tap"]) {
-    c.tap = true;
-    c.tap_path = node["tap"].as<std::string>();
-  }
-  if (node["allow_non_loopback"]) c.allow_non_loopback = node["allow_non_loopback"].as<bool>();
-  if (node["active_faults_max"]) c.active_faults_max = node["active_faults_max"].as<std::size_t>();
-  if (node["protocol"]) {
-    auto p = node["protocol"].as<std::string>();
-    if (p == "faultlane") c.proto = protocol::faultlane;
-    else if (p == "raw") c.proto = protocol::raw;
-    else return bad(node["protocol"], fmt::format("protocol must be faultlane or raw, got {}", p));
-  }
-  if (node["on_upstream_failure"]) {
-    auto m = node["on_upstream_failure"].as<std::string>();
-    if (m == "reset") c.on_upstream_failure = close_mode::reset;
-    else if (m == "fin") c.on_upstream_failure = close_mode::fin;
-    else
-      return bad(node["on_upstream_failure"],
-                 fmt::format("on_upstream_failure must be reset or fin, got {}", m));
-  }
-  if (const auto faults = node["faults"]) {
-    if (!faults.IsSequence()) return bad(faults, "faults is a list");
-    for (const auto& f : faults) {
-      auto spec = parse_fault(f);
-      if (!spec.ok()) return bad(f, spec.error().message);
-      c.faults.push_back(spec.value());
-    }
-  }
+  auto source = value<std::string>(node, "upstream_source", "", "an IPv4 address");
+  auto rail = value<std::size_t>(node, "rail", 0, "a whole number");
+  auto own_seed = value<std::uint64_t>(node, "seed", seed, "a whole number");
+  auto tap = value<std::string>(node, "tap", "", "a file path");
+  auto anywhere = value<bool>(node, "allow_non_loopback", false, "true or false");
+  auto cap = value<std::size_t>(node, "active_faults_max", c.active_faults_max, "a whole number");
+  auto proto = choice(node, "protocol", std::pair{"faultlane", protocol::faultlane},
+                      std::pair{"raw", protocol::raw});
+  auto closing = choice(node, "on_upstream_failure", std::pair{"reset", close_mode::reset},
+                        std::pair{"fin", close_mode::fin});
+  if (auto* e = first_error(source, rail, own_seed, tap, anywhere, cap, proto, closing)) return *e;
+  if (!source.value().empty()) c.upstream_source = source.value();
+  c.rail = rail.value();
+  c.seed = own_seed.value();
+  c.tap = !tap.value().empty();
+  c.tap_path = tap.value();
+  c.allow_non_loopback = anywhere.value();
+  c.active_faults_max = cap.value();
+  c.proto = proto.value();
+  c.on_upstream_failure = closing.value();
+  if (auto r = read_faults(node, c); !r.ok()) return r.error();
   return c;
 }
 
 }  // namespace
+
+result<address> parse_relay_address(std::string_view text) {
+  auto e = parse_endpoint(text);
+  if (!e.ok()) return e.error();
+  auto a = e.value();
+  if (a.address == "localhost") a.address = "127.0.0.1";
+  if (a.address.size() > 2 && a.address.front() == '[' && a.address.back() == ']') {
+    a.address = a.address.substr(1, a.address.size() - 2);
+  }
+  return a;
+}
 
 result<std::vector<relay_config>> parse_relays(const YAML::Node& root) {
   try {
     if (!root.IsMap() || !root["relays"] || !root["relays"].IsSequence()) {
       return error{status::invalid_argument, "relays: expected a mapping with a 'relays' list"};
     }
-    std::uint64_t seed = root["seed"] ? root["seed"].as<std::uint64_t>() : 0;
+    if (auto r = check_keys(root, {"seed", "relays"}, "top-level"); !r.ok()) return r.error();
+    auto seed = value<std::uint64_t>(root, "seed", 0, "a whole number");
+    if (!seed.ok()) return seed.error();
     std::vector<relay_config> out;
     for (const auto& node : root["relays"]) {
-      auto c = parse_one(node, seed, out.size());
+      auto c = parse_one(node, seed.value(), out.size());
       if (!c.ok()) return c.error();
       out.push_back(std::move(c).value());
     }

@@ -4,9 +4,11 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "faultlane/relays/limits.hpp"
@@ -110,8 +112,32 @@ std::optional<result<void>> apply_trigger(trigger& w, std::string_view key,
   return std::nullopt;
 }
 
+// The value keys each kind takes (triggers, dir and name apply to all): a
+// key another kind takes is an error here, not silently ignored.
+bool takes(fault_kind kind, std::string_view key) {
+  switch (kind) {
+    case fault_kind::latency: return key == "ms" || key == "jitter_ms";
+    case fault_kind::bandwidth: return key == "bytes_per_s";
+    case fault_kind::slicer: return key == "size" || key == "variation" || key == "delay_us";
+    case fault_kind::truncate: return key == "bytes";
+    case fault_kind::reset:
+    case fault_kind::blackhole:
+    case fault_kind::slow_close: return key == "ms";
+    case fault_kind::corrupt: return key == "field" || key == "payload_byte" || key == "mask";
+    default: return false;
+  }
+}
+
+constexpr std::array<std::string_view, 10> value_keys{
+    "ms",       "jitter_ms", "bytes_per_s", "size",         "variation",
+    "delay_us", "bytes",     "field",       "payload_byte", "mask"};
+
 // Applies one key=value to the spec.
 result<void> apply(fault_spec& f, std::string_view key, std::string_view value) {
+  if (std::find(value_keys.begin(), value_keys.end(), key) != value_keys.end() &&
+      !takes(f.kind, key)) {
+    return bad(fmt::format("{} does not take {}=", to_string(f.kind), key));
+  }
   if (key == "dir") {
     if (value == "up") f.dir = direction::up;
     else if (value == "down") f.dir = direction::down;
@@ -246,17 +272,21 @@ result<fault_spec> parse_fault(std::string_view text) {
 }
 
 result<fault_spec> parse_fault(const YAML::Node& node) {
-  if (!node.IsMap() || !node["type"]) {
-    return bad(fmt::format("line {}: a fault is a mapping with a type", node.Mark().line + 1));
+  if (!node.IsMap() || !node["type"] || !node["type"].IsScalar()) {
+    return bad("a fault is a mapping with a type");
   }
   std::string text = node["type"].as<std::string>();
+  std::set<std::string> seen;
   for (const auto& kv : node) {
     auto key = kv.first.as<std::string>();
+    if (!seen.insert(key).second) return bad(fmt::format("duplicate key '{}'", key));
     if (key == "type") continue;
-    if (!kv.second.IsScalar()) {
-      return bad(fmt::format("line {}: {} must be a scalar", kv.second.Mark().line + 1, key));
+    if (!kv.second.IsScalar()) return bad(fmt::format("{} must be a single value", key));
+    auto value = kv.second.as<std::string>();
+    if (value.empty() || value.find_first_of(" \t=") != std::string::npos) {
+      return bad(fmt::format("{} must be one word, got '{}'", key, value));
     }
-    text += " " + key + "=" + kv.second.as<std::string>();
+    text += " " + key + "=" + value;
   }
   return parse_fault(text);
 }

@@ -83,6 +83,7 @@ void fault_chain::refresh() {
     if (old.holds_slot) relay_.release_effect_slot();  // removed faults give their slot back
   }
   faults_ = std::move(next);
+  fire_timed();
 }
 
 bool fault_chain::transparent() const {
@@ -102,7 +103,7 @@ void fault_chain::process(std::byte* data, std::size_t n) {
     piece p{piece::part::raw, received_, data, n, nullptr, 0};
     handle_piece(p);
   }
-  received_ += n;
+  note_received(n);
 }
 
 void fault_chain::passed_by(std::byte* data, std::size_t n) {
@@ -113,7 +114,7 @@ void fault_chain::passed_by(std::byte* data, std::size_t n) {
     decoder_->held_were_sent();
     if (!was_failed && decoder_->failed()) note_decode_failure();
   }
-  received_ += n;
+  note_received(n);
 }
 
 void fault_chain::end_of_stream() {
@@ -326,10 +327,10 @@ void fault_chain::fire_positional(fault_state& s, const piece& p, std::uint64_t 
   auto now = clock_type::now();
   switch (kind) {
     case fault_kind::stall: mode_ = mode::holding; break;
-    case fault_kind::blackhole: mode_ = mode::dropping; break;
+    case fault_kind::blackhole: start_blackhole(s.fault->spec, now); break;
     case fault_kind::reset:
       mode_ = mode::dropping;
-      out_.push({out_item::kind::reset, now, {}});
+      out_.push({out_item::kind::reset, now + std::chrono::milliseconds(s.fault->spec.ms), {}});
       break;
     case fault_kind::truncate:
       mode_ = mode::dropping;
@@ -341,6 +342,39 @@ void fault_chain::fire_positional(fault_state& s, const piece& p, std::uint64_t 
       out_.push({out_item::kind::fin, now, {}});
       break;
     default: FL_ASSERT(false && "not a positional fault");
+  }
+}
+
+void fault_chain::start_blackhole(const fault_spec& spec, clock_type::time_point now) {
+  mode_ = mode::dropping;
+  held_back_.clear();
+  if (spec.ms == 0) return;
+  out_.push({out_item::kind::close,
+             now + std::chrono::milliseconds(spec.ms),
+             {},
+             "a blackhole fault closed it after its ms"});
+}
+
+// A blackhole with ms= and no byte or frame trigger starts its clock when it
+// applies to the connection (at accept, or when added to a live one), as
+// Toxiproxy's timeout toxic does: a connection that carries nothing is
+// closed too.
+void fault_chain::fire_timed() {
+  for (auto& s : faults_) {
+    const auto& spec = s.fault->spec;
+    if (mode_ == mode::dropping || out_.ended()) return;
+    if (!s.applies || s.done || spec.kind != fault_kind::blackhole || spec.ms == 0 ||
+        spec.when.after_bytes || spec.when.needs_frame()) {
+      continue;
+    }
+    s.done = true;
+    if (!try_fire(s, 0)) continue;
+    if (!relay_.take_effect_slot()) continue;
+    s.holds_slot = true;
+    auto where = owner_.record_for(dir_);
+    where.stream_offset = received_;
+    relay_.fired(*s.fault, where);
+    start_blackhole(spec, clock_type::now());
   }
 }
 

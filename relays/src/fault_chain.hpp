@@ -40,7 +40,7 @@ class fault_chain {
   void process(std::byte* data, std::size_t n);
   // Bytes the pipe moved itself (transparent): the chain follows the stream.
   void passed_by(std::byte* data, std::size_t n);
-  void spliced(std::size_t n) { received_ += n; }
+  void spliced(std::size_t n) { note_received(n); }
   // The source sent FIN: part of a header held for decoding goes on (and
   // counts as a decode error) before it.
   void end_of_stream();
@@ -88,6 +88,12 @@ class fault_chain {
   std::optional<std::uint64_t> position_of(const fault_state& s, const piece& p) const;
   void fire_positional(fault_state& s, const piece& p, std::uint64_t at);
   void forward(const std::byte* data, std::size_t n);
+  void start_blackhole(const fault_spec& spec, clock_type::time_point now);
+  void fire_timed();
+  void note_received(std::size_t n) {
+    received_ += n;
+    relay_.received[static_cast<std::size_t>(dir_)].fetch_add(n, std::memory_order_relaxed);
+  }
   void keep(const std::byte* data, std::size_t n);
   bool try_fire(fault_state& s, std::uint64_t frame);
   void count_once(fault_state& s);

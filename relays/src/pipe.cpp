@@ -39,6 +39,8 @@ void pipe::start() {
   FL_ASSERT(state_ == state::created);
   chain_.refresh();
   state_ = state::deciding;
+  out_.pump();  // a fault that applies at once may have queued a timed close
+  if (state_ == state::closed) return;
   read_next();
 }
 
@@ -50,6 +52,8 @@ void pipe::cancel() {
 void pipe::recheck() {
   if (state_ == state::created || state_ == state::closed) return;
   chain_.refresh();
+  out_.pump();  // as in start()
+  if (state_ == state::closed) return;
   if (state_ != state::held || !chain_.release_if_unstalled()) return;
   // The stall was removed: what it held goes on, and so does reading.
   state_ = state::deciding;

@@ -15,6 +15,7 @@
 #include "faultlane/core/assert.hpp"
 #include "faultlane/core/hash.hpp"
 #include "faultlane/relays/limits.hpp"
+#include "loopback.hpp"
 
 namespace faultlane::relays {
 
@@ -110,7 +111,7 @@ class relay::impl {
   bool stopped = false;
 };
 
-namespace {
+namespace detail {
 
 result<void> check_loopback(const std::string& what, const std::string& host, bool allowed) {
   std::error_code ec;
@@ -128,7 +129,9 @@ result<void> check_loopback(const std::string& what, const std::string& host, bo
   return {};
 }
 
-}  // namespace
+}  // namespace detail
+
+using detail::check_loopback;
 
 result<std::unique_ptr<relay>> relay::start(relay_config config) {
   if (auto r = check_loopback("listen", config.listen.address, config.allow_non_loopback); !r)
@@ -309,6 +312,44 @@ bool relay::remove_fault(fault_id id) {
   }
   impl_->broadcast_recheck();
   return true;
+}
+
+bool relay::replace_fault(fault_id id, fault_spec spec) {
+  FL_ASSERT(validate(spec).ok());  // the caller parsed or validated it
+  auto& s = *impl_->state;
+  {
+    std::lock_guard lock(s.faults_mutex);
+    auto it =
+        std::find_if(s.faults.begin(), s.faults.end(), [&](const auto& f) { return f->id == id; });
+    if (it == s.faults.end()) return false;
+    impl_->retired_counts[(*it)->spec.name] += (*it)->fired.load();
+    auto installed = std::make_shared<detail::installed_fault>();
+    installed->id = id;
+    installed->order = (*it)->order;
+    if (spec.when.count) installed->remaining = *spec.when.count;
+    installed->spec = std::move(spec);
+    *it = std::move(installed);
+    s.faults_generation.fetch_add(1, std::memory_order_acq_rel);
+  }
+  impl_->broadcast_recheck();
+  return true;
+}
+
+std::vector<std::pair<fault_id, fault_spec>> relay::faults() const {
+  auto& s = *impl_->state;
+  std::lock_guard lock(s.faults_mutex);
+  std::vector<std::pair<fault_id, fault_spec>> out;
+  out.reserve(s.faults.size());
+  for (const auto& f : s.faults) out.emplace_back(f->id, f->spec);
+  return out;
+}
+
+std::uint64_t relay::bytes_received(direction d) const {
+  return impl_->state->received[static_cast<std::size_t>(d)].load(std::memory_order_relaxed);
+}
+
+std::size_t relay::active_faults() const {
+  return impl_->state->active_effects.load(std::memory_order_relaxed);
 }
 
 std::map<std::string, std::uint64_t> relay::counters() const {

@@ -58,6 +58,7 @@ struct relay_state {
   std::atomic<std::uint64_t> accept_errors{0};
   std::atomic<std::uint64_t> decode_errors{0};
   std::atomic<std::uint64_t> connect_failures{0};
+  std::atomic<std::uint64_t> received[2]{};  // bytes read, by direction (up, down)
   // The last connect failure written to stderr, and how many were not
   // written since (io thread only): one message per burst.
   std::optional<clock_type::time_point> connect_failure_logged;

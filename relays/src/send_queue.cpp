@@ -47,10 +47,12 @@ void send_queue::pump() {
       case out_item::kind::reset:
       case out_item::kind::close: {
         bool with_reset = item.what == out_item::kind::reset;
+        const char* reason = item.reason  ? item.reason
+                             : with_reset ? "a reset fault fired"
+                                          : "a truncate fault closed it";
         items_.clear();
         queued_bytes_ = 0;
-        return owner_.abort(with_reset,
-                            with_reset ? "a reset fault fired" : "a truncate fault closed it");
+        return owner_.abort(with_reset, reason);
       }
     }
   }
@@ -103,8 +105,11 @@ void send_queue::end_direction() {
   while (state_ == state::ended && !items_.empty()) {
     auto what = items_.front().what;
     FL_ASSERT(what == out_item::kind::close || what == out_item::kind::end_without_fin);
+    const char* reason = items_.front().reason;
     items_.pop_front();
-    if (what == out_item::kind::close) owner_.abort(false, "a truncate fault closed it");
+    if (what == out_item::kind::close) {
+      owner_.abort(false, reason ? reason : "a truncate fault closed it");
+    }
   }
 }
 

@@ -33,6 +33,8 @@ struct out_item {
   kind what = kind::data;
   clock_type::time_point not_before{};
   std::vector<std::byte> bytes;
+  // reset and close: the reason the tap's close record gives.
+  const char* reason = nullptr;
 };
 
 class send_queue {

@@ -139,6 +139,48 @@ TEST(relay_cli, early_closes_never_kill_it_usr1_prints_counters_and_hup_is_ignor
       << report;
 }
 
+// One HTTP/1.1 exchange on a fresh connection; the whole answer.
+std::string http_exchange(std::uint16_t port, const std::string& request) {
+  client c({"127.0.0.1", port});
+  c.send(std::vector<char>(request.begin(), request.end()));
+  auto got = c.read(1 << 20, 10s);  // until the server closes (Connection: close)
+  return {got.data.begin(), got.data.end()};
+}
+
+// The relay the flags describe is a proxy of the API, its fault a toxic,
+// and a toxic added over HTTP acts on it; `localhost` reads as 127.0.0.1.
+TEST(relay_cli, api_lists_the_command_line_relay_and_changes_it) {
+  plain_peer source(plain_peer::mode::source, 100);
+  running_program p({"--upstream", fmt::format("localhost:{}", source.where().port), "--name",
+                     "web", "--protocol", "raw", "--fault", "latency dir=down ms=1", "--api",
+                     "127.0.0.1:0"});
+  auto seen = lines_until(p, "api listening on http://127.0.0.1:");
+  auto relay_port = port_of(seen);
+  auto at = seen.find("api listening on http://127.0.0.1:");
+  ASSERT_NE(at, std::string::npos) << seen;
+  auto api_port = static_cast<std::uint16_t>(std::stoi(seen.substr(at + 34)));
+  auto listed =
+      http_exchange(api_port, "GET /proxies HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(listed.find("HTTP/1.1 200"), std::string::npos) << listed;
+  EXPECT_NE(listed.find(fmt::format(R"("listen":"127.0.0.1:{}")", relay_port)), std::string::npos)
+      << listed;
+  EXPECT_NE(listed.find(R"("name":"latency.down")"), std::string::npos) << listed;
+  std::string body = R"({"type": "limit_data", "attributes": {"bytes": 30}})";
+  auto added = http_exchange(
+      api_port, fmt::format("POST /proxies/web/toxics HTTP/1.1\r\nHost: x\r\nConnection: "
+                            "close\r\nContent-Length: {}\r\n\r\n{}",
+                            body.size(), body));
+  EXPECT_NE(added.find("HTTP/1.1 200"), std::string::npos) << added;
+  {
+    client c({"127.0.0.1", relay_port});
+    EXPECT_EQ(c.read(100, 10s).data.size(), 30u);  // limit_data cut the 100-byte answer
+  }
+  ::kill(p.pid, SIGTERM);
+  auto report = p.rest();
+  EXPECT_EQ(p.wait(), 0) << report;
+  EXPECT_NE(report.find("limit_data_downstream        1"), std::string::npos) << report;
+}
+
 TEST(relay_cli, bad_input_names_the_problem_and_exits_2) {
   struct bad_case {
     std::vector<std::string> args;
@@ -156,7 +198,19 @@ TEST(relay_cli, bad_input_names_the_problem_and_exits_2) {
         bad_case{{"--upstream", "127.0.0.1:9", "--bogus", "1"}, "unknown flag"},
         bad_case{{"--upstream", "192.0.2.1:9"}, "not a loopback"},
         bad_case{{"--config", yaml}, "line 4"},
-        bad_case{{"--config", "/nonexistent.yaml"}, "cannot open"}}) {
+        bad_case{{"--config", "/nonexistent.yaml"}, "cannot open"},
+        bad_case{{"--upstream", "127.0.0.1:99999"}, "bad port"},
+        bad_case{{"--upstream", "127.0.0.1:abc"}, "bad port"},
+        bad_case{{"--upstream", "127.0.0.1:9", "--seed", "-1"}, "not a whole number"},
+        bad_case{{"--upstream", "127.0.0.1:9", "--seed", "18446744073709551616"},
+                 "not a whole number"},
+        bad_case{{"--upstream", "127.0.0.1:9", "--seed", "nan"}, "not a whole number"},
+        bad_case{{"--upstream", "127.0.0.1:9", "--rail", "5000"}, "not in range 0 to 1023"},
+        bad_case{{"--upstream", "127.0.0.1:9", "--protocol", "http"}, "faultlane,raw"},
+        bad_case{{"--config", yaml, "--upstream", "127.0.0.1:9"}, "excludes"},
+        bad_case{{"--upstream", "127.0.0.1:9", "--api", "192.0.2.1:8474"}, "not a loopback"},
+        bad_case{{"--upstream", "127.0.0.1:9", "extra"}, "unknown flag or argument: extra"},
+        bad_case{{"--upstream"}, "--upstream"}}) {
     running_program p(b.args);
     auto output = p.rest();
     EXPECT_EQ(p.wait(), 2) << output;

@@ -1,24 +1,28 @@
-// faultlane-relay: a fault-injecting TCP relay from the command line.
+// faultlane-relay: a fault-injecting TCP relay from the command line, with
+// Toxiproxy's HTTP API for changing it while it runs.
 //
 //   faultlane-relay --listen 127.0.0.1:0 --upstream 127.0.0.1:9000
 //     --fault "latency dir=down ms=5 jitter_ms=1" --tap out.jsonl --seed 7
-//   faultlane-relay --config relays.yaml
+//   faultlane-relay --config relays.yaml [--api 127.0.0.1:8474]
+//   faultlane-relay --api 127.0.0.1:8474      (proxies created over HTTP)
 //
-// Prints each relay's bound address, runs until SIGINT or SIGTERM, then
-// prints every fault counter; SIGUSR1 prints them and goes on, SIGHUP is
-// ignored with a message. SIGPIPE is ignored: a client that hangs up early
-// never stops the relay. Bad flags or YAML: a message and exit 2.
+// Prints each relay's bound address (and the API's), runs until SIGINT or
+// SIGTERM, then prints every fault counter; SIGUSR1 prints them and goes
+// on, SIGHUP is ignored with a message. SIGPIPE is ignored: a client that
+// hangs up early never stops the relay. Bad flags or YAML: one line and
+// exit 2.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
-#include <cstring>
 #include <exception>
 #include <memory>
 #include <string>
-#include <string_view>
 #include <vector>
 
+#include "faultlane/relays/api.hpp"
 #include "faultlane/relays/config.hpp"
 #include "faultlane/relays/relay.hpp"
 
@@ -26,170 +30,192 @@ namespace relays = faultlane::relays;
 
 namespace {
 
-const char* usage = R"(usage: faultlane-relay --upstream HOST:PORT [options]
-       faultlane-relay --config relays.yaml
-  --listen HOST:PORT       where to listen (default 127.0.0.1:0)
-  --upstream HOST:PORT     where to forward
-  --upstream-source ADDR   bind the upstream side to ADDR (keeps rails apart)
-  --fault "TYPE dir=up|down key=value ..."   repeatable, applied in order
-  --protocol faultlane|raw decode faultlane frames (default) or relay any TCP
-  --tap PATH               record connections, frames and faults as JSONL
-  --seed N                 drives every probabilistic fault (default 0)
-  --rail N                 rail index reported in taps (default 0)
-  --name NAME              relay name in taps and output
-  --on-upstream-failure reset|fin
-                           how a client is closed when the upstream cannot
-                           be reached (default reset)
-  --allow-non-loopback     permit non-loopback addresses
-Signals: SIGINT/SIGTERM stop and print the counters; SIGUSR1 prints them.
-Faults and their keys: docs/faults.md.
-)";
+constexpr int exit_bad_input = 2;
 
-int usage_error(const std::string& what) {
-  std::fprintf(stderr, "faultlane-relay: %s\n%s", what.c_str(), usage);
-  return 2;
-}
-
-struct options {
-  relays::relay_config single;  // the relay the flags describe
-  std::string config_path;
-  bool have_upstream = false;
+struct flags {
+  std::string listen = "127.0.0.1:0";
+  std::string upstream;
+  std::string upstream_source;
+  std::vector<std::string> faults;
+  std::string protocol = "faultlane";
+  std::string tap;
+  std::uint64_t seed = 0;
+  std::size_t rail = 0;
+  std::string name = "relay";
+  std::string on_upstream_failure = "reset";
+  bool allow_non_loopback = false;
+  std::string config;
+  std::string api;
 };
 
-// Applies one `--flag value`: the problem, or an empty string.
-std::string apply_flag(options& o, std::string_view flag, const std::string& value) {
-  auto& c = o.single;
-  if (flag == "--listen" || flag == "--upstream") {
-    auto a = faultlane::parse_endpoint(value);
-    if (!a.ok()) return fmt::format("{}: {}", flag, a.error().message);
-    (flag == "--listen" ? c.listen : c.upstream) = a.value();
-    o.have_upstream |= flag == "--upstream";
-  } else if (flag == "--upstream-source") {
-    c.upstream_source = value;
-  } else if (flag == "--fault") {
-    auto f = relays::parse_fault(value);
-    if (!f.ok()) return f.error().message;
-    c.faults.push_back(f.value());
-  } else if (flag == "--protocol") {
-    if (value == "faultlane") c.proto = relays::protocol::faultlane;
-    else if (value == "raw") c.proto = relays::protocol::raw;
-    else return "--protocol must be faultlane or raw";
-  } else if (flag == "--on-upstream-failure") {
-    if (value == "reset") c.on_upstream_failure = relays::close_mode::reset;
-    else if (value == "fin") c.on_upstream_failure = relays::close_mode::fin;
-    else return "--on-upstream-failure must be reset or fin";
-  } else if (flag == "--tap") {
-    c.tap = true;
-    c.tap_path = value;
-  } else if (flag == "--seed" || flag == "--rail") {
-    char* end = nullptr;
-    auto n = std::strtoull(value.c_str(), &end, 10);
-    if (end == value.c_str() || *end != '\0') return fmt::format("bad {} {}", flag, value);
-    if (flag == "--seed") c.seed = n;
-    else c.rail = n;
-  } else if (flag == "--name") {
-    c.name = value;
-  } else if (flag == "--config") {
-    o.config_path = value;
-  } else {
-    return fmt::format("unknown flag {}", flag);
-  }
-  return {};
+int bad_input(const std::string& what) {
+  std::fprintf(stderr, "faultlane-relay: %s\n", what.c_str());
+  return exit_bad_input;
 }
 
-// Starts each relay and prints where it listens and its faults; an exit
-// status if one would not start.
-int start_all(const std::vector<relays::relay_config>& configs,
-              std::vector<std::unique_ptr<relays::relay>>& running) {
-  for (const auto& rc : configs) {
-    auto r = relays::relay::start(rc);
-    if (!r.ok()) {
-      std::fprintf(stderr, "faultlane-relay: %s: %s\n", rc.name.c_str(), r.error().message.c_str());
-      return r.code() == faultlane::status::invalid_argument ? 2 : 1;
-    }
-    std::printf("relay %s listening on %s -> %s (%zu fault%s)\n", rc.name.c_str(),
-                r.value()->listen_endpoint().str().c_str(), rc.upstream.str().c_str(),
-                rc.faults.size(), rc.faults.size() == 1 ? "" : "s");
-    for (const auto& f : rc.faults) {
-      std::printf("  %s: %s\n", f.name.c_str(), relays::describe(f).c_str());
-    }
-    running.push_back(std::move(r).value());
-  }
-  std::fflush(stdout);
-  return 0;
+// A CLI11 check: HOST:PORT as the relays read it.
+std::string address_problem(const std::string& text) {
+  auto a = relays::parse_relay_address(text);
+  return a.ok() ? std::string() : a.error().message;
 }
 
-void report(const relays::relay& r) {
-  std::printf("relay %s counters:\n", r.config().name.c_str());
-  for (const auto& [name, count] : r.counters()) {
-    std::printf("  %-28s %llu\n", name.c_str(), static_cast<unsigned long long>(count));
+// The relay the flags describe; the problem, if one is wrong.
+faultlane::result<relays::relay_config> relay_from(const flags& f) {
+  relays::relay_config c;
+  c.name = f.name;
+  c.listen = relays::parse_relay_address(f.listen).value();  // checked by CLI11
+  c.upstream = relays::parse_relay_address(f.upstream).value();
+  if (!f.upstream_source.empty()) c.upstream_source = f.upstream_source;
+  for (const auto& text : f.faults) {
+    auto spec = relays::parse_fault(text);
+    if (!spec.ok()) return spec.error();
+    c.faults.push_back(spec.value());
   }
-  std::fflush(stdout);
+  c.proto = f.protocol == "raw" ? relays::protocol::raw : relays::protocol::faultlane;
+  c.on_upstream_failure =
+      f.on_upstream_failure == "fin" ? relays::close_mode::fin : relays::close_mode::reset;
+  c.tap = !f.tap.empty();
+  c.tap_path = f.tap;
+  c.seed = f.seed;
+  c.rail = f.rail;
+  c.allow_non_loopback = f.allow_non_loopback;
+  return c;
+}
+
+// A CLI11 check for a 64-bit count: digits only and no overflow (CLI11's
+// conversion would wrap "-1" and saturate what is too large).
+std::string whole_number(const std::string& text) {
+  constexpr std::string_view max = "18446744073709551615";
+  bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+  auto significant =
+      std::string_view(text).substr(std::min(text.find_first_not_of('0'), text.size()));
+  bool fits =
+      significant.size() < max.size() || (significant.size() == max.size() && significant <= max);
+  if (digits && fits) return {};
+  return fmt::format("'{}' is not a whole number from 0 to {}", text, max);
+}
+
+void define(CLI::App& app, flags& f) {
+  app.set_version_flag("--version", std::string("faultlane-relay ") + FAULTLANE_VERSION);
+  app.add_option("--listen", f.listen, "where to listen (default 127.0.0.1:0)")
+      ->check(address_problem);
+  app.add_option("--upstream", f.upstream, "where to forward (HOST:PORT)")->check(address_problem);
+  app.add_option("--upstream-source", f.upstream_source,
+                 "bind the upstream side to ADDR (keeps rails apart)");
+  app.add_option("--fault", f.faults, "\"TYPE dir=up|down key=value ...\", repeatable, in order");
+  app.add_option("--protocol", f.protocol, "decode faultlane frames, or relay any TCP")
+      ->check(CLI::IsMember({"faultlane", "raw"}));
+  app.add_option("--tap", f.tap, "record connections, frames and faults as JSONL");
+  app.add_option("--seed", f.seed, "drives every probabilistic fault (default 0)")
+      ->check(whole_number);  // "-1" would otherwise wrap to 2^64 - 1
+  app.add_option("--rail", f.rail, "rail index reported in taps (default 0)")
+      ->check(CLI::Range(0, 1023));
+  app.add_option("--name", f.name, "relay name in taps and output (default relay)");
+  app.add_option("--on-upstream-failure", f.on_upstream_failure,
+                 "how a client is closed when the upstream cannot be reached (default reset)")
+      ->check(CLI::IsMember({"reset", "fin"}));
+  app.add_flag("--allow-non-loopback", f.allow_non_loopback, "permit non-loopback addresses");
+  auto* config = app.add_option("--config", f.config, "relays from a YAML file (docs/faults.md)");
+  for (const char* name : {"--listen", "--upstream", "--upstream-source", "--fault", "--protocol",
+                           "--tap", "--seed", "--rail", "--name", "--on-upstream-failure"}) {
+    config->excludes(app.get_option(name));
+  }
+  app.add_option("--api", f.api,
+                 "serve Toxiproxy's HTTP API and /metrics on HOST:PORT (docs/relay-api.md)")
+      ->check(address_problem);
+  app.footer(
+      "Signals: SIGINT/SIGTERM stop and print the counters; SIGUSR1 prints them.\n"
+      "Faults and their keys: docs/faults.md. The HTTP API: docs/relay-api.md.");
 }
 
 // Waits for signals: SIGUSR1 prints the counters, SIGHUP is ignored with a
 // message, SIGINT or SIGTERM stops every relay and prints them.
-void serve(const sigset_t& signals, std::vector<std::unique_ptr<relays::relay>>& running) {
+void serve(const sigset_t& signals, relays::api_server& server) {
   while (true) {
     int received = 0;
     if (sigwait(&signals, &received) != 0) continue;
     if (received == SIGUSR1) {
-      for (const auto& r : running) report(*r);
+      std::fputs(server.report().c_str(), stdout);
+      std::fflush(stdout);
       continue;
     }
     if (received == SIGHUP) {
       std::fprintf(stderr,
-                   "faultlane-relay: SIGHUP ignored (no reload; restart to change the "
-                   "configuration)\n");
+                   "faultlane-relay: SIGHUP ignored (no reload; change it through --api, or "
+                   "restart)\n");
       continue;
     }
     break;
   }
-  for (auto& r : running) {
-    r->stop();
-    report(*r);
+  server.stop();
+  std::fputs(server.report().c_str(), stdout);
+  std::fflush(stdout);
+}
+
+int start_all(const flags& f, relays::api_server& server) {
+  std::vector<relays::relay_config> configs;
+  if (!f.config.empty()) {
+    auto loaded = relays::load_relays_file(f.config);
+    if (!loaded.ok()) return bad_input(loaded.error().message);
+    configs = std::move(loaded).value();
+  } else if (!f.upstream.empty()) {
+    auto c = relay_from(f);
+    if (!c.ok()) return bad_input(c.error().message);
+    configs.push_back(c.value());
   }
+  for (const auto& rc : configs) {
+    auto bound = server.add_relay(rc);
+    if (!bound.ok()) {
+      std::fprintf(stderr, "faultlane-relay: %s: %s\n", rc.name.c_str(),
+                   bound.error().message.c_str());
+      return bound.code() == faultlane::status::invalid_argument ? exit_bad_input : 1;
+    }
+    std::printf("relay %s listening on %s -> %s (%zu fault%s)\n", rc.name.c_str(),
+                bound.value().str().c_str(), rc.upstream.str().c_str(), rc.faults.size(),
+                rc.faults.size() == 1 ? "" : "s");
+    for (const auto& fault : rc.faults) {
+      std::printf("  %s: %s\n", fault.name.c_str(), relays::describe(fault).c_str());
+    }
+  }
+  if (auto at = server.endpoint()) std::printf("api listening on http://%s\n", at->str().c_str());
+  std::fflush(stdout);
+  return 0;
 }
 
 int run(int argc, char** argv) {
-  options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      std::fputs(usage, stdout);
-      return 0;
-    }
-    if (flag == "--allow-non-loopback") {
-      o.single.allow_non_loopback = true;
-      continue;
-    }
-    if (i + 1 >= argc) return usage_error(fmt::format("{} needs a value", flag));
-    if (auto problem = apply_flag(o, flag, argv[++i]); !problem.empty()) {
-      return usage_error(problem);
-    }
+  CLI::App app{"faultlane-relay: a fault-injecting TCP relay (docs/faults.md)"};
+  flags f;
+  define(app, f);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ExtrasError&) {
+    return bad_input(
+        fmt::format("unknown flag or argument: {} (see --help)", fmt::join(app.remaining(), " ")));
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : exit_bad_input;
   }
-  std::vector<relays::relay_config> configs;
-  if (!o.config_path.empty()) {
-    auto loaded = relays::load_relays_file(o.config_path);
-    if (!loaded.ok()) return usage_error(loaded.error().message);
-    configs = std::move(loaded).value();
-  } else {
-    if (!o.have_upstream) return usage_error("--upstream is required (or --config)");
-    configs.push_back(o.single);
+  if (f.config.empty() && f.upstream.empty() && f.api.empty()) {
+    return bad_input("--upstream is required (or --config, or --api to create relays over HTTP)");
   }
+  relays::api_config ac;
+  if (!f.api.empty()) ac.http = relays::parse_relay_address(f.api).value();
+  ac.allow_non_loopback = f.allow_non_loopback;
+  ac.proxy_defaults.seed = f.seed;
+  ac.proxy_defaults.allow_non_loopback = f.allow_non_loopback;
 
   sigset_t signals;
   sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGUSR1);
-  sigaddset(&signals, SIGHUP);
+  for (int s : {SIGINT, SIGTERM, SIGUSR1, SIGHUP}) sigaddset(&signals, s);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before any thread starts
   signal(SIGPIPE, SIG_IGN);
 
-  std::vector<std::unique_ptr<relays::relay>> running;
-  if (int status = start_all(configs, running); status != 0) return status;
-  serve(signals, running);
+  auto server = relays::api_server::start(ac);
+  if (!server.ok()) {
+    std::fprintf(stderr, "faultlane-relay: %s\n", server.error().message.c_str());
+    return server.code() == faultlane::status::invalid_argument ? exit_bad_input : 1;
+  }
+  if (int status = start_all(f, *server.value()); status != 0) return status;
+  serve(signals, *server.value());
   return 0;
 }
 

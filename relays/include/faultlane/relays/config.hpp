@@ -29,6 +29,11 @@ class Node;
 
 namespace faultlane::relays {
 
+// HOST:PORT as the relays take it: parse_endpoint's form, with `localhost`
+// read as 127.0.0.1 and an IPv6 host in brackets ([::1]:80) unwrapped (the
+// relays then refuse it by name: they relay IPv4).
+result<address> parse_relay_address(std::string_view text);
+
 result<std::vector<relay_config>> parse_relays_yaml(std::string_view text);
 result<std::vector<relay_config>> parse_relays(const YAML::Node& root);
 result<std::vector<relay_config>> load_relays_file(const std::string& path);

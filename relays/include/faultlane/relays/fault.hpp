@@ -30,9 +30,10 @@ enum class fault_kind : std::uint8_t {
   bandwidth,   // cap the direction at bytes_per_s
   slicer,      // cut chunks into writes of size +- variation, delay_us apart
   truncate,    // forward `bytes` bytes of the direction, then close (FIN)
-  reset,       // abort the connection with RST at the trigger
+  reset,       // abort the connection with RST at the trigger (or ms after it)
   stall,       // stop forwarding at the trigger; keep the sockets open
-  blackhole,   // swallow everything; keep the sockets open
+  blackhole,   // swallow everything; keep the sockets open (with ms: close them
+               // ms after it applies, as Toxiproxy's timeout toxic does)
   refuse,      // refuse new connections (accepted, then reset at once)
   drop_frame,  // swallow a decoded frame (header and payload)
   corrupt,     // flip bits in a named header field or a payload byte
@@ -65,7 +66,7 @@ struct fault_spec {
   trigger when;
   std::string name;  // counter name; defaults to "<kind>.<dir>"
 
-  std::uint32_t ms = 0;            // latency, slow_close
+  std::uint32_t ms = 0;            // latency, slow_close; reset: delay; blackhole: close after
   std::uint32_t jitter_ms = 0;     // latency
   std::uint64_t bytes_per_s = 0;   // bandwidth
   std::size_t size = 0;            // slicer: average write size

@@ -89,6 +89,13 @@ class relay {
   // a configured fault.
   fault_id add_fault(fault_spec spec);
   bool remove_fault(fault_id id);
+  // Puts `spec` in the place of fault `id`: same position in the chain and
+  // the same probability draws; live connections take it up as a new
+  // fault. Firings so far stay counted under the old name. False if no
+  // such fault.
+  bool replace_fault(fault_id id, fault_spec spec);
+  // The chain, in order: each fault with its id (configured faults first).
+  std::vector<std::pair<fault_id, fault_spec>> faults() const;
 
   // Firings per fault name (every configured fault appears, zeros
   // included), plus "faults.overflow" (skipped over active_faults_max),
@@ -100,6 +107,11 @@ class relay {
 
   tap& taps();
   std::size_t live_connections() const;
+  // Bytes read from the sources of each direction (up: from clients),
+  // relay-wide, whatever became of them.
+  std::uint64_t bytes_received(direction d) const;
+  // Lasting fault effects in force now (see active_faults_peak).
+  std::size_t active_faults() const;
   // The most lasting fault effects (held stalls, delayed chunks...) ever in
   // effect at once: never above relay_config::active_faults_max; what did
   // not fit was skipped and counted in "faults.overflow".

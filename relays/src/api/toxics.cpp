@@ -1,0 +1,169 @@
+// Toxics as relay faults; see toxics.hpp.
+#include "toxics.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <limits>
+#include <sstream>
+
+namespace faultlane::relays::api {
+namespace {
+
+// A Toxiproxy attribute and the fault key it sets, with the unit's factor.
+struct renamed_key {
+  std::string_view attribute;
+  std::string_view key;
+  std::uint64_t scale = 1;
+};
+
+struct toxiproxy_type {
+  std::string_view type;
+  fault_kind kind;
+  std::array<renamed_key, 3> keys;  // unused entries have an empty name
+};
+
+constexpr std::array<toxiproxy_type, 7> toxiproxy_types{{
+    {"latency", fault_kind::latency, {{{"latency", "ms"}, {"jitter", "jitter_ms"}}}},
+    {"bandwidth", fault_kind::bandwidth, {{{"rate", "bytes_per_s", 1000}}}},
+    {"slicer",
+     fault_kind::slicer,
+     {{{"average_size", "size"}, {"size_variation", "variation"}, {"delay", "delay_us"}}}},
+    {"slow_close", fault_kind::slow_close, {{{"delay", "ms"}}}},
+    {"timeout", fault_kind::blackhole, {{{"timeout", "ms"}}}},
+    {"reset_peer", fault_kind::reset, {{{"timeout", "ms"}}}},
+    {"limit_data", fault_kind::truncate, {{{"bytes", "bytes"}}}},
+}};
+
+const toxiproxy_type* find_toxiproxy_type(std::string_view type) {
+  for (const auto& t : toxiproxy_types) {
+    if (t.type == type) return &t;
+  }
+  return nullptr;
+}
+
+std::optional<fault_kind> find_kind(std::string_view type) {
+  for (int k = 0; k <= static_cast<int>(fault_kind::slow_close); ++k) {
+    if (to_string(static_cast<fault_kind>(k)) == type) return static_cast<fault_kind>(k);
+  }
+  return std::nullopt;
+}
+
+error bad(const std::string& what) { return error{status::invalid_argument, what}; }
+
+// An attribute's value as fault text: a whole non-negative number (times
+// the unit's factor) or a word.
+result<std::string> value_text(const std::string& key, const nlohmann::json& v,
+                               std::uint64_t scale) {
+  std::uint64_t n = 0;
+  if (v.is_number_unsigned()) {
+    n = v.get<std::uint64_t>();
+  } else if (v.is_number_integer() || v.is_number_float()) {
+    double d = v.get<double>();
+    if (!(d >= 0) || d != static_cast<double>(static_cast<std::uint64_t>(d))) {
+      return bad(
+          fmt::format("attribute {} must be a whole number, 0 or more (got {})", key, v.dump()));
+    }
+    n = static_cast<std::uint64_t>(d);
+  } else if (v.is_string()) {
+    auto s = v.get<std::string>();
+    if (s.empty() || s.find_first_of(" \t\r\n=") != std::string::npos) {
+      return bad(fmt::format("attribute {} must be one word (got {})", key, v.dump()));
+    }
+    return s;
+  } else {
+    return bad(fmt::format("attribute {} must be a number or a word (got {})", key, v.dump()));
+  }
+  if (n > std::numeric_limits<std::uint64_t>::max() / scale) {
+    return bad(fmt::format("attribute {} is too large ({})", key, v.dump()));
+  }
+  return std::to_string(n * scale);
+}
+
+}  // namespace
+
+std::string_view stream_name(direction d) { return d == direction::up ? "upstream" : "downstream"; }
+
+result<fault_spec> to_fault(const toxic& t) {
+  const auto* toxiproxy = find_toxiproxy_type(t.type);
+  auto kind = toxiproxy ? std::optional(toxiproxy->kind) : find_kind(t.type);
+  if (!kind) return bad("invalid toxic type");
+  if (!t.attributes.is_object()) return bad("attributes must be an object");
+  if (!(t.toxicity >= 0.0 && t.toxicity <= 1.0)) {
+    return bad(fmt::format("toxicity must be in [0, 1], got {}", t.toxicity));
+  }
+  std::string text = fmt::format("{} dir={}", to_string(*kind), to_string(t.dir));
+  for (const auto& [attribute, value] : t.attributes.items()) {
+    if (attribute == "dir" || attribute == "name" || attribute == "probability") {
+      return bad(
+          fmt::format("attribute {} is set by the toxic's stream, name or toxicity", attribute));
+    }
+    std::string_view key = attribute;
+    std::uint64_t scale = 1;
+    for (const auto& r : toxiproxy ? toxiproxy->keys : std::array<renamed_key, 3>{}) {
+      if (!r.attribute.empty() && r.attribute == attribute) {
+        key = r.key;
+        scale = r.scale;
+      }
+    }
+    auto v = value_text(attribute, value, scale);
+    if (!v.ok()) return v.error();
+    text += fmt::format(" {}={}", key, v.value());
+  }
+  if (t.toxicity < 1.0) text += fmt::format(" probability={}", t.toxicity);
+  auto spec = parse_fault(text);
+  if (!spec.ok()) return bad(fmt::format("{} toxic: {}", t.type, spec.error().message));
+  spec.value().name = t.name;
+  return spec;
+}
+
+toxic from_fault(const fault_spec& f) {
+  toxic t;
+  t.name = f.name;
+  t.type = to_string(f.kind);
+  t.dir = f.dir;
+  t.toxicity = f.when.probability;
+  const auto* toxiproxy = find_toxiproxy_type(t.type);  // the four that share a name
+  std::istringstream words(describe(f));
+  std::string word;
+  words >> word;  // the type
+  while (words >> word) {
+    auto eq = word.find('=');
+    auto key = word.substr(0, eq);
+    auto value = word.substr(eq + 1);
+    if (key == "dir" || key == "probability") continue;
+    std::uint64_t n = 0;
+    bool number = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+    if (number) n = std::stoull(value);
+    for (const auto& r : toxiproxy ? toxiproxy->keys : std::array<renamed_key, 3>{}) {
+      if (!r.key.empty() && r.key == key && n % r.scale == 0) {
+        key = r.attribute;
+        n /= r.scale;
+      }
+    }
+    t.attributes[key] = number ? nlohmann::json(n) : nlohmann::json(value);
+  }
+  return t;
+}
+
+void fill_default_attributes(toxic& t) {
+  const auto* toxiproxy = find_toxiproxy_type(t.type);
+  if (!toxiproxy || !t.attributes.is_object()) return;
+  for (const auto& r : toxiproxy->keys) {
+    if (r.attribute.empty() || t.attributes.contains(r.attribute) ||
+        t.attributes.contains(std::string(r.key))) {
+      continue;
+    }
+    t.attributes[std::string(r.attribute)] = 0;
+  }
+}
+
+nlohmann::json to_json(const toxic& t) {
+  return {{"name", t.name},
+          {"type", t.type},
+          {"stream", stream_name(t.dir)},
+          {"toxicity", t.toxicity},
+          {"attributes", t.attributes}};
+}
+
+}  // namespace faultlane::relays::api
