@@ -15,6 +15,7 @@
 #include "bench.hpp"
 #include "faultlane/core/pattern.hpp"
 #include "faultlane/core/transport.hpp"
+#include "faultlane/relays/api.hpp"
 #include "faultlane/relays/relay.hpp"
 
 namespace faultlane::bench {
@@ -273,18 +274,24 @@ measurement run_faultlane(const options& o) {
     descriptor.max_transfer_bytes = std::max<std::uint64_t>(o.block_bytes, 1ull << 20);
   }
   // --via-relay: one pass-through relay per rail, each listening on and
-  // leaving from its rail's address, with no fault and no tap.
-  std::vector<std::unique_ptr<relays::relay>> in_between;
+  // leaving from its rail's address, with no fault and no tap, and the
+  // relays' HTTP API serving as it does in `faultlane-relay --api`.
+  std::unique_ptr<relays::api_server> in_between;
   if (o.via_relay) {
+    relays::api_config ac;
+    ac.http = relays::address{"127.0.0.1", 0};
+    auto api = relays::api_server::start(ac);
+    if (!api.ok()) die("relay api: " + api.error().message);
+    in_between = std::move(api).value();
     for (auto& e : descriptor.endpoints) {
       relays::relay_config rc;
+      rc.name = fmt::format("rail{}", &e - descriptor.endpoints.data());
       rc.listen = {e.address, 0};
       rc.upstream = {e.address, e.port};
       rc.upstream_source = e.address;
-      auto r = relays::relay::start(rc);
-      if (!r.ok()) die("relay: " + r.error().message);
-      e.port = r.value()->listen_endpoint().port;
-      in_between.push_back(std::move(r).value());
+      auto bound = in_between->add_relay(rc);
+      if (!bound.ok()) die("relay: " + bound.error().message);
+      e.port = bound.value().port;
     }
   }
   auto started = transport::start(config_for(o, o.lanes));

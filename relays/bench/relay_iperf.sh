@@ -51,7 +51,7 @@ start_iperf_server() {
   for try in 1 2 3 4 5 6 7 8 9 10; do
     port=$((20000 + RANDOM % 20000))
     log="$workdir/iperf3-server-$port.log"
-    iperf3 -s -B 127.0.0.1 -p "$port" >"$log" 2>&1 &
+    iperf3 -s -B 127.0.0.1 -p "$port" --forceflush >"$log" 2>&1 &
     pid=$!
     local deadline=$((SECONDS + 5))
     while ((SECONDS < deadline)); do

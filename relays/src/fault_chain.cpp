@@ -79,10 +79,17 @@ void fault_chain::refresh() {
                  draw(relay_.config.seed, f->order, owner_.index(), 0) < w.probability);
     next.push_back(s);
   }
+  bool closing = false;
   for (auto& old : faults_) {
     if (old.holds_slot) relay_.release_effect_slot();  // removed faults give their slot back
+    // A blackhole that swallowed part of the stream cannot hand it back:
+    // removing it closes the connection, as removing Toxiproxy's timeout does.
+    closing |= old.holds_slot && old.fault->spec.kind == fault_kind::blackhole;
   }
   faults_ = std::move(next);
+  if (closing && !out_.ended()) {
+    out_.push({out_item::kind::close, clock_type::now(), {}, "its blackhole fault was removed"});
+  }
   fire_timed();
 }
 

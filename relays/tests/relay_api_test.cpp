@@ -274,6 +274,19 @@ TEST(relay_api_http, a_post_without_a_body_resets) {
   }
 }
 
+// cpp-httplib's stop() is a no-op until its thread has marked itself
+// running: a server stopped at once (a relay flag that fails right after
+// --api started) used to serve forever and hang the program's exit.
+TEST(relay_api_http, stopping_right_after_starting_returns) {
+  api_config c;
+  c.http = address{"127.0.0.1", 0};
+  for (int i = 0; i < 200; ++i) {
+    auto server = api_server::start(c);
+    ASSERT_TRUE(server.ok());
+    server.value()->stop();
+  }
+}
+
 TEST(relay_api_http, the_api_address_follows_the_loopback_rule) {
   api_config c;
   c.http = address{"192.0.2.1", 0};

@@ -187,6 +187,27 @@ TEST(relay_timed_faults, a_blackhole_with_a_byte_trigger_starts_its_clock_there)
   EXPECT_EQ(got.end, asio::error::eof) << got.end.message();
 }
 
+// Bytes a blackhole swallowed cannot come back: removing it closes the
+// connections it fired on (Toxiproxy closes on removing a timeout toxic),
+// and leaves the others alone.
+TEST(relay_timed_faults, removing_a_blackhole_closes_the_connections_it_swallowed) {
+  plain_peer peer(plain_peer::mode::echo);
+  auto r = start_relay(config_to(peer.where(), {}));
+  ASSERT_TRUE(r);
+  client idle(r->listen_endpoint());
+  client swallowed(r->listen_endpoint());
+  auto id = r->add_fault(parse_fault("blackhole dir=down connection=1").value());
+  swallowed.send({'a'});
+  EXPECT_TRUE(eventually([&] { return r->counter("blackhole.down") == 1; }));
+  EXPECT_TRUE(swallowed.read(1, 200ms).data.empty());
+  ASSERT_TRUE(r->remove_fault(id));
+  auto got = swallowed.read(1, 10s);
+  EXPECT_TRUE(got.data.empty());
+  EXPECT_EQ(got.end, asio::error::eof) << got.end.message();
+  idle.send({'b'});
+  EXPECT_EQ(idle.read(1, 10s).data, std::vector<char>{'b'});
+}
+
 TEST(relay_timed_faults, reset_with_ms_resets_that_long_after_its_trigger) {
   plain_peer peer(plain_peer::mode::echo);
   auto r = start_relay(config_to(peer.where(), {"reset dir=down ms=200"}));

@@ -6,6 +6,8 @@
 
 #include <sys/socket.h>
 
+#include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "faultlane/relays/api.hpp"
@@ -50,6 +52,7 @@ class api_server::impl {
   httplib::Server http;
   std::optional<address> bound;
   std::thread thread;
+  std::atomic<bool> serving_done{false};
   std::mutex stop_mutex;
   bool stopped = false;
 };
@@ -141,7 +144,10 @@ result<std::unique_ptr<api_server>> api_server::start(api_config config) {
       return error{status::connection_failed,
                    fmt::format("api: cannot listen on {} (in use?)", at.str())};
     }
-    i->thread = std::thread([raw = i.get()] { raw->http.listen_after_bind(); });
+    i->thread = std::thread([raw = i.get()] {
+      raw->http.listen_after_bind();
+      raw->serving_done = true;
+    });
   }
   // new-ok: the constructor is private, out of make_unique's reach
   return std::unique_ptr<api_server>(new api_server(std::move(i)));
@@ -166,7 +172,13 @@ void api_server::stop() {
   if (impl_->stopped) return;
   impl_->stopped = true;
   if (impl_->thread.joinable()) {
-    impl_->http.stop();
+    // cpp-httplib's stop() does nothing until its thread marked itself
+    // running, so a stop right after start would leave it serving forever:
+    // stop until the thread has returned.
+    while (!impl_->serving_done) {
+      if (impl_->http.is_running()) impl_->http.stop();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     impl_->thread.join();
   }
   impl_->proxies.stop_all();
