@@ -7,9 +7,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "faultlane/core/status.hpp"
 
 namespace faultlane::bench {
 
@@ -25,10 +28,11 @@ struct options {
   std::size_t lanes = 1;
   std::size_t rails = 1;  // 127.0.0.1 .. 127.0.0.<rails>
   std::uint32_t busy_poll_us = 0;
-  bool via_relay = false;   // faultlane through a pass-through relay, against direct
-  double duration_s = 4.0;  // each side: faultlane, then the baseline
-  double warmup_s = 0.2;    // per round, before measuring
-  std::size_t rounds = 4;   // faultlane and baseline alternate this many times
+  std::uint32_t progress_timeout_ms = 0;  // 0: the core's default
+  bool via_relay = false;                 // faultlane through a pass-through relay, against direct
+  double duration_s = 4.0;                // each side: faultlane, then the baseline
+  double warmup_s = 0.2;                  // per round, before measuring
+  std::size_t rounds = 4;                 // faultlane and baseline alternate this many times
   bool verify = false;
   bool skip_baseline = false;
   std::string json_path;
@@ -44,7 +48,6 @@ struct options {
 
 // Parses argv; on a bad flag prints the problem and returns nullopt.
 std::optional<options> parse_options(int argc, char** argv);
-std::string usage();
 std::string describe(const options& o);
 const char* to_string(operation op);
 
@@ -53,8 +56,14 @@ struct measurement {
   std::uint64_t bytes = 0;
   std::uint64_t ops = 0;
   std::uint64_t failures = 0;
+  std::map<std::string, std::uint64_t> failures_by_status;  // "timeout": 3
   std::uint64_t mismatches = 0;
   std::vector<double> latency_us;  // one per op
+
+  void failed(status code) {
+    ++failures;
+    ++failures_by_status[std::string(to_string(code))];
+  }
 };
 
 struct summary {

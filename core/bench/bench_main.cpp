@@ -1,6 +1,7 @@
 // faultlane-bench: measures the transfer core against a raw-TCP baseline in
 // the same run and prints both with their ratio (docs/benchmarks.md).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -49,6 +50,7 @@ void merge(measurement& into, measurement m) {
   into.bytes += m.bytes;
   into.ops += m.ops;
   into.failures += m.failures;
+  for (const auto& [name, n] : m.failures_by_status) into.failures_by_status[name] += n;
   into.mismatches += m.mismatches;
   into.latency_us.insert(into.latency_us.end(), m.latency_us.begin(), m.latency_us.end());
 }
@@ -72,12 +74,110 @@ std::string json_side(const summary& s) {
       s.bytes_per_s, s.ops_per_s, s.mean_us, s.p50_us, s.p99_us, s.p999_us);
 }
 
+// "timeout 3, connection_failed 1", and the same as a JSON object.
+std::string failure_text(const measurement& m) {
+  std::vector<std::string> parts;
+  for (const auto& [name, n] : m.failures_by_status) parts.push_back(fmt::format("{} {}", name, n));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+std::string failure_json(const measurement& m) {
+  std::vector<std::string> parts;
+  for (const auto& [name, n] : m.failures_by_status) {
+    parts.push_back(fmt::format(R"("{}": {})", name, n));
+  }
+  return fmt::format("{{{}}}", fmt::join(parts, ", "));
+}
+
+struct outcome {
+  measurement fl, raw;
+  summary fs, bs;
+  bool baseline = false;
+};
+
+// Interleaved rounds: a shared machine drifts (frequency, neighbours), so
+// each side gets alternating slices of the run instead of one long block.
+// Long runs say how far they got on stderr after each round.
+outcome measure(const options& o) {
+  outcome r;
+  r.baseline = !o.skip_baseline && o.mode == run_mode::loopback;
+  options round = o;
+  round.duration_s = o.duration_s / static_cast<double>(o.rounds);
+  // With --via-relay the reference is faultlane itself, direct.
+  options direct = round;
+  direct.via_relay = false;
+  const bool long_run = o.duration_s * (r.baseline ? 2 : 1) >= 10;
+  for (std::size_t i = 0; i < o.rounds; ++i) {
+    merge(r.fl, run_faultlane(round));
+    if (r.baseline) merge(r.raw, o.via_relay ? run_faultlane(direct) : run_baseline(round));
+    if (long_run) {
+      std::fprintf(stderr, "faultlane-bench: round %zu/%zu: %llu ops, %llu failed so far\n", i + 1,
+                   o.rounds, static_cast<unsigned long long>(r.fl.ops),
+                   static_cast<unsigned long long>(r.fl.failures));
+    }
+  }
+  r.fs = summarize(r.fl);
+  r.bs = summarize(r.raw);
+  return r;
+}
+
+void print(const options& o, const outcome& r) {
+  std::printf("  %-10s %12s %12s %10s %10s %10s %10s\n", "", "throughput", "ops/s", "mean us",
+              "p50 us", "p99 us", "p999 us");
+  const char* subject = o.via_relay ? "via relay" : "faultlane";
+  const char* reference = o.via_relay ? "direct" : "raw tcp";
+  print_row(subject, r.fs);
+  if (r.baseline) {
+    print_row(reference, r.bs);
+    std::printf("  ratio      throughput %.3f x %s, mean latency %.3f x %s\n",
+                r.fs.bytes_per_s / std::max(r.bs.bytes_per_s, 1e-9), reference,
+                r.fs.mean_us / std::max(r.bs.mean_us, 1e-9), reference);
+    if (o.via_relay) {
+      std::printf("  added      p50 %+.1f us, p99 %+.1f us by the relay\n",
+                  r.fs.p50_us - r.bs.p50_us, r.fs.p99_us - r.bs.p99_us);
+    }
+  }
+  std::printf("  ops %llu, failed %llu", static_cast<unsigned long long>(r.fl.ops),
+              static_cast<unsigned long long>(r.fl.failures));
+  if (r.fl.failures > 0) std::printf(" (%s)", failure_text(r.fl).c_str());
+  if (o.verify) {
+    std::printf(", mismatches %llu", static_cast<unsigned long long>(r.fl.mismatches));
+    if (r.baseline) {
+      std::printf(" (baseline, verified too: %llu)",
+                  static_cast<unsigned long long>(r.raw.mismatches));
+    }
+  }
+  std::printf("\n");
+}
+
+bool write_json(const options& o, const outcome& r) {
+  auto ratio = [&](double a, double b) {
+    return r.baseline && b > 0 ? fmt::format("{:.4f}", a / b) : std::string("null");
+  };
+  std::ofstream out(o.json_path);
+  out << fmt::format(
+      R"({{"config": {{"op": "{}", "block_size": {}, "batch": {}, "threads": {}, )"
+      R"("workers": {}, "lanes": {}, "rails": {}, "duration_s": {}, "rounds": {}, )"
+      R"("verify": {}, "via_relay": {}}}, "faultlane": {}, "baseline": {}, )"
+      R"("ratio_bytes_per_s": {}, "ratio_mean_latency": {}, "ops": {}, )"
+      R"("failures": {}, "failures_by_status": {}, "mismatches": {}, "baseline_mismatches": {}}})",
+      to_string(o.op), o.block_bytes, o.batch, o.threads, o.workers, o.lanes, o.rails, o.duration_s,
+      o.rounds, o.verify ? "true" : "false", o.via_relay ? "true" : "false", json_side(r.fs),
+      r.baseline ? json_side(r.bs) : "null", ratio(r.fs.bytes_per_s, r.bs.bytes_per_s),
+      ratio(r.fs.mean_us, r.bs.mean_us), r.fl.ops, r.fl.failures, failure_json(r.fl),
+      r.fl.mismatches,
+      r.baseline && o.verify ? std::to_string(r.raw.mismatches) : std::string("null"));
+  out << "\n";
+  if (!out) std::fprintf(stderr, "faultlane-bench: cannot write %s\n", o.json_path.c_str());
+  return static_cast<bool>(out);
+}
+
 }  // namespace
 }  // namespace faultlane::bench
 
 int main(int argc, char** argv) {
   using namespace faultlane::bench;
   signal(SIGPIPE, SIG_IGN);  // a peer or relay that hangs up is an error, not an exit
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a line at a time, piped or not
   auto parsed = parse_options(argc, argv);
   if (!parsed) return 2;
   const options& o = *parsed;
@@ -86,60 +186,15 @@ int main(int argc, char** argv) {
   if (o.rpc_keys > 0) return run_rpc_saturate(o);
 
   std::printf("faultlane-bench: %s%s\n", describe(o).c_str(), o.verify ? " verify" : "");
-  bool baseline = !o.skip_baseline && o.mode == run_mode::loopback;
-  // Interleaved rounds: a shared machine drifts (frequency, neighbours), so
-  // each side gets alternating slices of the run instead of one long block.
-  options round = o;
-  round.duration_s = o.duration_s / static_cast<double>(o.rounds);
-  measurement fl, raw;
-  // With --via-relay the reference is faultlane itself, direct.
-  options direct = round;
-  direct.via_relay = false;
-  for (std::size_t r = 0; r < o.rounds; ++r) {
-    merge(fl, run_faultlane(round));
-    if (baseline) merge(raw, o.via_relay ? run_faultlane(direct) : run_baseline(round));
+  auto r = measure(o);
+  print(o, r);
+  if (!o.json_path.empty() && !write_json(o, r)) return 1;
+  if (r.fl.ops == 0) {
+    std::fprintf(stderr,
+                 "faultlane-bench: measured 0 operations (%llu failed): nothing to report\n",
+                 static_cast<unsigned long long>(r.fl.failures));
+    return 1;
   }
-  auto fs = summarize(fl);
-  auto bs = summarize(raw);
-
-  std::printf("  %-10s %12s %12s %10s %10s %10s %10s\n", "", "throughput", "ops/s", "mean us",
-              "p50 us", "p99 us", "p999 us");
-  const char* subject = o.via_relay ? "via relay" : "faultlane";
-  const char* reference = o.via_relay ? "direct" : "raw tcp";
-  print_row(subject, fs);
-  if (baseline) print_row(reference, bs);
-  double ratio = bs.bytes_per_s > 0 ? fs.bytes_per_s / bs.bytes_per_s : 0;
-  double latency_ratio = bs.mean_us > 0 ? fs.mean_us / bs.mean_us : 0;
-  if (baseline) {
-    std::printf("  ratio      throughput %.3f x %s, mean latency %.3f x %s\n", ratio, reference,
-                latency_ratio, reference);
-    if (o.via_relay) {
-      std::printf("  added      p50 %+.1f us, p99 %+.1f us by the relay\n", fs.p50_us - bs.p50_us,
-                  fs.p99_us - bs.p99_us);
-    }
-  }
-  std::printf("  ops %llu, failed %llu", static_cast<unsigned long long>(fl.ops),
-              static_cast<unsigned long long>(fl.failures));
-  if (o.verify) std::printf(", mismatches %llu", static_cast<unsigned long long>(fl.mismatches));
-  std::printf("\n");
-
-  if (!o.json_path.empty()) {
-    std::ofstream out(o.json_path);
-    out << fmt::format(
-        R"({{"config": {{"op": "{}", "block_size": {}, "batch": {}, "threads": {}, )"
-        R"("workers": {}, "lanes": {}, "rails": {}, "duration_s": {}, "rounds": {}, )"
-        R"("verify": {}, "via_relay": {}}}, "faultlane": {}, "baseline": {}, )"
-        R"("ratio_bytes_per_s": {:.4f}, "ratio_mean_latency": {:.4f}, )"
-        R"("failures": {}, "mismatches": {}}})",
-        to_string(o.op), o.block_bytes, o.batch, o.threads, o.workers, o.lanes, o.rails,
-        o.duration_s, o.rounds, o.verify ? "true" : "false", o.via_relay ? "true" : "false",
-        json_side(fs), baseline ? json_side(bs) : "null", ratio, latency_ratio, fl.failures,
-        fl.mismatches);
-    out << "\n";
-    if (!out) {
-      std::fprintf(stderr, "faultlane-bench: cannot write %s\n", o.json_path.c_str());
-      return 1;
-    }
-  }
-  return fl.failures == 0 && fl.mismatches == 0 ? 0 : 1;
+  bool clean = r.fl.failures == 0 && r.fl.mismatches == 0 && r.raw.mismatches == 0;
+  return clean ? 0 : 1;
 }

@@ -1,5 +1,8 @@
 // Command-line parsing for faultlane-bench.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -31,13 +34,6 @@ std::optional<std::uint64_t> parse_size(std::string_view text) {
   return value * scale;
 }
 
-std::optional<std::uint64_t> parse_count(std::string_view text, std::uint64_t low,
-                                         std::uint64_t high) {
-  auto v = parse_size(text);
-  if (!v || *v < low || *v > high) return std::nullopt;
-  return v;
-}
-
 }  // namespace
 
 const char* to_string(operation op) {
@@ -49,37 +45,6 @@ const char* to_string(operation op) {
   return "?";
 }
 
-std::string usage() {
-  return R"(usage: faultlane-bench [flags]
-  --op read|write|mix     operation (default read; mix alternates)
-  --block-size N[K|M|G]   bytes per operation (default 64K)
-  --batch N               operations submitted together (default 32)
-  --threads N             submitting threads (default 1)
-  --workers N             faultlane io threads, 1..32 (default 1)
-  --lanes N               connections per peer; the baseline uses as many (default 1)
-  --rails N               rails 127.0.0.1..127.0.0.N on loopback, 1..16 (default 1)
-  --busy-poll-us N        io threads poll N us before blocking (default 0)
-  --duration S            seconds measured for each side (default 4)
-  --rounds N              faultlane and the baseline alternate N times (default 4)
-  --warmup S              seconds run before measuring, each round (default 0.2)
-  --verify                check every byte moved
-  --no-baseline           measure faultlane only
-  --via-relay             run faultlane through a pass-through faultlane-relay and
-                          compare with faultlane direct (instead of raw TCP)
-  --json PATH             write the results as JSON
-  --mode loopback|target|initiator
-  --listen HOST:PORT      target mode address (default 127.0.0.1:0)
-  --peer HOST:PORT --registration ID --incarnation N   initiator mode target
-  --rpc                   control plane: a pooled method against the same method
-                          inline and the inline ping (uses --threads as clients,
-                          --workers as io threads and pool workers)
-  --rpc-saturate N        control plane: ping every 20 ms while 4 clients scan N
-                          registrations and 2 call describe; pooled, then inline
-  --rpc-workers N         the pool's threads for --rpc-saturate (default 0: as many
-                          as io threads, the transport's default)
-)";
-}
-
 namespace {
 
 // Bounds of the benchmark's own (not the core's) flags.
@@ -89,65 +54,126 @@ constexpr std::uint64_t rounds_max = 1000;
 constexpr double seconds_max = 3600;
 constexpr std::uint64_t region_bytes_max = 8ull << 30;
 
-// A numeric flag and its bounds; core settings use the core's limits.
-struct count_flag {
-  std::string_view name;
-  std::uint64_t low;
-  std::uint64_t high;
-  void (*store)(options&, std::uint64_t);
-};
+// A CLI11 option taking a count with K/M/G suffixes (powers of 1024),
+// checked against [low, high] with the range in the error.
+template <typename T>
+CLI::Option* count(CLI::App& app, const std::string& name, T& into, std::uint64_t low,
+                   std::uint64_t high, const std::string& help) {
+  return app
+      .add_option_function<std::string>(
+          name,
+          [&into, name, low, high](const std::string& text) {
+            auto v = parse_size(text);
+            if (!v || *v < low || *v > high) {
+              throw CLI::ValidationError(
+                  name, fmt::format("'{}' is not a whole number from {} to {}", text, low, high));
+            }
+            into = static_cast<T>(*v);
+          },
+          help)
+      ->type_name("N");
+}
 
-constexpr count_flag count_flags[] = {
-    {"--block-size", 1, limits::transfer_bytes_default,
-     [](options& o, std::uint64_t v) { o.block_bytes = v; }},
-    {"--batch", 1, batch_max, [](options& o, std::uint64_t v) { o.batch = v; }},
-    {"--threads", 1, threads_max, [](options& o, std::uint64_t v) { o.threads = v; }},
-    {"--workers", limits::worker_count_min, limits::worker_count_max,
-     [](options& o, std::uint64_t v) { o.workers = v; }},
-    {"--lanes", 1, limits::lane_count_max, [](options& o, std::uint64_t v) { o.lanes = v; }},
-    {"--rails", 1, limits::rail_count_max, [](options& o, std::uint64_t v) { o.rails = v; }},
-    {"--busy-poll-us", 0, limits::busy_poll_us_max,
-     [](options& o, std::uint64_t v) { o.busy_poll_us = static_cast<std::uint32_t>(v); }},
-    {"--rounds", 1, rounds_max, [](options& o, std::uint64_t v) { o.rounds = v; }},
-    {"--registration", 1, UINT64_MAX, [](options& o, std::uint64_t v) { o.peer_registration = v; }},
-    {"--incarnation", 1, UINT64_MAX, [](options& o, std::uint64_t v) { o.peer_incarnation = v; }},
-    {"--rpc-saturate", 1, 10'000'000, [](options& o, std::uint64_t v) { o.rpc_keys = v; }},
-    {"--rpc-workers", 0, 256, [](options& o, std::uint64_t v) { o.rpc_workers = v; }},
-};
+CLI::Option* seconds(CLI::App& app, const std::string& name, double& into,
+                     const std::string& help) {
+  return app
+      .add_option_function<std::string>(
+          name,
+          [&into, name](const std::string& text) {
+            char* end = nullptr;
+            double v = std::strtod(text.c_str(), &end);
+            if (end == text.c_str() || *end != '\0' || !(v > 0) || v > seconds_max) {
+              throw CLI::ValidationError(
+                  name, fmt::format("'{}' is not a number of seconds above 0 and up to {}", text,
+                                    seconds_max));
+            }
+            into = v;
+          },
+          help)
+      ->type_name("S");
+}
 
-// Flags with a word or text value. False for a value the flag does not take.
-bool parse_word(options& o, std::string_view flag, std::string_view value, bool& known) {
-  known = true;
-  if (flag == "--op") {
-    if (value == "read") o.op = operation::read;
-    else if (value == "write") o.op = operation::write;
-    else if (value == "mix") o.op = operation::mix;
-    else return false;
-  } else if (flag == "--mode") {
-    if (value == "loopback") o.mode = run_mode::loopback;
-    else if (value == "target") o.mode = run_mode::target;
-    else if (value == "initiator") o.mode = run_mode::initiator;
-    else return false;
-  } else if (flag == "--duration" || flag == "--warmup") {
-    char* end = nullptr;
-    std::string text(value);
-    double seconds = std::strtod(text.c_str(), &end);
-    if (end == text.c_str() || *end != '\0' || seconds < 0 || seconds > seconds_max) return false;
-    (flag == "--duration" ? o.duration_s : o.warmup_s) = seconds;
-  } else if (flag == "--json") {
-    o.json_path = value;
-  } else if (flag == "--listen") {
-    o.listen = value;
-  } else if (flag == "--peer") {
-    o.peer = value;
-  } else {
-    known = false;
-  }
-  return true;
+// The two-process modes and the control-plane runs, none of which goes
+// with --via-relay.
+void define_other_modes(CLI::App& app, options& o, CLI::Option* relay) {
+  auto* mode = app.add_option_function<std::string>(
+                      "--mode",
+                      [&o](const std::string& v) {
+                        o.mode = v == "target"      ? run_mode::target
+                                 : v == "initiator" ? run_mode::initiator
+                                                    : run_mode::loopback;
+                      },
+                      "loopback (default), target, or initiator")
+                   ->check(CLI::IsMember({"loopback", "target", "initiator"}));
+  app.add_option("--listen", o.listen, "target mode address (default 127.0.0.1:0)");
+  app.add_option("--peer", o.peer, "initiator mode: the target's HOST:PORT");
+  count(app, "--registration", o.peer_registration, 1, UINT64_MAX,
+        "initiator mode: the target's registration id");
+  count(app, "--incarnation", o.peer_incarnation, 1, UINT64_MAX,
+        "initiator mode: the target's incarnation");
+  auto* rpc = app.add_flag("--rpc", o.rpc,
+                           "control plane: a pooled method against the same method inline and "
+                           "the inline ping (--threads clients, --workers io threads)");
+  auto* saturate = count(app, "--rpc-saturate", o.rpc_keys, 1, 10'000'000,
+                         "control plane: ping every 20 ms while 4 clients scan N registrations "
+                         "and 2 call describe; pooled, then inline");
+  count(app, "--rpc-workers", o.rpc_workers, 0, 256,
+        "the pool's threads for --rpc-saturate (default 0: as many as io threads)");
+  rpc->excludes(saturate);
+  relay->excludes(mode);
+  relay->excludes(rpc);
+  relay->excludes(saturate);
+}
+
+void define(CLI::App& app, options& o) {
+  app.set_version_flag("--version", std::string("faultlane-bench ") + FAULTLANE_VERSION);
+  app.add_option_function<std::string>(
+         "--op",
+         [&o](const std::string& v) {
+           o.op = v == "write" ? operation::write : v == "mix" ? operation::mix : operation::read;
+         },
+         "read, write, or mix (alternating); default read")
+      ->check(CLI::IsMember({"read", "write", "mix"}));
+  count(app, "--block-size", o.block_bytes, 1, limits::transfer_bytes_default,
+        "bytes per operation, with K, M or G (default 64K)");
+  count(app, "--batch", o.batch, 1, batch_max, "operations submitted together (default 32)");
+  count(app, "--threads", o.threads, 1, threads_max, "submitting threads (default 1)");
+  count(app, "--workers", o.workers, limits::worker_count_min, limits::worker_count_max,
+        "faultlane io threads (default 1)");
+  count(app, "--lanes", o.lanes, 1, limits::lane_count_max,
+        "connections per peer; the baseline uses as many (default 1)");
+  count(app, "--rails", o.rails, 1, limits::rail_count_max,
+        "rails 127.0.0.1..127.0.0.N on loopback (default 1)");
+  count(app, "--busy-poll-us", o.busy_poll_us, 0, limits::busy_poll_us_max,
+        "io threads poll N us before blocking (default 0)");
+  count(app, "--progress-timeout-ms", o.progress_timeout_ms, 1, limits::timeout_ms_max,
+        "a started request that moves no byte for this long fails (default: the core's)");
+  seconds(app, "--duration", o.duration_s, "seconds measured for each side (default 4)");
+  app.add_option_function<std::string>(
+         "--warmup",
+         [&o](const std::string& text) {
+           char* end = nullptr;
+           double v = std::strtod(text.c_str(), &end);
+           if (end == text.c_str() || *end != '\0' || !(v >= 0) || v > seconds_max) {
+             throw CLI::ValidationError(
+                 "--warmup", fmt::format("'{}' is not 0 to {} seconds", text, seconds_max));
+           }
+           o.warmup_s = v;
+         },
+         "seconds run before measuring, each round (default 0.2)")
+      ->type_name("S");
+  count(app, "--rounds", o.rounds, 1, rounds_max,
+        "faultlane and the baseline alternate N times (default 4)");
+  app.add_flag("--verify", o.verify, "check every byte moved, on both sides");
+  app.add_flag("--no-baseline", o.skip_baseline,
+               "measure faultlane only (ratios are null in the JSON)");
+  auto* relay = app.add_flag("--via-relay", o.via_relay,
+                             "faultlane through a pass-through relay, against faultlane direct");
+  app.add_option("--json", o.json_path, "write the results as JSON");
+  define_other_modes(app, o, relay);
 }
 
 std::optional<std::string> check_combination(const options& o) {
-  if (o.duration_s <= 0) return "--duration must be positive";
   if (o.rails > o.lanes) return "--rails must not exceed --lanes (each rail needs a lane)";
   if (o.mode == run_mode::initiator &&
       (o.peer.empty() || o.peer_registration == 0 || o.peer_incarnation == 0)) {
@@ -161,52 +187,25 @@ std::optional<std::string> check_combination(const options& o) {
 }  // namespace
 
 std::optional<options> parse_options(int argc, char** argv) {
+  CLI::App app{
+      "faultlane-bench: the transfer core against raw TCP in the same run "
+      "(docs/benchmarks.md)"};
   options o;
-  auto fail = [](const std::string& what) -> std::optional<options> {
-    std::fprintf(stderr, "faultlane-bench: %s\n%s", what.c_str(), usage().c_str());
+  define(app, o);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ExtrasError&) {
+    std::fprintf(stderr, "faultlane-bench: unknown flag or argument: %s (see --help)\n",
+                 fmt::format("{}", fmt::join(app.remaining(), " ")).c_str());
     return std::nullopt;
-  };
-  for (int i = 1; i < argc; ++i) {
-    std::string_view flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      std::fputs(usage().c_str(), stdout);
-      std::exit(0);
-    }
-    if (flag == "--verify") {
-      o.verify = true;
-      continue;
-    }
-    if (flag == "--no-baseline") {
-      o.skip_baseline = true;
-      continue;
-    }
-    if (flag == "--rpc") {
-      o.rpc = true;
-      continue;
-    }
-    if (flag == "--via-relay") {
-      o.via_relay = true;
-      continue;
-    }
-    if (i + 1 >= argc) return fail(fmt::format("{} needs a value", flag));
-    std::string_view value = argv[++i];
-    auto counted = std::find_if(std::begin(count_flags), std::end(count_flags),
-                                [&](const count_flag& f) { return f.name == flag; });
-    if (counted != std::end(count_flags)) {
-      auto v = parse_count(value, counted->low, counted->high);
-      if (!v) {
-        return fail(fmt::format("bad value '{}' for {} (expected {}..{})", value, flag,
-                                counted->low, counted->high));
-      }
-      counted->store(o, *v);
-      continue;
-    }
-    bool known = false;
-    if (!parse_word(o, flag, value, known))
-      return fail(fmt::format("bad value '{}' for {}", value, flag));
-    if (!known) return fail(fmt::format("unknown flag {}", flag));
+  } catch (const CLI::ParseError& e) {
+    if (app.exit(e) == 0) std::exit(0);  // --help, --version
+    return std::nullopt;
   }
-  if (auto wrong = check_combination(o)) return fail(*wrong);
+  if (auto wrong = check_combination(o)) {
+    std::fprintf(stderr, "faultlane-bench: %s\n", wrong->c_str());
+    return std::nullopt;
+  }
   return o;
 }
 

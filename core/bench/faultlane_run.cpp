@@ -29,6 +29,7 @@ transport_config config_for(const options& o, std::size_t lanes) {
   c.bind_address = "127.0.0.1";
   c.worker_count = o.workers;
   c.busy_poll_us = o.busy_poll_us;
+  if (o.progress_timeout_ms > 0) c.progress_timeout_ms = o.progress_timeout_ms;
   // Rails pair by index on both ends; each rail's lanes bind its address.
   for (std::size_t i = 1; i <= o.rails && o.mode == run_mode::loopback; ++i) {
     c.rail_addresses.push_back("127.0.0." + std::to_string(i));
@@ -107,7 +108,7 @@ void submit_loop(transport& t, segment_id seg, registration_id id, const options
     for (std::size_t k = 0; k < o.batch; ++k) {
       auto st = batch.value()->status(k);
       if (st.code != status::ok) {
-        ++s.m.failures;
+        s.m.failed(st.code);
         continue;
       }
       if (o.verify && !wrote[k]) {
@@ -171,7 +172,7 @@ class closed_loop {
         t_.submit(requests_, [this](std::size_t, status code, std::uint64_t) { on_done(code); });
     if (!batch.ok()) {
       std::lock_guard lock(mutex_);
-      ++s_.m.failures;
+      s_.m.failed(batch.error().code);
       finished_.set_value();
     }
   }
@@ -184,7 +185,7 @@ class closed_loop {
     {
       std::lock_guard lock(mutex_);
       if (code != status::ok) {
-        ++s_.m.failures;
+        s_.m.failed(code);
       } else if (measuring_) {
         s_.m.latency_us.push_back(std::chrono::duration<double, std::micro>(now - start_).count());
         s_.m.bytes += o_.block_bytes;
@@ -238,13 +239,8 @@ measurement drive(transport& initiator, segment_id seg, registration_id id, cons
   for (auto& l : loops) l->wait();
   measurement total;
   total.seconds = seconds;
-  for (auto& s : states) {
-    total.bytes += s.m.bytes;
-    total.ops += s.m.ops;
-    total.failures += s.m.failures;
-    total.mismatches += s.m.mismatches;
-    total.latency_us.insert(total.latency_us.end(), s.m.latency_us.begin(), s.m.latency_us.end());
-  }
+  for (auto& s : states) merge(total, std::move(s.m));
+  total.seconds = seconds;
   return total;
 }
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "bench.hpp"
+#include "faultlane/core/pattern.hpp"
 
 namespace faultlane::bench {
 namespace {
@@ -75,13 +76,29 @@ struct request {
   std::uint64_t length;
 };
 
-void serve(int fd, std::uint64_t block) {
-  std::vector<char> buffer(block, 'b');
+// With --verify the baseline touches every byte as faultlane's run does:
+// READs carry a known pattern the client compares, WRITEs another one the
+// server compares, answering 1 in the ack for a mismatch.
+constexpr std::uint64_t read_seed = 7;
+constexpr std::uint64_t write_seed = 11;
+
+std::vector<char> patterned(std::uint64_t bytes, std::uint64_t seed) {
+  std::vector<char> out(bytes);
+  fill_pattern(reinterpret_cast<std::byte*>(out.data()), out.size(), seed);
+  return out;
+}
+
+void serve(int fd, std::uint64_t block, bool verify) {
+  std::vector<char> buffer = verify ? patterned(block, read_seed) : std::vector<char>(block, 'b');
+  std::vector<char> expected_write = verify ? patterned(block, write_seed) : std::vector<char>();
+  std::vector<char> received(block);
   request r{};
-  std::uint64_t ack = 0;
   while (recv_all(fd, &r, sizeof(r))) {
     if (r.is_write != 0) {
-      if (!recv_all(fd, buffer.data(), r.length) || !send_all(fd, &ack, sizeof(ack))) break;
+      if (!recv_all(fd, received.data(), r.length)) break;
+      std::uint64_t ack =
+          verify && std::memcmp(received.data(), expected_write.data(), r.length) != 0 ? 1 : 0;
+      if (!send_all(fd, &ack, sizeof(ack))) break;
     } else if (!send_all(fd, buffer.data(), r.length)) {
       break;
     }
@@ -102,10 +119,12 @@ void run_striped(const options& o, const std::vector<int>& clients, std::atomic<
   const std::size_t parts = std::min(o.rails, clients.size());
   auto sync = std::make_shared<std::barrier<>>(static_cast<std::ptrdiff_t>(parts));
   auto stop = std::make_shared<std::atomic<bool>>(false);
+  auto mismatches = std::make_shared<std::atomic<std::uint64_t>>(0);
   for (std::size_t c = 0; c < parts; ++c) {
-    drivers.emplace_back([&o, &clients, &phase, &m, sync, stop, c, parts] {
+    drivers.emplace_back([&o, &clients, &phase, &m, sync, stop, mismatches, c, parts] {
       std::uint64_t part = o.block_bytes / parts + (c < o.block_bytes % parts ? 1 : 0);
       std::vector<char> buffer(part, 'c');
+      auto expected = o.verify ? patterned(o.block_bytes, read_seed) : std::vector<char>();
       while (true) {
         // Part 0 decides for everyone whether another op runs.
         if (c == 0) stop->store(phase.load(std::memory_order_relaxed) >= 2);
@@ -115,8 +134,11 @@ void run_striped(const options& o, const std::vector<int>& clients, std::atomic<
         auto start = clock_type::now();
         request r{0, part};
         bool ok = send_all(clients[c], &r, sizeof(r)) && recv_all(clients[c], buffer.data(), part);
+        bool wrong = ok && o.verify && std::memcmp(buffer.data(), expected.data(), part) != 0;
         sync->arrive_and_wait();  // the op ends when every part landed
         if (!ok) stop->store(true);
+        if (wrong) mismatches->fetch_add(1);
+        if (c == 0) m.mismatches = mismatches->load();
         if (c == 0 && measuring) {
           m.latency_us.push_back(
               std::chrono::duration<double, std::micro>(clock_type::now() - start).count());
@@ -132,7 +154,10 @@ void run_striped(const options& o, const std::vector<int>& clients, std::atomic<
 // over, timing each answer from the start of its round.
 void drive_connection(const options& o, int fd, std::size_t depth, std::atomic<int>& phase,
                       measurement& m) {
-  std::vector<char> buffer(o.block_bytes, 'c');
+  std::vector<char> buffer =
+      o.verify ? patterned(o.block_bytes, write_seed) : std::vector<char>(o.block_bytes, 'c');
+  std::vector<char> received(o.block_bytes);
+  auto expected = o.verify ? patterned(o.block_bytes, read_seed) : std::vector<char>();
   std::uint64_t ack = 0;
   std::uint64_t n = 0;
   while (phase.load(std::memory_order_relaxed) < 2) {
@@ -147,9 +172,14 @@ void drive_connection(const options& o, int fd, std::size_t depth, std::atomic<i
       if (is_write && !send_all(fd, buffer.data(), o.block_bytes)) return;
     }
     for (std::size_t k = 0; k < depth; ++k) {
-      bool ok =
-          writes[k] ? recv_all(fd, &ack, sizeof(ack)) : recv_all(fd, buffer.data(), o.block_bytes);
+      bool ok = writes[k] ? recv_all(fd, &ack, sizeof(ack))
+                          : recv_all(fd, received.data(), o.block_bytes);
       if (!ok) return;
+      if (o.verify) {
+        m.mismatches += writes[k]
+                            ? ack != 0
+                            : std::memcmp(received.data(), expected.data(), o.block_bytes) != 0;
+      }
       if (measuring) {
         m.latency_us.push_back(
             std::chrono::duration<double, std::micro>(clock_type::now() - start).count());
@@ -182,7 +212,7 @@ void connect_pairs(const options& o, std::size_t connections, std::vector<int>& 
     no_delay(fd);
     no_delay(accepted);
     clients.push_back(fd);
-    servers.emplace_back(serve, accepted, o.block_bytes);
+    servers.emplace_back(serve, accepted, o.block_bytes, o.verify);
   }
   ::close(listener);
 }
@@ -220,6 +250,7 @@ measurement run_baseline(const options& o) {
   for (auto& m : per) {
     total.bytes += m.bytes;
     total.ops += m.ops;
+    total.mismatches += m.mismatches;
     total.latency_us.insert(total.latency_us.end(), m.latency_us.begin(), m.latency_us.end());
   }
   return total;

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# faultlane-bench's command line: every bad flag is one clear line and exit
+# 2; a run that measured nothing exits 1 with its failures by status; JSON
+# ratios are null without a baseline; --verify verifies the baseline too.
+set -uo pipefail
+bench=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+fail() { echo "FAIL: $*"; failed=1; }
+
+# expect_bad ARGS... -- TEXT: exit 2 and TEXT in the output.
+expect_bad() {
+  local args=() text
+  while [ "$1" != "--" ]; do args+=("$1"); shift; done
+  text=$2
+  out=$("$bench" "${args[@]}" 2>&1)
+  rc=$?
+  [ $rc -eq 2 ] || fail "${args[*]}: exit $rc, not 2: $out"
+  grep -qF -- "$text" <<<"$out" || fail "${args[*]}: no '$text' in: $out"
+}
+expect_bad --bogus 1 -- "unknown flag or argument: --bogus 1"
+expect_bad --block-size 2X -- "'2X' is not a whole number from 1 to"
+expect_bad --block-size 0 -- "'0' is not a whole number from 1 to"
+expect_bad --batch -1 -- "'-1' is not a whole number from 1 to"
+expect_bad --workers 99 -- "from 1 to 32"
+expect_bad --duration nan -- "'nan' is not a number of seconds above 0"
+expect_bad --duration 0 -- "'0' is not a number of seconds above 0"
+expect_bad --warmup -1 -- "'-1' is not 0 to"
+expect_bad --op jump -- "jump not in {read,write,mix}"
+expect_bad --rails 2 -- "--rails must not exceed --lanes"
+expect_bad --via-relay --rpc -- "--via-relay excludes --rpc"
+expect_bad --mode initiator -- "needs --peer, --registration and --incarnation"
+expect_bad --lanes -- "--lanes"
+"$bench" --version | grep -q "^faultlane-bench " || fail "--version"
+"$bench" --help | grep -q -- "--progress-timeout-ms" || fail "--help lists --progress-timeout-ms"
+
+# 2G is a size (and too large for a transfer: the range says so).
+expect_bad --block-size 2G -- "'2G' is not a whole number from 1 to 1073741824"
+"$bench" --block-size 1M --batch 1 --duration 0.2 --rounds 1 --warmup 0 --no-baseline \
+  >/dev/null || fail "--block-size 1M runs"
+
+# Nothing measured: every op failed (no target there), exit 1, by status.
+out=$("$bench" --mode initiator --peer 127.0.0.1:9 --registration 1 --incarnation 1 \
+  --duration 0.2 --rounds 1 --json "$tmp/none.json" 2>&1)
+rc=$?
+[ $rc -eq 1 ] || fail "a run with 0 ops exited $rc"
+grep -q "failed [0-9]* (connection_failed [0-9]*)" <<<"$out" || fail "no breakdown: $out"
+grep -q "measured 0 operations" <<<"$out" || fail "no 0-ops message: $out"
+grep -q '"failures_by_status": {"connection_failed": ' "$tmp/none.json" || fail "JSON breakdown"
+
+# No baseline: ratios are null, not 0.
+"$bench" --block-size 4K --duration 0.2 --rounds 1 --warmup 0 --no-baseline \
+  --json "$tmp/alone.json" >/dev/null || fail "--no-baseline run"
+grep -q '"ratio_bytes_per_s": null, "ratio_mean_latency": null' "$tmp/alone.json" ||
+  fail "ratios not null: $(cat "$tmp/alone.json")"
+
+# --verify: the baseline moves patterned bytes and checks them as well.
+out=$("$bench" --op mix --block-size 64K --batch 4 --duration 0.2 --rounds 1 --warmup 0 \
+  --verify --json "$tmp/verify.json")
+grep -q "mismatches 0 (baseline, verified too: 0)" <<<"$out" || fail "verify line: $out"
+grep -q '"baseline_mismatches": 0' "$tmp/verify.json" || fail "verify JSON"
+
+[ "$failed" -eq 0 ] && echo "bench cli: every check passed"
+exit "$failed"
