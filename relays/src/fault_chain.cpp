@@ -62,21 +62,28 @@ void fault_chain::refresh() {
   generation_ = generation;
   std::vector<fault_state> next;
   for (const auto& f : relay_.snapshot()) {
+    // A fault is known by its id: one replaced in place (relay::replace_fault)
+    // keeps what it did here (fired, counted, a stall's hold, its slot) and
+    // takes up its new values.
     auto kept = std::find_if(faults_.begin(), faults_.end(),
-                             [&](const fault_state& s) { return s.fault == f; });
+                             [&](const fault_state& s) { return s.fault->id == f->id; });
     if (kept != faults_.end()) {
-      next.push_back(*kept);
+      auto s = *kept;
       kept->holds_slot = false;  // moved
+      if (s.fault != f) {
+        s.fault = f;
+        s.applies = applies_here(*f);
+        if (!s.applies && s.holds_slot) {
+          relay_.release_effect_slot();
+          s.holds_slot = false;
+        }
+      }
+      next.push_back(s);
       continue;
     }
-    const auto& w = f->spec.when;
     fault_state s;
     s.fault = f;
-    s.applies = f->spec.kind != fault_kind::refuse && f->spec.dir == dir_ &&
-                (!w.connection || *w.connection == owner_.index()) &&
-                (!w.rail || *w.rail == relay_.config.rail) &&
-                (f->spec.frame_aware() ||
-                 draw(relay_.config.seed, f->order, owner_.index(), 0) < w.probability);
+    s.applies = applies_here(*f);
     next.push_back(s);
   }
   bool closing = false;
@@ -89,8 +96,18 @@ void fault_chain::refresh() {
   faults_ = std::move(next);
   if (closing && !out_.ended()) {
     out_.push({out_item::kind::close, clock_type::now(), {}, "its blackhole fault was removed"});
+    out_.expedite_closes();  // a timed close queued earlier goes now too
   }
   fire_timed();
+}
+
+bool fault_chain::applies_here(const installed_fault& f) const {
+  const auto& w = f.spec.when;
+  return f.spec.kind != fault_kind::refuse && f.spec.dir == dir_ &&
+         (!w.connection || *w.connection == owner_.index()) &&
+         (!w.rail || *w.rail == relay_.config.rail) &&
+         (f.spec.frame_aware() ||
+          draw(relay_.config.seed, f.order, owner_.index(), 0) < w.probability);
 }
 
 bool fault_chain::transparent() const {

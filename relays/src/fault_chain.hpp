@@ -79,6 +79,9 @@ class fault_chain {
     std::vector<payload_flip> flips;
   };
 
+  // Direction, connection, rail and (for faults decided per connection)
+  // the probability draw.
+  bool applies_here(const installed_fault& f) const;
   void note_decode_failure();
   void handle_piece(piece& p);
   void record_frame(const piece& p);

@@ -162,7 +162,7 @@ result<std::unique_ptr<relay>> relay::start(relay_config config) {
     if (f.when.count) installed->remaining = *f.when.count;
     s.faults.push_back(installed);
   }
-  if (!s.config.tap_path.empty() && !s.recorder.open_file(s.config.tap_path)) {
+  if (!s.config.tap_path.empty() && !s.recorder.open_file(s.config.tap_path, s.config.tap_append)) {
     return error{status::invalid_argument,
                  fmt::format("cannot write tap file {}", s.config.tap_path)};
   }
@@ -326,7 +326,12 @@ bool relay::replace_fault(fault_id id, fault_spec spec) {
     auto installed = std::make_shared<detail::installed_fault>();
     installed->id = id;
     installed->order = (*it)->order;
-    if (spec.when.count) installed->remaining = *spec.when.count;
+    // The firings left carry over unless the count itself changed.
+    if (spec.when.count == (*it)->spec.when.count) {
+      installed->remaining = (*it)->remaining.load();
+    } else if (spec.when.count) {
+      installed->remaining = *spec.when.count;
+    }
     installed->spec = std::move(spec);
     *it = std::move(installed);
     s.faults_generation.fetch_add(1, std::memory_order_acq_rel);

@@ -65,10 +65,25 @@ void send_queue::wait_for_front() {
   timer_.async_wait([self = owner_.self(), this](std::error_code ec) {
     if (state_ == state::closed) return;
     FL_ASSERT(state_ == state::waiting);
-    FL_ASSERT(!ec);  // only cancel() cancels the timer, and it closes the queue
+    // Only cancel() (which closes the queue) and expedite_closes() cancel
+    // the timer; after the latter the front may go sooner.
+    FL_ASSERT(!ec || ec == asio::error::operation_aborted);
     state_ = state::idle;
     pump();
   });
+}
+
+void send_queue::expedite_closes() {
+  auto now = clock_type::now();
+  bool sooner = false;
+  for (auto& item : items_) {
+    if ((item.what == out_item::kind::close || item.what == out_item::kind::reset) &&
+        item.not_before > now) {
+      item.not_before = now;
+      sooner = true;
+    }
+  }
+  if (sooner && state_ == state::waiting) timer_.cancel();
 }
 
 void send_queue::write_front() {

@@ -47,6 +47,9 @@ class send_queue {
   // Starts the front item if nothing is in flight; a completion pumps again.
   void pump();
   void cancel();  // the connection is closing
+  // Every queued reset or close may go now rather than at its time (what
+  // is queued before it still goes first).
+  void expedite_closes();
 
   std::size_t queued_bytes() const noexcept { return queued_bytes_; }
   // Empty with nothing in flight: the pipe may write past the queue.

@@ -81,9 +81,9 @@ std::string to_json(const tap_record& r) {
   return out + "}";
 }
 
-bool tap::open_file(const std::string& jsonl_path) {
+bool tap::open_file(const std::string& jsonl_path, bool append) {
   std::lock_guard lock(mutex_);
-  file_.open(jsonl_path, std::ios::out | std::ios::trunc);
+  file_.open(jsonl_path, std::ios::out | (append ? std::ios::app : std::ios::trunc));
   return static_cast<bool>(file_);
 }
 

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <fstream>
+
 #include "api/proxies.hpp"
 #include "faultlane/relays/api.hpp"
 #include "relay_fixture.hpp"
@@ -75,8 +77,8 @@ TEST(relay_api, disabling_closes_the_listener_and_enabling_rebinds_it_with_its_t
   EXPECT_EQ(listen_of(on), at);  // the address it bound before
   client c(at);
   c.send({'a', 'b', 'c'});
-  auto got = c.read(3, 500ms);
-  EXPECT_EQ(got.data.size(), 1u);  // the stall came back with it
+  EXPECT_EQ(c.read(1, 10s).data.size(), 1u);
+  EXPECT_TRUE(c.read(2, 200ms).data.empty());  // the stall came back with it
   EXPECT_EQ(set.update("p", {{"enabled", "yes"}}).status, 400);
   EXPECT_EQ(set.update("nope", json::object()).status, 404);
 }
@@ -92,22 +94,28 @@ TEST(relay_api, moving_a_proxy_restarts_it_elsewhere) {
   client c(listen_of(moved));
   EXPECT_EQ(c.read(7, 10s).data.size(), 7u);  // the source, not the echo
   EXPECT_EQ(set.update("p", {{"upstream", "nowhere"}}).status, 400);
+  EXPECT_EQ(set.update("p", {{"listen", "bogus"}}).status, 400);
+  EXPECT_EQ(set.show("p").body, moved.body);  // a refused change changes nothing
 }
 
 TEST(relay_api, toxics_are_added_shown_updated_and_removed_on_live_connections) {
   plain_peer peer(plain_peer::mode::echo);
   api::proxy_set set(raw_defaults());
   auto at = listen_of(set.create({{"name", "p"}, {"upstream", peer.where().str()}}));
-  client c(at);  // live before any toxic
-  auto stall = set.add_toxic("p", {{"type", "stall"}, {"attributes", {{"after_bytes", 2}}}});
+  client c(at);
+  c.send({'0'});
+  ASSERT_EQ(c.read(1, 10s).data.size(), 1u);  // relayed: live before any toxic
+  // The direction carried 1 byte: the stall holds from its 4th.
+  auto stall = set.add_toxic("p", {{"type", "stall"}, {"attributes", {{"after_bytes", 3}}}});
   ASSERT_EQ(stall.status, 200) << stall.body.dump();
   EXPECT_EQ(stall.body, (json{{"name", "stall_downstream"},
                               {"type", "stall"},
                               {"stream", "downstream"},
                               {"toxicity", 1.0},
-                              {"attributes", {{"after_bytes", 2}}}}));
+                              {"attributes", {{"after_bytes", 3}}}}));
   c.send({'a', 'b', 'c', 'd'});
-  EXPECT_EQ(c.read(4, 300ms).data.size(), 2u);
+  EXPECT_EQ(c.read(2, 10s).data.size(), 2u);
+  EXPECT_TRUE(c.read(2, 200ms).data.empty());  // c and d are held
   auto up = set.add_toxic("p", {{"type", "latency"},
                                 {"stream", "upstream"},
                                 {"toxicity", 0.5},
@@ -135,11 +143,43 @@ TEST(relay_api, toxics_are_added_shown_updated_and_removed_on_live_connections) 
             400);  // jitter above latency: refused, the old one stays
   EXPECT_EQ(set.show_toxic("p", "latency_upstream").body.at("attributes").at("jitter"), 2);
   EXPECT_EQ(set.update_toxic("p", "nope", json::object()).status, 404);
-  // Removing the stall releases what it held on the live connection.
+  // Changing the stall does not release what it holds (it is the same
+  // toxic, as in Toxiproxy); removing it does.
+  EXPECT_EQ(set.update_toxic("p", "stall_downstream", {{"toxicity", 1.0}}).status, 200);
+  EXPECT_TRUE(c.read(2, 200ms).data.empty());
   EXPECT_EQ(set.remove_toxic("p", "stall_downstream").status, 204);
   EXPECT_EQ(c.read(2, 10s).data.size(), 2u);
   EXPECT_EQ(set.remove_toxic("p", "stall_downstream").status, 404);
   EXPECT_EQ(set.show_toxic("p", "stall_downstream").body.at("error"), "toxic not found");
+}
+
+// Toxiproxy's timeout on a connection that carries nothing: it closes
+// `timeout` ms after the toxic was added; changing it leaves the
+// connection alone; removing one that has not closed yet closes at once.
+TEST(relay_api, a_timeout_toxic_closes_idle_connections_and_its_removal_closes_at_once) {
+  plain_peer peer(plain_peer::mode::echo);
+  api::proxy_set set(raw_defaults());
+  auto at = listen_of(set.create({{"name", "p"}, {"upstream", peer.where().str()}}));
+  client idle(at);
+  idle.send({'0'});
+  ASSERT_EQ(idle.read(1, 10s).data.size(), 1u);
+  auto added = std::chrono::steady_clock::now();
+  ASSERT_EQ(set.add_toxic("p", {{"type", "timeout"}, {"attributes", {{"timeout", 300}}}}).status,
+            200);
+  EXPECT_EQ(set.update_toxic("p", "timeout_downstream", {{"toxicity", 1.0}}).status, 200);
+  auto got = idle.read(1, 10s);  // nothing sent: only the toxic's clock closes it
+  EXPECT_EQ(got.end, asio::error::eof) << got.end.message();
+  EXPECT_GE(std::chrono::steady_clock::now() - added, 300ms);
+
+  ASSERT_EQ(
+      set.update_toxic("p", "timeout_downstream", {{"attributes", {{"timeout", 60'000}}}}).status,
+      200);
+  client later(at);
+  EXPECT_EQ(later.read(1, 300ms).end, asio::error::would_block);  // open, swallowing
+  auto removed = std::chrono::steady_clock::now();
+  EXPECT_EQ(set.remove_toxic("p", "timeout_downstream").status, 204);
+  EXPECT_EQ(later.read(1, 10s).end, asio::error::eof);
+  EXPECT_LT(std::chrono::steady_clock::now() - removed, 30s);  // not at the 60 s deadline
 }
 
 TEST(relay_api, reset_enables_every_proxy_and_removes_every_toxic) {
@@ -155,6 +195,16 @@ TEST(relay_api, reset_enables_every_proxy_and_removes_every_toxic) {
   client c(at);
   c.send({'a'});
   EXPECT_EQ(c.read(1, 10s).data.size(), 1u);
+  // A proxy that cannot start again does not keep the others from it.
+  set.update("p", {{"enabled", false}});
+  auto blocker = set.create({{"name", "a"}, {"upstream", peer.where().str()}}).body;
+  set.update("a", {{"enabled", false}});
+  set.create({{"name", "b"}, {"listen", blocker.at("listen")}, {"upstream", peer.where().str()}});
+  set.add_toxic("b", {{"type", "stall"}});
+  auto partial = set.reset();
+  EXPECT_EQ(partial.status, 500) << partial.body.dump();  // a's port is b's now
+  EXPECT_EQ(set.show("p").body.at("enabled"), true);
+  EXPECT_EQ(set.show("b").body.at("toxics"), json::array());
 }
 
 TEST(relay_api, populate_checks_everything_first_then_keeps_or_replaces) {
@@ -299,6 +349,69 @@ TEST(relay_api_http, the_api_address_follows_the_loopback_rule) {
   auto taken = api_server::start(c);
   ASSERT_FALSE(taken.ok());
   EXPECT_NE(taken.error().message.find("cannot listen"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace faultlane::relays::testing
+
+namespace faultlane::relays::testing {
+namespace {
+
+TEST(relay_api, configured_relays_keep_their_tap_across_restarts_and_unique_toxic_names) {
+  plain_peer peer(plain_peer::mode::echo);
+  auto tap_path = ::testing::TempDir() + "relay_api_restart_tap.jsonl";
+  auto c = config_to(peer.where(), {"latency dir=down ms=1", "latency dir=down ms=2"});
+  c.name = "cfg";
+  c.tap_path = tap_path;
+  api::proxy_set set(raw_defaults());
+  auto bound = set.add_configured(c);
+  ASSERT_TRUE(bound.ok()) << bound.error().message;
+  auto toxics = set.toxics("cfg").body;
+  ASSERT_EQ(toxics.size(), 2u);
+  EXPECT_EQ(toxics[0].at("name"), "latency.down");
+  EXPECT_EQ(toxics[1].at("name"), "latency.down.2");  // reachable on its own
+  EXPECT_EQ(set.show_toxic("cfg", "latency.down.2").body.at("attributes").at("latency"), 2);
+  auto relay_once = [&] {
+    client k(bound.value());
+    k.send({'x'});
+    EXPECT_EQ(k.read(1, 10s).data.size(), 1u);
+  };
+  relay_once();
+  set.update("cfg", {{"enabled", false}});
+  set.update("cfg", {{"enabled", true}});
+  relay_once();
+  set.stop_all();
+  std::ifstream in(tap_path);
+  std::string line;
+  int opens = 0;
+  while (std::getline(in, line)) opens += line.find(R"("kind": "open")") != std::string::npos;
+  EXPECT_EQ(opens, 2);  // the restart added to the file
+  std::remove(tap_path.c_str());
+}
+
+// relay::replace_fault: live connections keep what the fault did, and the
+// firings left of `count` carry over unless the count changed.
+TEST(relay_api, a_replaced_fault_keeps_its_state_and_its_count) {
+  plain_peer peer(plain_peer::mode::echo);
+  auto r = start_relay(config_to(peer.where(), {"stall dir=down count=1"}));
+  ASSERT_TRUE(r);
+  auto id = r->faults().at(0).first;
+  client first(r->listen_endpoint());
+  first.send({'a'});
+  EXPECT_TRUE(eventually([&] { return r->counter("stall.down") == 1; }));
+  ASSERT_TRUE(r->replace_fault(id, parse_fault("stall dir=down count=1").value()));
+  EXPECT_TRUE(first.read(1, 200ms).data.empty());  // still held
+  client second(r->listen_endpoint());
+  second.send({'b'});
+  EXPECT_EQ(second.read(1, 10s).data.size(), 1u);  // the one firing was used
+  ASSERT_TRUE(r->replace_fault(id, parse_fault("stall dir=down count=2").value()));
+  client third(r->listen_endpoint());
+  third.send({'c'});
+  EXPECT_TRUE(eventually([&] { return r->counter("stall.down") == 2; }));
+  EXPECT_TRUE(third.read(1, 200ms).data.empty());  // a new count: it stalls again
+  ASSERT_TRUE(r->remove_fault(id));
+  EXPECT_EQ(first.read(1, 10s).data.size(), 1u);
+  EXPECT_EQ(third.read(1, 10s).data.size(), 1u);
 }
 
 }  // namespace

@@ -201,6 +201,12 @@ int run(int argc, char** argv) {
   if (!f.api.empty()) ac.http = relays::parse_relay_address(f.api).value();
   ac.allow_non_loopback = f.allow_non_loopback;
   ac.proxy_defaults.seed = f.seed;
+  // Proxies created over HTTP close a client whose upstream is down with a
+  // FIN, as Toxiproxy does, unless the flag says otherwise.
+  ac.proxy_defaults.on_upstream_failure =
+      app.count("--on-upstream-failure") > 0 && f.on_upstream_failure == "reset"
+          ? relays::close_mode::reset
+          : relays::close_mode::fin;
   ac.proxy_defaults.allow_non_loopback = f.allow_non_loopback;
 
   sigset_t signals;

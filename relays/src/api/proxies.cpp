@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <optional>
 #include <set>
 
 namespace faultlane::relays::api {
@@ -75,6 +77,8 @@ result<void> proxy_set::start(proxy& p) {
   config.listen = listen.value();
   config.faults.clear();
   for (const auto& t : p.toxics) config.faults.push_back(t.spec);
+  config.tap_append = p.started_before;  // a restart adds to the tap file
+  p.started_before = true;
   auto started = relay::start(config);
   if (!started.ok()) return started.error();
   auto ids = started.value()->faults();
@@ -162,7 +166,13 @@ result<address> proxy_set::add_configured(const relay_config& config) {
   p->listen = config.listen.str();
   p->upstream = config.upstream.str();
   p->config = config;
-  for (const auto& f : config.faults) p->toxics.push_back({from_fault(f), f, 0});
+  // Toxic names are unique within a proxy: a name the file repeats (two
+  // `latency dir=down` are both latency.down) gets .2, .3...
+  std::map<std::string, int> seen;
+  for (auto f : config.faults) {
+    if (int n = ++seen[f.name]; n > 1) f.name = fmt::format("{}.{}", f.name, n);
+    p->toxics.push_back({from_fault(f), f, 0});
+  }
   if (auto r = start(*p); !r.ok()) return r.error();
   auto bound = p->running->listen_endpoint();
   proxies_.push_back(std::move(p));
@@ -209,8 +219,10 @@ reply proxy_set::update(const std::string& name, const json& body) {
   if (!enabled.ok()) return failed(enabled.error());
   if (listen.value() != p->listen || upstream.value() != p->upstream) {
     // As Toxiproxy does: a moved proxy restarts, dropping its connections.
+    // Both addresses are read first, so a bad one changes nothing.
     auto target = parse_address("upstream", upstream.value());
     if (!target.ok()) return failed(target.error());
+    if (auto at = parse_address("listen", listen.value()); !at.ok()) return failed(at.error());
     stop(*p);
     p->listen = listen.value();
     p->upstream = upstream.value();
@@ -275,18 +287,21 @@ reply proxy_set::populate(const json& body) {
   return {201, json{{"proxies", std::move(shown)}}};
 }
 
+// Every proxy is reset even if one cannot start again (its port taken):
+// the first such error is the answer.
 reply proxy_set::reset() {
   std::lock_guard lock(mutex_);
+  std::optional<error> first;
   for (auto& p : proxies_) {
     if (p->running) {
       for (const auto& t : p->toxics) p->running->remove_fault(t.id);
     }
     p->toxics.clear();
     if (!p->running) {
-      if (auto r = start(*p); !r.ok()) return failed(r.error());
+      if (auto r = start(*p); !r.ok() && !first) first = r.error();
     }
   }
-  return status_only(204);
+  return first ? failed(*first) : status_only(204);
 }
 
 reply proxy_set::toxics(const std::string& proxy_name) const {
@@ -310,12 +325,15 @@ reply proxy_set::add_toxic(const std::string& proxy_name, const json& body) {
     if (!r->ok()) return failed(r->error());
   }
   if (!toxicity.ok()) return failed(toxicity.error());
-  if (stream.value() != "upstream" && stream.value() != "downstream") {
+  auto lower = stream.value();  // Toxiproxy takes "Upstream" too
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (lower != "upstream" && lower != "downstream") {
     return error_reply(400, "stream was invalid, can be either upstream or downstream");
   }
-  t.dir = stream.value() == "upstream" ? direction::up : direction::down;
+  t.dir = lower == "upstream" ? direction::up : direction::down;
   t.type = type.value();
-  t.name = name.value().empty() ? fmt::format("{}_{}", t.type, stream.value()) : name.value();
+  t.name = name.value().empty() ? fmt::format("{}_{}", t.type, lower) : name.value();
   t.toxicity = toxicity.value();
   if (auto it = body.find("attributes"); it != body.end() && !it->is_null()) t.attributes = *it;
   auto probe = to_fault({t.name, t.type, t.dir, 1.0, json::object()});

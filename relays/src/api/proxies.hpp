@@ -115,6 +115,7 @@ struct proxy_set::proxy {
   std::string listen;    // as given, then the address the relay bound
   std::string upstream;  // as given
   bool enabled = false;
+  bool started_before = false;  // a restart adds to the tap file
   relay_config config;            // everything but listen and faults, which come from above
   std::vector<installed> toxics;  // in the order added (the chain's order)
   std::unique_ptr<relay> running;

@@ -52,8 +52,9 @@ struct relay_config {
   protocol proto = protocol::faultlane;
   std::vector<fault_spec> faults;
   std::uint64_t seed = 0;
-  bool tap = false;      // record to memory
-  std::string tap_path;  // and to this JSONL file
+  bool tap = false;         // record to memory
+  std::string tap_path;     // and to this JSONL file
+  bool tap_append = false;  // add to tap_path rather than start it afresh
   bool allow_non_loopback = false;
   std::size_t active_faults_max = 1024;
   std::size_t buffer_bytes = 1u << 20;
@@ -90,9 +91,11 @@ class relay {
   fault_id add_fault(fault_spec spec);
   bool remove_fault(fault_id id);
   // Puts `spec` in the place of fault `id`: same position in the chain and
-  // the same probability draws; live connections take it up as a new
-  // fault. Firings so far stay counted under the old name. False if no
-  // such fault.
+  // the same probability draws. Live connections keep what the fault did
+  // there (a stall keeps holding, a blackhole keeps swallowing, a fault
+  // counted once is not counted again) and take up the new values; the
+  // firings left of `count` carry over unless the count changed. Firings
+  // so far stay counted under the old name. False if no such fault.
   bool replace_fault(fault_id id, fault_spec spec);
   // The chain, in order: each fault with its id (configured faults first).
   std::vector<std::pair<fault_id, fault_spec>> faults() const;

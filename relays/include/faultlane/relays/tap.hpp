@@ -72,8 +72,9 @@ std::string to_json(const tap_record& r);
 class tap {
  public:
   tap() = default;
-  // Also appends every record to `jsonl_path` (one JSON object per line).
-  bool open_file(const std::string& jsonl_path);
+  // Also writes every record to `jsonl_path` (one JSON object per line),
+  // after what the file held if `append`, else into an emptied file.
+  bool open_file(const std::string& jsonl_path, bool append = false);
 
   void record(tap_record r);
   std::vector<tap_record> records() const;
