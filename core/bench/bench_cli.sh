@@ -18,6 +18,7 @@ expect_bad() {
   rc=$?
   [ $rc -eq 2 ] || fail "${args[*]}: exit $rc, not 2: $out"
   grep -qF -- "$text" <<<"$out" || fail "${args[*]}: no '$text' in: $out"
+  [ "$(wc -l <<<"$out")" -eq 1 ] || fail "${args[*]}: not one line: $out"
 }
 expect_bad --bogus 1 -- "unknown flag or argument: --bogus 1"
 expect_bad --block-size 2X -- "'2X' is not a whole number from 1 to"

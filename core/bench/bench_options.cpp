@@ -199,7 +199,8 @@ std::optional<options> parse_options(int argc, char** argv) {
                  fmt::format("{}", fmt::join(app.remaining(), " ")).c_str());
     return std::nullopt;
   } catch (const CLI::ParseError& e) {
-    if (app.exit(e) == 0) std::exit(0);  // --help, --version
+    if (e.get_exit_code() == 0) std::exit(app.exit(e));  // --help, --version
+    std::fprintf(stderr, "faultlane-bench: %s (see --help)\n", e.what());
     return std::nullopt;
   }
   if (auto wrong = check_combination(o)) {

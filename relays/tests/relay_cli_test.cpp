@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -215,6 +217,7 @@ TEST(relay_cli, bad_input_names_the_problem_and_exits_2) {
     auto output = p.rest();
     EXPECT_EQ(p.wait(), 2) << output;
     EXPECT_NE(output.find(b.names), std::string::npos) << output;
+    EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 1) << "one line: " << output;
   }
   std::remove(yaml.c_str());
 }

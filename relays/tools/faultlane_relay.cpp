@@ -192,7 +192,8 @@ int run(int argc, char** argv) {
     return bad_input(
         fmt::format("unknown flag or argument: {} (see --help)", fmt::join(app.remaining(), " ")));
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : exit_bad_input;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    return bad_input(fmt::format("{} (see --help)", e.what()));
   }
   if (f.config.empty() && f.upstream.empty() && f.api.empty()) {
     return bad_input("--upstream is required (or --config, or --api to create relays over HTTP)");

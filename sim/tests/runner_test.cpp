@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -360,8 +361,16 @@ workload:
   auto bad = run_program({"check", broken});
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.text.find("broken.yaml:"), std::string::npos) << bad.text;
-  EXPECT_EQ(run_program({"run", "--seed", "x", good}).code, 2);
-  EXPECT_EQ(run_program({"run", "--seed", "-1", good}).code, 2);
+  for (const auto& args : std::vector<std::vector<std::string>>{{"run", "--seed", "x", good},
+                                                                {"run", "--seed", "-1", good},
+                                                                {"run", "--bogus", good},
+                                                                {"run", "--jobs", "999", good}}) {
+    auto refused = run_program(args);
+    EXPECT_EQ(refused.code, 2) << refused.text;
+    // One line, naming the program and the problem.
+    EXPECT_EQ(std::count(refused.text.begin(), refused.text.end(), '\n'), 1) << refused.text;
+    EXPECT_EQ(refused.text.rfind("faultlane-sim: ", 0), 0u) << refused.text;
+  }
   EXPECT_EQ(run_program({"run", fs::path(good).parent_path().string() + "/no-such-dir"}).code, 2);
   auto passed = run_program({"run", good});
   EXPECT_EQ(passed.code, 0) << passed.text;

@@ -281,7 +281,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : exit_bad_input;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::cerr << "faultlane-sim: " << e.what() << " (see --help)\n";
+    return exit_bad_input;
   }
   if (*run) return run_command(f);
   if (*check) return check_command(check_paths);
