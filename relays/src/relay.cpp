@@ -133,7 +133,7 @@ result<void> check_loopback(const std::string& what, const std::string& host, bo
 
 using detail::check_loopback;
 
-result<std::unique_ptr<relay>> relay::start(relay_config config) {
+result<void> relay::check(const relay_config& config) {
   if (auto r = check_loopback("listen", config.listen.address, config.allow_non_loopback); !r)
     return r.error();
   if (auto r = check_loopback("upstream", config.upstream.address, config.allow_non_loopback); !r)
@@ -152,6 +152,11 @@ result<std::unique_ptr<relay>> relay::start(relay_config config) {
   for (const auto& f : config.faults) {
     if (auto r = validate(f); !r.ok()) return r.error();
   }
+  return {};
+}
+
+result<std::unique_ptr<relay>> relay::start(relay_config config) {
+  if (auto r = check(config); !r.ok()) return r.error();
   auto i = std::make_unique<impl>(config);
   auto& s = *i->state;
   for (auto& f : s.config.faults) {

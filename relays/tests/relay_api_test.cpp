@@ -95,7 +95,24 @@ TEST(relay_api, moving_a_proxy_restarts_it_elsewhere) {
   EXPECT_EQ(c.read(7, 10s).data.size(), 7u);  // the source, not the echo
   EXPECT_EQ(set.update("p", {{"upstream", "nowhere"}}).status, 400);
   EXPECT_EQ(set.update("p", {{"listen", "bogus"}}).status, 400);
+  EXPECT_EQ(set.update("p", {{"listen", "10.0.0.1:1"}}).status, 400);  // not loopback
+  EXPECT_EQ(set.update("p", {{"upstream", "8.8.8.8:53"}, {"enabled", false}}).status, 400);
   EXPECT_EQ(set.show("p").body, moved.body);  // a refused change changes nothing
+  // Moving onto a port in use fails (500) and leaves it where it was, enabled.
+  auto other = set.create({{"name", "q"}, {"upstream", first.where().str()}}).body;
+  auto taken = set.update("p", {{"listen", other.at("listen")}});
+  EXPECT_EQ(taken.status, 500) << taken.body.dump();
+  EXPECT_EQ(set.show("p").body, moved.body);
+  client still(listen_of(moved));
+  EXPECT_EQ(still.read(7, 10s).data.size(), 7u);
+  // Disabled or not, a proxy's addresses are checked when it is made.
+  EXPECT_EQ(set.create({{"name", "r"},
+                        {"listen", "10.9.9.9:1"},
+                        {"upstream", first.where().str()},
+                        {"enabled", false}})
+                .status,
+            400);
+  EXPECT_EQ(set.create({{"name", "a/b"}, {"upstream", first.where().str()}}).status, 400);
 }
 
 TEST(relay_api, toxics_are_added_shown_updated_and_removed_on_live_connections) {
@@ -221,7 +238,14 @@ TEST(relay_api, populate_checks_everything_first_then_keeps_or_replaces) {
                                       {{"name", "bad"}}}))
                 .body.at("error"),
             "missing required field: upstream at proxy 2");
+  auto bad_listen = set.populate(
+      json::array({{{"name", "kept"}, {"upstream", other.where().str()}},
+                   {{"name", "m"}, {"listen", "10.0.0.1:1"}, {"upstream", peer.where().str()}}}));
+  EXPECT_EQ(bad_listen.status, 400);
+  EXPECT_NE(bad_listen.body.at("error").get<std::string>().find("at proxy 2"), std::string::npos)
+      << bad_listen.body.dump();
   EXPECT_EQ(set.list().body.size(), 2u);  // nothing applied
+  EXPECT_EQ(set.show("kept").body.at("upstream"), peer.where().str());
   auto r = set.populate(json::array(
       {{{"name", "kept"}, {"listen", kept.at("listen")}, {"upstream", kept.at("upstream")}},
        {{"name", "replaced"}, {"upstream", other.where().str()}},
@@ -253,6 +277,7 @@ TEST(relay_api, metrics_export_every_counter_and_carry_them_across_a_disable) {
         "faultlane_relay_received_bytes_total{proxy=\"p\\\"q\",direction=\"downstream\"} 1000\n",
         "faultlane_relay_fault_firings_total{proxy=\"p\\\"q\",fault=\"slow\"} 1\n",
         "faultlane_relay_enabled{proxy=\"p\\\"q\"} 0\n",
+        "faultlane_relay_active_faults_peak{proxy=\"p\\\"q\"} 1\n",  // kept past the disable
         "faultlane_relay_toxics{proxy=\"p\\\"q\"} 1\n", "# HELP faultlane_relay_live_connections ",
         "# TYPE faultlane_relay_active_faults gauge\n",
         "faultlane_relay_upstream_connect_failures_total{proxy=\"p\\\"q\"} 0\n"}) {
@@ -298,6 +323,9 @@ TEST(relay_api_http, routes_answer_as_toxiproxy_does) {
   auto metrics = http.Get("/metrics");
   EXPECT_EQ(metrics->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
   EXPECT_NE(metrics->body.find("faultlane_relay_enabled{proxy=\"p\"} 0"), std::string::npos);
+  auto no_route = http.Post("/foo", "{}", "application/json");
+  EXPECT_EQ(no_route->status, 404);
+  EXPECT_EQ(no_route->body, "404 page not found\n");
   httplib::Headers browser{{"User-Agent", "Mozilla/5.0"}};
   EXPECT_EQ(http.Get("/proxies", browser)->status, 403);
   EXPECT_EQ(http.Delete("/proxies/p")->status, 204);
@@ -315,7 +343,9 @@ TEST(relay_api_http, a_post_without_a_body_resets) {
   auto at = server.value()->endpoint().value();
   for (const auto& [request, status] :
        {std::pair{"POST /reset HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "204"},
-        std::pair{"POST /proxies HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "400"}}) {
+        std::pair{"POST /proxies HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "400"},
+        std::pair{"PATCH /proxies/p HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "400"},
+        std::pair{"POST /foo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "404"}}) {
     client raw(at);
     raw.send(std::vector<char>(request, request + std::strlen(request)));
     auto answer = raw.read(4096, 10s);

@@ -78,7 +78,8 @@ TEST(relay_api_toxics, bad_toxics_say_what_is_wrong) {
             std::string::npos);
   EXPECT_NE(problem("latency", {{"latency", -5}}).find("whole number"), std::string::npos);
   EXPECT_NE(problem("latency", {{"latency", 2.5}}).find("whole number"), std::string::npos);
-  EXPECT_NE(problem("latency", {{"latency", true}}).find("number or a word"), std::string::npos);
+  EXPECT_NE(problem("latency", {{"latency", true}}).find("must be a number"), std::string::npos);
+  EXPECT_NE(problem("stall", {{"after_bytes", true}}).find("number or a word"), std::string::npos);
   EXPECT_NE(problem("corrupt", {{"field", "len gth"}}).find("one word"), std::string::npos);
   EXPECT_NE(problem("latency", {{"latency", 5}, {"probability", 0.5}}).find("toxicity"),
             std::string::npos);
@@ -88,7 +89,24 @@ TEST(relay_api_toxics, bad_toxics_say_what_is_wrong) {
             std::string::npos);
   EXPECT_NE(problem("latency", {{"latency", 5}, {"sead", 3}}).find("unknown key 'sead'"),
             std::string::npos);
-  EXPECT_NE(problem("bandwidth", {{"rate", 0}}).find("bytes_per_s"), std::string::npos);
+  // Toxiproxy's types are checked in their own attribute names.
+  EXPECT_EQ(problem("latency", json::object()), "latency needs latency above 0 (ms)");
+  EXPECT_EQ(problem("latency", {{"jitter", 5}}), "latency needs latency above 0 (ms)");
+  EXPECT_EQ(problem("latency", {{"latency", 5}, {"jitter", 6}}),
+            "latency: jitter must not exceed latency");
+  EXPECT_EQ(problem("bandwidth", {{"rate", 0}}), "bandwidth needs rate above 0 (KB/s)");
+  EXPECT_EQ(problem("slow_close", {{"delay", 0}}), "slow_close needs delay above 0 (ms)");
+  EXPECT_EQ(problem("slicer", {{"average_size", 4}, {"size_variation", 4}}),
+            "slicer needs average_size above size_variation");
+  // ...and take numbers only; 2^64 and up is refused, not converted.
+  EXPECT_NE(problem("latency", {{"latency", "100"}}).find("must be a number"), std::string::npos);
+  EXPECT_NE(problem("slow_close", {{"delay", 1e20}}).find("from 0 to 2^64 - 1"), std::string::npos);
+  EXPECT_NE(problem("latency", json::parse(R"({"latency": 99999999999999999999})"))
+                .find("from 0 to 2^64 - 1"),
+            std::string::npos);
+  // The relay's own messages lose the fault text they quote.
+  EXPECT_EQ(problem("corrupt", {{"field", "nope"}}),
+            "corrupt toxic: corrupt: no field 'nope' in a request header");
   // 2^64 / 1000 KB/s and up would overflow bytes_per_s.
   EXPECT_NE(problem("bandwidth", {{"rate", 18446744073709552ull}}).find("too large"),
             std::string::npos);
@@ -131,6 +149,13 @@ TEST(relay_api_toxics, configured_faults_show_as_toxics_that_map_back) {
   EXPECT_EQ(bw.dir, direction::up);
   auto odd = api::from_fault(parse_fault("bandwidth dir=up bytes_per_s=1500").value());
   EXPECT_EQ(odd.attributes, (json{{"bytes_per_s", 1500}}));
+}
+
+TEST(relay_api_toxics, whole_numbers_show_as_whole_numbers) {
+  toxic t{"t", "latency", direction::down, 1.0, {{"latency", 1e3}, {"jitter", 2.0}}};
+  ASSERT_TRUE(api::to_fault(t).ok());
+  api::normalize_numbers(t);
+  EXPECT_EQ(t.attributes.dump(), R"({"jitter":2,"latency":1000})");
 }
 
 TEST(relay_api_toxics, toxiproxy_types_show_every_attribute) {

@@ -75,6 +75,7 @@ std::string proxy_set::metrics() const {
     for (const auto& p : proxies_) {
       proxy_numbers n{p->name, p->carried, {p->carried_bytes[0], p->carried_bytes[1]}};
       n.enabled = p->running != nullptr;
+      n.peak = p->carried_peak;
       n.toxics = p->toxics.size();
       if (p->running) {
         for (const auto& [name, count] : p->running->counters()) n.counters[name] += count;
@@ -82,7 +83,7 @@ std::string proxy_set::metrics() const {
         n.bytes[1] += p->running->bytes_received(direction::down);
         n.live = p->running->live_connections();
         n.active = p->running->active_faults();
-        n.peak = p->running->active_faults_peak();
+        n.peak = std::max<std::uint64_t>(n.peak, p->running->active_faults_peak());
       }
       all.push_back(std::move(n));
     }

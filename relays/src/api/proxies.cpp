@@ -10,6 +10,7 @@
 #include <cctype>
 #include <optional>
 #include <set>
+#include <tuple>
 
 namespace faultlane::relays::api {
 namespace {
@@ -43,6 +44,15 @@ result<T> field(const json& body, const char* key, T fallback) {
                  fmt::format("bad request body: {} has the wrong type ({})", key, it->dump())};
   }
   return it->get<T>();
+}
+
+// What relay::start will check of `listen` and `config`.
+result<void> check_addresses(const std::string& listen, relay_config config) {
+  auto at = parse_address("listen", listen);
+  if (!at.ok()) return at.error();
+  config.listen = at.value();
+  config.faults.clear();
+  return relay::check(config);
 }
 
 }  // namespace
@@ -97,6 +107,7 @@ void proxy_set::stop(proxy& p) {
   for (const auto& [name, count] : p.running->counters()) p.carried[name] += count;
   p.carried_bytes[0] += p.running->bytes_received(direction::up);
   p.carried_bytes[1] += p.running->bytes_received(direction::down);
+  p.carried_peak = std::max(p.carried_peak, p.running->active_faults_peak());
   p.running.reset();
 }
 
@@ -136,6 +147,9 @@ result<std::unique_ptr<proxy_set::proxy>> proxy_set::make_proxy(const json& body
   if (name.value().empty()) {
     return error{status::invalid_argument, "missing required field: name"};
   }
+  if (name.value().find('/') != std::string::npos) {
+    return error{status::invalid_argument, "bad request body: a name cannot hold '/'"};
+  }
   if (upstream.value().empty()) {
     return error{status::invalid_argument, "missing required field: upstream"};
   }
@@ -153,6 +167,9 @@ result<std::unique_ptr<proxy_set::proxy>> proxy_set::make_proxy(const json& body
   else if (!protocol.value().empty()) {
     return error{status::invalid_argument, "bad request body: protocol must be faultlane or raw"};
   }
+  // Addresses are checked now, enabled or not: a proxy the API accepted
+  // can always be enabled (unless its port is taken).
+  if (auto r = check_addresses(p->listen, p->config); !r.ok()) return r.error();
   return p;
 }
 
@@ -171,7 +188,9 @@ result<address> proxy_set::add_configured(const relay_config& config) {
   std::map<std::string, int> seen;
   for (auto f : config.faults) {
     if (int n = ++seen[f.name]; n > 1) f.name = fmt::format("{}.{}", f.name, n);
-    p->toxics.push_back({from_fault(f), f, 0});
+    auto shown = from_fault(f);
+    fill_default_attributes(shown);
+    p->toxics.push_back({std::move(shown), f, 0});
   }
   if (auto r = start(*p); !r.ok()) return r.error();
   auto bound = p->running->listen_endpoint();
@@ -219,14 +238,25 @@ reply proxy_set::update(const std::string& name, const json& body) {
   if (!enabled.ok()) return failed(enabled.error());
   if (listen.value() != p->listen || upstream.value() != p->upstream) {
     // As Toxiproxy does: a moved proxy restarts, dropping its connections.
-    // Both addresses are read first, so a bad one changes nothing.
+    // The new addresses are checked first, and if the proxy cannot listen
+    // there it goes back to where it was: a refused change changes nothing.
     auto target = parse_address("upstream", upstream.value());
     if (!target.ok()) return failed(target.error());
-    if (auto at = parse_address("listen", listen.value()); !at.ok()) return failed(at.error());
+    auto moved = p->config;
+    moved.upstream = target.value();
+    if (auto r = check_addresses(listen.value(), moved); !r.ok()) return failed(r.error());
+    bool was_running = p->running != nullptr;
+    auto old = std::tuple{p->listen, p->upstream, p->config};
     stop(*p);
-    p->listen = listen.value();
-    p->upstream = upstream.value();
-    p->config.upstream = target.value();
+    std::tie(p->listen, p->upstream, p->config) =
+        std::tuple{listen.value(), upstream.value(), moved};
+    if (enabled.value()) {
+      if (auto r = start(*p); !r.ok()) {
+        std::tie(p->listen, p->upstream, p->config) = old;
+        if (was_running) (void)start(*p);
+        return failed(r.error());
+      }
+    }
   }
   if (enabled.value() && !p->running) {
     if (auto r = start(*p); !r.ok()) return failed(r.error());
@@ -343,12 +373,16 @@ reply proxy_set::add_toxic(const std::string& proxy_name, const json& body) {
   bool taken = std::any_of(p->toxics.begin(), p->toxics.end(),
                            [&](const auto& x) { return x.shown.name == t.name; });
   if (taken) return error_reply(409, "toxic already exists");
+  if (t.name.find('/') != std::string::npos) {
+    return error_reply(400, "bad request body: a name cannot hold '/'");
+  }
   if (is_relay_counter(t.name)) {
     return error_reply(400, fmt::format("bad request body: {} names a relay counter", t.name));
   }
   fill_default_attributes(t);
   auto spec = to_fault(t);
   if (!spec.ok()) return error_reply(400, "bad request body: " + spec.error().message);
+  normalize_numbers(t);
   fault_id id = p->running ? p->running->add_fault(spec.value()) : 0;
   p->toxics.push_back({t, spec.value(), id});
   return {200, api::to_json(t)};
@@ -383,6 +417,7 @@ reply proxy_set::update_toxic(const std::string& proxy_name, const std::string& 
   }
   auto spec = to_fault(updated);
   if (!spec.ok()) return error_reply(400, "bad request body: " + spec.error().message);
+  normalize_numbers(updated);
   if (p->running) p->running->replace_fault(it->id, spec.value());
   it->shown = updated;
   it->spec = spec.value();

@@ -115,7 +115,7 @@ struct proxy_set::proxy {
   std::string listen;    // as given, then the address the relay bound
   std::string upstream;  // as given
   bool enabled = false;
-  bool started_before = false;  // a restart adds to the tap file
+  bool started_before = false;    // a restart adds to the tap file
   relay_config config;            // everything but listen and faults, which come from above
   std::vector<installed> toxics;  // in the order added (the chain's order)
   std::unique_ptr<relay> running;
@@ -123,6 +123,7 @@ struct proxy_set::proxy {
   // metrics go on from them.
   std::map<std::string, std::uint64_t> carried;
   std::uint64_t carried_bytes[2] = {0, 0};
+  std::size_t carried_peak = 0;
 };
 
 }  // namespace faultlane::relays::api

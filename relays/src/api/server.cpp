@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <regex>
 #include <thread>
 
 #include "faultlane/relays/api.hpp"
@@ -46,6 +47,7 @@ class api_server::impl {
   explicit impl(api_config c) : config(std::move(c)), proxies(config.proxy_defaults) {}
 
   void routes();
+  void guards();
 
   api_config config;
   api::proxy_set proxies;
@@ -57,7 +59,9 @@ class api_server::impl {
   bool stopped = false;
 };
 
-void api_server::impl::routes() {
+// What runs before the routes (browsers, body-less requests) and after
+// them (no route matched).
+void api_server::impl::guards() {
   auto& p = proxies;
   // Toxiproxy refuses browsers, so that a web page cannot drive the API.
   http.set_pre_routing_handler([&p](const httplib::Request& req, httplib::Response& res) {
@@ -66,16 +70,35 @@ void api_server::impl::routes() {
       res.set_content("User agent not allowed\n", "text/plain");
       return httplib::Server::HandlerResponse::Handled;
     }
-    // cpp-httplib answers 400 to a POST with neither Content-Length nor
-    // chunks, before any route runs; `curl -X POST .../reset` sends one.
-    // Such a POST has an empty body: /reset needs none, the rest say so.
-    if (req.method == "POST" && !req.has_header("Content-Length") &&
+    // cpp-httplib answers 400 to a POST or PATCH with neither
+    // Content-Length nor chunks, before any route runs; `curl -X POST
+    // .../reset` sends one. Such a request has an empty body: /reset needs
+    // none, the other routes say so, and a path that is no route is a 404.
+    if ((req.method == "POST" || req.method == "PATCH") && !req.has_header("Content-Length") &&
         !req.has_header("Transfer-Encoding")) {
-      send(res, req.path == "/reset" ? p.reset() : api::error_reply(400, "bad request body: EOF"));
+      static const std::regex routes(R"(/proxies(/[^/]+(/toxics(/[^/]+)?)?)?|/populate)");
+      if (req.method == "POST" && req.path == "/reset") {
+        send(res, p.reset());
+      } else if (std::regex_match(req.path, routes)) {
+        send(res, api::error_reply(400, "bad request body: EOF"));
+      } else {
+        res.status = 404;
+      }
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
+  // What Go's server (and so Toxiproxy) answers where no route matches.
+  http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (res.status == 404 && res.body.empty()) {
+      res.set_content("404 page not found\n", "text/plain; charset=utf-8");
+    }
+  });
+}
+
+void api_server::impl::routes() {
+  auto& p = proxies;
+  guards();
   using req_t = const httplib::Request&;
   using res_t = httplib::Response&;
   http.Get("/proxies", [&p](req_t, res_t res) { send(res, p.list()); });

@@ -51,33 +51,79 @@ std::optional<fault_kind> find_kind(std::string_view type) {
 
 error bad(const std::string& what) { return error{status::invalid_argument, what}; }
 
-// An attribute's value as fault text: a whole non-negative number (times
-// the unit's factor) or a word.
-result<std::string> value_text(const std::string& key, const nlohmann::json& v,
-                               std::uint64_t scale) {
+// An attribute's value as fault text: a whole number from 0 to 2^64 - 1
+// (times the unit's factor), or, unless `number_only`, a word.
+result<std::string> value_text(const std::string& key, const nlohmann::json& v, std::uint64_t scale,
+                               bool number_only) {
   std::uint64_t n = 0;
   if (v.is_number_unsigned()) {
     n = v.get<std::uint64_t>();
   } else if (v.is_number_integer() || v.is_number_float()) {
+    // 2^64 and up (or NaN) must not reach the conversion: it is undefined.
     double d = v.get<double>();
-    if (!(d >= 0) || d != static_cast<double>(static_cast<std::uint64_t>(d))) {
-      return bad(
-          fmt::format("attribute {} must be a whole number, 0 or more (got {})", key, v.dump()));
+    if (!(d >= 0) || d >= 18446744073709551616.0 || d != std::floor(d)) {
+      return bad(fmt::format("attribute {} must be a whole number from 0 to 2^64 - 1 (got {})", key,
+                             v.dump()));
     }
     n = static_cast<std::uint64_t>(d);
-  } else if (v.is_string()) {
+  } else if (v.is_string() && !number_only) {
     auto s = v.get<std::string>();
     if (s.empty() || s.find_first_of(" \t\r\n=") != std::string::npos) {
       return bad(fmt::format("attribute {} must be one word (got {})", key, v.dump()));
     }
     return s;
   } else {
-    return bad(fmt::format("attribute {} must be a number or a word (got {})", key, v.dump()));
+    return bad(fmt::format("attribute {} must be a {} (got {})", key,
+                           number_only ? "number" : "number or a word", v.dump()));
   }
   if (n > std::numeric_limits<std::uint64_t>::max() / scale) {
     return bad(fmt::format("attribute {} is too large ({})", key, v.dump()));
   }
   return std::to_string(n * scale);
+}
+
+std::uint64_t attribute_or_zero(const nlohmann::json& a, const char* key) {
+  // value_text has checked every attribute is a whole number in range.
+  auto it = a.find(key);
+  if (it == a.end() || !it->is_number()) return 0;
+  if (it->is_number_unsigned()) return it->get<std::uint64_t>();
+  return static_cast<std::uint64_t>(it->get<double>());
+}
+
+// What a Toxiproxy type needs to do anything, in its own attribute names
+// (the relay's checks would name the relay's keys).
+std::optional<std::string> toxiproxy_problem(const toxic& t) {
+  const auto& a = t.attributes;
+  if (t.type == "latency") {
+    if (attribute_or_zero(a, "latency") == 0 && !a.contains("ms")) {
+      return "latency needs latency above 0 (ms)";
+    }
+    if (attribute_or_zero(a, "jitter") > attribute_or_zero(a, "latency")) {
+      return "latency: jitter must not exceed latency";
+    }
+  } else if (t.type == "bandwidth") {
+    if (attribute_or_zero(a, "rate") == 0 && !a.contains("bytes_per_s")) {
+      return "bandwidth needs rate above 0 (KB/s)";
+    }
+  } else if (t.type == "slicer") {
+    if (attribute_or_zero(a, "size_variation") >= attribute_or_zero(a, "average_size") &&
+        !a.contains("size")) {
+      return "slicer needs average_size above size_variation";
+    }
+  } else if (t.type == "slow_close") {
+    if (attribute_or_zero(a, "delay") == 0 && !a.contains("ms")) {
+      return "slow_close needs delay above 0 (ms)";
+    }
+  }
+  return std::nullopt;
+}
+
+// The relay's message without its "fault: " prefix and the fault text it
+// quotes (which names the relay's keys, not the toxic's).
+std::string plain(std::string message) {
+  if (message.rfind("fault: ", 0) == 0) message.erase(0, 7);
+  if (auto at = message.find(" (in \""); at != std::string::npos) message.erase(at);
+  return message;
 }
 
 }  // namespace
@@ -100,21 +146,38 @@ result<fault_spec> to_fault(const toxic& t) {
     }
     std::string_view key = attribute;
     std::uint64_t scale = 1;
+    bool toxiproxy_attribute = false;
     for (const auto& r : toxiproxy ? toxiproxy->keys : std::array<renamed_key, 3>{}) {
       if (!r.attribute.empty() && r.attribute == attribute) {
         key = r.key;
         scale = r.scale;
+        toxiproxy_attribute = true;
       }
     }
-    auto v = value_text(attribute, value, scale);
+    auto v = value_text(attribute, value, scale, toxiproxy_attribute);
     if (!v.ok()) return v.error();
     text += fmt::format(" {}={}", key, v.value());
   }
+  if (toxiproxy) {
+    if (auto problem = toxiproxy_problem(t)) return bad(*problem);
+  }
   if (t.toxicity < 1.0) text += fmt::format(" probability={}", t.toxicity);
   auto spec = parse_fault(text);
-  if (!spec.ok()) return bad(fmt::format("{} toxic: {}", t.type, spec.error().message));
+  if (!spec.ok()) return bad(fmt::format("{} toxic: {}", t.type, plain(spec.error().message)));
   spec.value().name = t.name;
   return spec;
+}
+
+void normalize_numbers(toxic& t) {
+  if (!t.attributes.is_object()) return;
+  for (auto& [key, value] : t.attributes.items()) {
+    // to_fault checked each is a whole number from 0 to 2^64 - 1.
+    if (value.is_number_float()) {
+      value = static_cast<std::uint64_t>(value.get<double>());
+    } else if (value.is_number_integer() && !value.is_number_unsigned()) {
+      value = static_cast<std::uint64_t>(value.get<std::int64_t>());
+    }
+  }
 }
 
 toxic from_fault(const fault_spec& f) {

@@ -52,6 +52,10 @@ toxic from_fault(const fault_spec& f);
 // those the client gave.
 void fill_default_attributes(toxic& t);
 
+// Whole numbers written as 1e3 or 1000.0 shown as 1000, as a typed client
+// (Go's int64) reads them; only after to_fault accepted the toxic.
+void normalize_numbers(toxic& t);
+
 nlohmann::json to_json(const toxic& t);
 
 }  // namespace faultlane::relays::api

@@ -70,6 +70,8 @@ class relay {
   // Validates (loopback only unless allowed), binds, and starts one io
   // thread. The bound address is listen_endpoint().
   static result<std::unique_ptr<relay>> start(relay_config config);
+  // start()'s checks without starting anything: addresses, sizes, faults.
+  static result<void> check(const relay_config& config);
   ~relay();
   relay(const relay&) = delete;
   relay& operator=(const relay&) = delete;
