@@ -98,6 +98,11 @@ class relay::impl {
   void accept_later();
   bool refused(tcp::socket& socket, std::uint64_t index);
   void broadcast_recheck();
+  // The fault with this id in the chain, or its end (faults_mutex held).
+  std::vector<detail::fault_ptr>::iterator find_fault(fault_id id) {
+    return std::find_if(state->faults.begin(), state->faults.end(),
+                        [&](const auto& f) { return f->id == id; });
+  }
 
   std::shared_ptr<detail::relay_state> state;
   std::unique_ptr<tcp::acceptor> acceptor;
@@ -308,8 +313,7 @@ bool relay::remove_fault(fault_id id) {
   auto& s = *impl_->state;
   {
     std::lock_guard lock(s.faults_mutex);
-    auto it =
-        std::find_if(s.faults.begin(), s.faults.end(), [&](const auto& f) { return f->id == id; });
+    auto it = impl_->find_fault(id);
     if (it == s.faults.end()) return false;
     impl_->retired_counts[(*it)->spec.name] += (*it)->fired.load();
     s.faults.erase(it);
@@ -324,8 +328,7 @@ bool relay::replace_fault(fault_id id, fault_spec spec) {
   auto& s = *impl_->state;
   {
     std::lock_guard lock(s.faults_mutex);
-    auto it =
-        std::find_if(s.faults.begin(), s.faults.end(), [&](const auto& f) { return f->id == id; });
+    auto it = impl_->find_fault(id);
     if (it == s.faults.end()) return false;
     impl_->retired_counts[(*it)->spec.name] += (*it)->fired.load();
     auto installed = std::make_shared<detail::installed_fault>();

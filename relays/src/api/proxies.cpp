@@ -55,6 +55,12 @@ result<void> check_addresses(const std::string& listen, relay_config config) {
   return relay::check(config);
 }
 
+std::vector<proxy_set::proxy::installed>::iterator find_toxic(proxy_set::proxy& p,
+                                                              const std::string& name) {
+  return std::find_if(p.toxics.begin(), p.toxics.end(),
+                      [&](const auto& t) { return t.shown.name == name; });
+}
+
 }  // namespace
 
 bool is_relay_counter(std::string_view name) {
@@ -403,8 +409,7 @@ reply proxy_set::update_toxic(const std::string& proxy_name, const std::string& 
   std::lock_guard lock(mutex_);
   auto* p = find(proxy_name);
   if (!p) return error_reply(404, "proxy not found");
-  auto it = std::find_if(p->toxics.begin(), p->toxics.end(),
-                         [&](const auto& x) { return x.shown.name == name; });
+  auto it = find_toxic(*p, name);
   if (it == p->toxics.end()) return error_reply(404, "toxic not found");
   if (!body.is_object()) return error_reply(400, "bad request body: expected a JSON object");
   auto updated = it->shown;
@@ -428,8 +433,7 @@ reply proxy_set::remove_toxic(const std::string& proxy_name, const std::string& 
   std::lock_guard lock(mutex_);
   auto* p = find(proxy_name);
   if (!p) return error_reply(404, "proxy not found");
-  auto it = std::find_if(p->toxics.begin(), p->toxics.end(),
-                         [&](const auto& x) { return x.shown.name == name; });
+  auto it = find_toxic(*p, name);
   if (it == p->toxics.end()) return error_reply(404, "toxic not found");
   if (p->running) p->running->remove_fault(it->id);
   p->toxics.erase(it);
