@@ -137,8 +137,10 @@ TEST(perturbation, catches_a_check_then_act_the_plain_stress_test_misses) {
             << " rounds went wrong; perturbed: " << perturbed_wrong << " of " << perturbed_rounds
             << "\n";
   EXPECT_TRUE(caught);
-  // Per round, perturbation reaches the window far more often.
-  EXPECT_GT(perturbed_wrong * stress_rounds, 5 * unperturbed * perturbed_rounds);
+  // Per round, perturbation reaches the window more often. Usually the
+  // plain test sees 0 of 5000, but on a loaded machine preemption alone
+  // once reached 508 (10%) against 48% perturbed: the margin asked is 2x.
+  EXPECT_GT(perturbed_wrong * stress_rounds, 2 * unperturbed * perturbed_rounds);
 }
 
 // The control: the same perturbed property over the core's own settlement
