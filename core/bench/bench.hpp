@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "faultlane/core/limits.hpp"
 #include "faultlane/core/status.hpp"
 
 namespace faultlane::bench {
@@ -26,6 +27,8 @@ struct options {
   std::size_t threads = 1;
   std::size_t workers = 1;
   std::size_t lanes = 1;
+  // lane_inflight_max; the pipelining baseline keeps no more per connection.
+  std::size_t lane_inflight = limits::lane_inflight_default;
   std::size_t rails = 1;  // 127.0.0.1 .. 127.0.0.<rails>
   std::uint32_t busy_poll_us = 0;
   std::uint32_t progress_timeout_ms = 0;  // 0: the core's default
@@ -59,6 +62,10 @@ struct measurement {
   std::map<std::string, std::uint64_t> failures_by_status;  // "timeout": 3
   std::uint64_t mismatches = 0;
   std::vector<double> latency_us;  // one per op
+  // In the measured window, whole process (both ends in loopback mode):
+  // operator new calls, and user + system CPU seconds.
+  std::optional<std::uint64_t> allocations = 0;  // none: not counted
+  double cpu_seconds = 0;
 
   void failed(status code) {
     ++failures;
@@ -70,15 +77,24 @@ struct summary {
   double bytes_per_s = 0;
   double ops_per_s = 0;
   double mean_us = 0, p50_us = 0, p99_us = 0, p999_us = 0;
+  std::optional<double> allocations_per_op;  // none: not counted
+  double cpu_s_per_gb = 0;
 };
 summary summarize(measurement& m);
 
 // Runs the warm-up, then the measured window: `phase` goes 0 (warm-up) ->
-// 1 (measuring) -> 2 (stop). Returns the window's length in seconds.
-double run_phases(const options& o, std::atomic<int>& phase);
+// 1 (measuring) -> 2 (stop). Returns the window's length in seconds, and
+// sets the window's allocations and CPU seconds in `m`.
+double run_phases(const options& o, std::atomic<int>& phase, measurement& m);
+// operator new calls so far, process-wide (alloc_count.cpp); nothing in a
+// sanitizer build, which cannot count them.
+std::optional<std::uint64_t> allocations() noexcept;
 void merge(measurement& into, measurement m);
 
 measurement run_baseline(const options& o);
+// Plain TCP one way with nothing to wait for, over `lanes` connections: the
+// ceiling a request/response loop is held against (like iperf3).
+measurement run_stream(const options& o);
 measurement run_faultlane(const options& o);
 int run_target(const options& o);  // serves until SIGINT/SIGTERM
 int run_rpc_points(const options& o);

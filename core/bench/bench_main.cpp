@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +21,10 @@ summary summarize(measurement& m) {
     s.bytes_per_s = static_cast<double>(m.bytes) / m.seconds;
     s.ops_per_s = static_cast<double>(m.ops) / m.seconds;
   }
+  if (m.ops > 0 && m.allocations) {
+    s.allocations_per_op = static_cast<double>(*m.allocations) / static_cast<double>(m.ops);
+  }
+  if (m.bytes > 0) s.cpu_s_per_gb = m.cpu_seconds / (static_cast<double>(m.bytes) / 1e9);
   auto& l = m.latency_us;
   if (l.empty()) return s;
   std::sort(l.begin(), l.end());
@@ -36,12 +41,30 @@ summary summarize(measurement& m) {
   return s;
 }
 
-double run_phases(const options& o, std::atomic<int>& phase) {
+namespace {
+double cpu_seconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
+}  // namespace
+
+double run_phases(const options& o, std::atomic<int>& phase, measurement& m) {
   std::this_thread::sleep_for(std::chrono::duration<double>(o.warmup_s));
-  auto begin = std::chrono::steady_clock::now();
+  const auto begin = std::chrono::steady_clock::now();
+  const auto cpu_begin = cpu_seconds();
+  const auto allocations_begin = allocations();
   phase.store(1);
   std::this_thread::sleep_for(std::chrono::duration<double>(o.duration_s));
   phase.store(2);
+  const auto allocations_end = allocations();
+  if (m.allocations && allocations_begin && allocations_end) {
+    *m.allocations += *allocations_end - *allocations_begin;
+  } else {
+    m.allocations.reset();
+  }
+  m.cpu_seconds += cpu_seconds() - cpu_begin;
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
 }
 
@@ -52,6 +75,9 @@ void merge(measurement& into, measurement m) {
   into.failures += m.failures;
   for (const auto& [name, n] : m.failures_by_status) into.failures_by_status[name] += n;
   into.mismatches += m.mismatches;
+  if (into.allocations && m.allocations) *into.allocations += *m.allocations;
+  else into.allocations.reset();
+  into.cpu_seconds += m.cpu_seconds;
   into.latency_us.insert(into.latency_us.end(), m.latency_us.begin(), m.latency_us.end());
 }
 
@@ -67,11 +93,18 @@ void print_row(const char* name, const summary& s) {
               rate(s.bytes_per_s).c_str(), s.ops_per_s, s.mean_us, s.p50_us, s.p99_us, s.p999_us);
 }
 
+std::string per_op(const std::optional<double>& v) {
+  return v ? fmt::format("{:.3f}", *v) : std::string("not counted (sanitizer build)");
+}
+
 std::string json_side(const summary& s) {
   return fmt::format(
       R"({{"bytes_per_s": {:.0f}, "ops_per_s": {:.1f}, )"
-      R"("latency_us": {{"mean": {:.2f}, "p50": {:.2f}, "p99": {:.2f}, "p999": {:.2f}}}}})",
-      s.bytes_per_s, s.ops_per_s, s.mean_us, s.p50_us, s.p99_us, s.p999_us);
+      R"("latency_us": {{"mean": {:.2f}, "p50": {:.2f}, "p99": {:.2f}, "p999": {:.2f}}}, )"
+      R"("allocations_per_op": {}, "cpu_s_per_gb": {:.4f}}})",
+      s.bytes_per_s, s.ops_per_s, s.mean_us, s.p50_us, s.p99_us, s.p999_us,
+      s.allocations_per_op ? fmt::format("{:.4f}", *s.allocations_per_op) : std::string("null"),
+      s.cpu_s_per_gb);
 }
 
 // "timeout 3, connection_failed 1", and the same as a JSON object.
@@ -88,10 +121,14 @@ std::string failure_json(const measurement& m) {
   return fmt::format("{{{}}}", fmt::join(parts, ", "));
 }
 
+// From this block size on, a run also measures the one-way TCP stream.
+constexpr std::uint64_t stream_block_bytes_min = 1u << 20;
+
 struct outcome {
-  measurement fl, raw;
-  summary fs, bs;
+  measurement fl, raw, stream;
+  summary fs, bs, ss;
   bool baseline = false;
+  bool with_stream = false;  // bulk runs: plain TCP one way, the ceiling
 };
 
 // Interleaved rounds: a shared machine drifts (frequency, neighbours), so
@@ -100,6 +137,7 @@ struct outcome {
 outcome measure(const options& o) {
   outcome r;
   r.baseline = !o.skip_baseline && o.mode == run_mode::loopback;
+  r.with_stream = r.baseline && !o.via_relay && o.block_bytes >= stream_block_bytes_min;
   options round = o;
   round.duration_s = o.duration_s / static_cast<double>(o.rounds);
   // With --via-relay the reference is faultlane itself, direct.
@@ -109,6 +147,7 @@ outcome measure(const options& o) {
   for (std::size_t i = 0; i < o.rounds; ++i) {
     merge(r.fl, run_faultlane(round));
     if (r.baseline) merge(r.raw, o.via_relay ? run_faultlane(direct) : run_baseline(round));
+    if (r.with_stream) merge(r.stream, run_stream(round));
     if (long_run) {
       std::fprintf(stderr, "faultlane-bench: round %zu/%zu: %llu ops, %llu failed so far\n", i + 1,
                    o.rounds, static_cast<unsigned long long>(r.fl.ops),
@@ -117,6 +156,7 @@ outcome measure(const options& o) {
   }
   r.fs = summarize(r.fl);
   r.bs = summarize(r.raw);
+  r.ss = summarize(r.stream);
   return r;
 }
 
@@ -131,11 +171,25 @@ void print(const options& o, const outcome& r) {
     std::printf("  ratio      throughput %.3f x %s, mean latency %.3f x %s\n",
                 r.fs.bytes_per_s / std::max(r.bs.bytes_per_s, 1e-9), reference,
                 r.fs.mean_us / std::max(r.bs.mean_us, 1e-9), reference);
+    if (r.with_stream) {
+      std::printf("  tcp stream %12s  (one way, nothing to wait for: the ceiling)\n",
+                  rate(r.ss.bytes_per_s).c_str());
+      std::printf("  ratio      throughput %.3f x tcp stream (raw tcp: %.3f x)\n",
+                  r.fs.bytes_per_s / std::max(r.ss.bytes_per_s, 1e-9),
+                  r.bs.bytes_per_s / std::max(r.ss.bytes_per_s, 1e-9));
+    }
     if (o.via_relay) {
       std::printf("  added      p50 %+.1f us, p99 %+.1f us by the relay\n",
                   r.fs.p50_us - r.bs.p50_us, r.fs.p99_us - r.bs.p99_us);
     }
   }
+  std::printf("  cost       %s: %s allocations/op, %.2f CPU s/GB", subject,
+              per_op(r.fs.allocations_per_op).c_str(), r.fs.cpu_s_per_gb);
+  if (r.baseline) {
+    std::printf("; %s: %s allocations/op, %.2f CPU s/GB", reference,
+                per_op(r.bs.allocations_per_op).c_str(), r.bs.cpu_s_per_gb);
+  }
+  std::printf("\n");
   std::printf("  ops %llu, failed %llu", static_cast<unsigned long long>(r.fl.ops),
               static_cast<unsigned long long>(r.fl.failures));
   if (r.fl.failures > 0) std::printf(" (%s)", failure_text(r.fl).c_str());
@@ -156,15 +210,23 @@ bool write_json(const options& o, const outcome& r) {
   std::ofstream out(o.json_path);
   out << fmt::format(
       R"({{"config": {{"op": "{}", "block_size": {}, "batch": {}, "threads": {}, )"
-      R"("workers": {}, "lanes": {}, "rails": {}, "duration_s": {}, "rounds": {}, )"
+      R"("workers": {}, "lanes": {}, "lane_inflight": {}, "rails": {}, "duration_s": {}, )"
+      R"("rounds": {}, )"
       R"("verify": {}, "via_relay": {}}}, "faultlane": {}, "baseline": {}, )"
-      R"("ratio_bytes_per_s": {}, "ratio_mean_latency": {}, "ops": {}, )"
+      R"("ratio_bytes_per_s": {}, "ratio_mean_latency": {}, "ratio_p99_latency": {}, )"
+      R"("ratio_ops_per_s": {}, "ratio_cpu_s_per_gb": {}, "stream_bytes_per_s": {}, )"
+      R"("ratio_stream_bytes_per_s": {}, "ops": {}, )"
       R"("failures": {}, "failures_by_status": {}, "mismatches": {}, "baseline_mismatches": {}}})",
-      to_string(o.op), o.block_bytes, o.batch, o.threads, o.workers, o.lanes, o.rails, o.duration_s,
-      o.rounds, o.verify ? "true" : "false", o.via_relay ? "true" : "false", json_side(r.fs),
-      r.baseline ? json_side(r.bs) : "null", ratio(r.fs.bytes_per_s, r.bs.bytes_per_s),
-      ratio(r.fs.mean_us, r.bs.mean_us), r.fl.ops, r.fl.failures, failure_json(r.fl),
-      r.fl.mismatches,
+      to_string(o.op), o.block_bytes, o.batch, o.threads, o.workers, o.lanes, o.lane_inflight,
+      o.rails, o.duration_s, o.rounds, o.verify ? "true" : "false", o.via_relay ? "true" : "false",
+      json_side(r.fs), r.baseline ? json_side(r.bs) : "null",
+      ratio(r.fs.bytes_per_s, r.bs.bytes_per_s), ratio(r.fs.mean_us, r.bs.mean_us),
+      ratio(r.fs.p99_us, r.bs.p99_us), ratio(r.fs.ops_per_s, r.bs.ops_per_s),
+      ratio(r.fs.cpu_s_per_gb, r.bs.cpu_s_per_gb),
+      r.with_stream ? fmt::format("{:.0f}", r.ss.bytes_per_s) : std::string("null"),
+      r.with_stream ? fmt::format("{:.4f}", r.fs.bytes_per_s / std::max(r.ss.bytes_per_s, 1e-9))
+                    : std::string("null"),
+      r.fl.ops, r.fl.failures, failure_json(r.fl), r.fl.mismatches,
       r.baseline && o.verify ? std::to_string(r.raw.mismatches) : std::string("null"));
   out << "\n";
   if (!out) std::fprintf(stderr, "faultlane-bench: cannot write %s\n", o.json_path.c_str());

@@ -142,6 +142,10 @@ void define(CLI::App& app, options& o) {
         "faultlane io threads (default 1)");
   count(app, "--lanes", o.lanes, 1, limits::lane_count_max,
         "connections per peer; the baseline uses as many (default 1)");
+  count(app, "--lane-inflight", o.lane_inflight, 1, limits::lane_inflight_max,
+        fmt::format("exchanges in flight per lane; the baseline keeps no more per connection "
+                    "(default {})",
+                    limits::lane_inflight_default));
   count(app, "--rails", o.rails, 1, limits::rail_count_max,
         "rails 127.0.0.1..127.0.0.N on loopback (default 1)");
   count(app, "--busy-poll-us", o.busy_poll_us, 0, limits::busy_poll_us_max,
@@ -212,9 +216,10 @@ std::optional<options> parse_options(int argc, char** argv) {
 
 std::string describe(const options& o) {
   return fmt::format(
-      "op={} block={} batch={} threads={} workers={} lanes={} rails={} duration={}s rounds={}",
-      to_string(o.op), o.block_bytes, o.batch, o.threads, o.workers, o.lanes, o.rails, o.duration_s,
-      o.rounds);
+      "op={} block={} batch={} threads={} workers={} lanes={} inflight={} rails={} duration={}s "
+      "rounds={}",
+      to_string(o.op), o.block_bytes, o.batch, o.threads, o.workers, o.lanes, o.lane_inflight,
+      o.rails, o.duration_s, o.rounds);
 }
 
 }  // namespace faultlane::bench

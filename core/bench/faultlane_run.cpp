@@ -36,6 +36,7 @@ transport_config config_for(const options& o, std::size_t lanes) {
   }
   if (c.rail_addresses.size() > 1) c.bind_address.clear();  // one listener per rail
   c.connections_per_peer = std::max(lanes, c.rail_addresses.size());
+  c.lane_inflight_max = o.lane_inflight;
   c.max_outstanding_tasks = std::max<std::uint64_t>(4096, o.batch * o.threads);
   c.max_outstanding_bytes = std::max<std::uint64_t>(1ull << 32, region_bytes(o));
   c.max_transfer_bytes = std::max<std::uint64_t>(o.block_bytes, 1ull << 20);
@@ -234,11 +235,10 @@ measurement drive(transport& initiator, segment_id seg, registration_id id, cons
       loops.back()->launch();
     }
   }
-  const double seconds = run_phases(o, phase);
+  measurement total;
+  const double seconds = run_phases(o, phase, total);
   for (auto& t : threads) t.join();
   for (auto& l : loops) l->wait();
-  measurement total;
-  total.seconds = seconds;
   for (auto& s : states) merge(total, std::move(s.m));
   total.seconds = seconds;
   return total;

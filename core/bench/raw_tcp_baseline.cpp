@@ -160,10 +160,10 @@ void drive_connection(const options& o, int fd, std::size_t depth, std::atomic<i
   auto expected = o.verify ? patterned(o.block_bytes, read_seed) : std::vector<char>();
   std::uint64_t ack = 0;
   std::uint64_t n = 0;
+  std::vector<bool> writes(depth);
   while (phase.load(std::memory_order_relaxed) < 2) {
     bool measuring = phase.load(std::memory_order_relaxed) == 1;
     auto start = clock_type::now();
-    std::vector<bool> writes(depth);
     for (std::size_t k = 0; k < depth; ++k) {
       bool is_write = o.op == operation::write || (o.op == operation::mix && (n + k) % 2 == 1);
       writes[k] = is_write;
@@ -191,9 +191,8 @@ void drive_connection(const options& o, int fd, std::size_t depth, std::atomic<i
   }
 }
 
-// `connections` loopback connections, each with a serving thread.
-void connect_pairs(const options& o, std::size_t connections, std::vector<int>& clients,
-                   std::vector<std::thread>& servers) {
+// `n` connected loopback pairs: (accepted, connecting) descriptors.
+std::vector<std::pair<int, int>> connected_pairs(std::size_t n) {
   int listener = ::socket(AF_INET, SOCK_STREAM, 0);
   check(listener >= 0, "socket");
   sockaddr_in addr{};
@@ -203,21 +202,68 @@ void connect_pairs(const options& o, std::size_t connections, std::vector<int>& 
   check(::listen(listener, 64) == 0, "listen");
   socklen_t len = sizeof(addr);
   ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
-  for (std::size_t i = 0; i < connections; ++i) {
+  std::vector<std::pair<int, int>> pairs;
+  for (std::size_t i = 0; i < n; ++i) {
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     check(fd >= 0, "socket");
     check(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0, "connect");
     int accepted = ::accept(listener, nullptr, nullptr);
     check(accepted >= 0, "accept");
+    pairs.emplace_back(accepted, fd);
+  }
+  ::close(listener);
+  return pairs;
+}
+
+// `connections` loopback connections, each with a serving thread.
+void connect_pairs(const options& o, std::size_t connections, std::vector<int>& clients,
+                   std::vector<std::thread>& servers) {
+  for (auto [accepted, fd] : connected_pairs(connections)) {
     no_delay(fd);
     no_delay(accepted);
     clients.push_back(fd);
     servers.emplace_back(serve, accepted, o.block_bytes, o.verify);
   }
-  ::close(listener);
+}
+
+// The stream reference: what plain TCP moves one way with nothing to wait
+// for (as iperf3 does): one sender per connection writing `step` bytes at
+// a time, one receiver reading as fast as they come.
+void stream_one(int from, int to, std::atomic<int>& phase, measurement& m) {
+  std::thread sender([from, &phase] {
+    std::vector<char> chunk(step_bytes(), 's');
+    while (phase.load(std::memory_order_relaxed) < 2) {
+      if (!send_all(from, chunk.data(), chunk.size())) return;
+    }
+    ::shutdown(from, SHUT_WR);
+  });
+  std::vector<char> sink(step_bytes());
+  while (true) {
+    ssize_t k = ::recv(to, sink.data(), sink.size(), 0);
+    if (k <= 0) break;
+    if (phase.load(std::memory_order_relaxed) == 1) m.bytes += static_cast<std::uint64_t>(k);
+  }
+  sender.join();
 }
 
 }  // namespace
+
+measurement run_stream(const options& o) {
+  auto pairs = connected_pairs(o.lanes);
+  std::atomic<int> phase{0};
+  std::vector<measurement> per(pairs.size());
+  std::vector<std::thread> receivers;
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    receivers.emplace_back([&, i] { stream_one(pairs[i].first, pairs[i].second, phase, per[i]); });
+  }
+  measurement total;
+  total.seconds = run_phases(o, phase, total);
+  for (auto& r : receivers) r.join();
+  for (auto [a, b] : pairs) ::close(a), ::close(b);
+  for (auto& m : per) total.bytes += m.bytes;
+  total.ops = total.bytes / o.block_bytes;
+  return total;
+}
 
 measurement run_baseline(const options& o) {
   const std::size_t connections = o.lanes;
@@ -233,19 +279,21 @@ measurement run_baseline(const options& o) {
     run_striped(o, clients, phase, per[0], drivers);
   } else {
     for (std::size_t c = 0; c < connections; ++c) {
-      // Spread the faultlane run's in-flight count over the connections.
+      // Spread the faultlane run's in-flight count over the connections,
+      // no more on one than a faultlane lane may carry.
       std::size_t depth = in_flight / connections + (c < in_flight % connections ? 1 : 0);
+      depth = std::min(depth, o.lane_inflight);
       if (depth == 0) continue;
       drivers.emplace_back(
           [&, c, depth] { drive_connection(o, clients[c], depth, phase, per[c]); });
     }
   }
-  const double seconds = run_phases(o, phase);
+  measurement total;
+  const double seconds = run_phases(o, phase, total);
   for (auto& d : drivers) d.join();
   for (int fd : clients) ::shutdown(fd, SHUT_RDWR), ::close(fd);
   for (auto& s : servers) s.join();
 
-  measurement total;
   total.seconds = seconds;
   for (auto& m : per) {
     total.bytes += m.bytes;

@@ -57,9 +57,9 @@ measurement call_loop(const endpoint& at, const options& o, const char* method) 
       }
     });
   }
-  const double seconds = run_phases(o, phase);
-  for (auto& th : threads) th.join();
   measurement all;
+  const double seconds = run_phases(o, phase, all);
+  for (auto& th : threads) th.join();
   for (auto& m : per) merge(all, std::move(m));
   all.seconds = seconds;
   return all;

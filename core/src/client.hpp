@@ -2,7 +2,9 @@
 // its persistent lanes.
 //
 // A lane is one TCP connection to the peer, owned by one shard for its whole
-// life, with its own FIFO of frame exchanges. The group spreads work over
+// life, with its own FIFO of frame exchanges, up to lane_inflight_max of
+// them in flight at once (requests leave in order, answers come back in
+// order; docs/architecture.md, "Pipelined lanes"). The group spreads work over
 // its lanes with a per-peer sequence, so traffic to other peers never pins
 // this peer to one lane. Because each lane queues its own work, the group
 // shares only a small mutex-guarded connect gate: after a failed connect,
@@ -83,12 +85,26 @@ class lane : public std::enable_shared_from_this<lane> {
   void start_connect();
   void on_connected(const std::error_code& ec);
   void on_connect_failed();
-  void start_next();
-  void on_request_sent(const std::error_code& ec, std::size_t sent);
+  // Sends queued requests while the lane has room, and reads the answer of
+  // the oldest exchange once its request has left.
+  void continue_exchanges();
+  void send_request();
+  bool request_sent(transfer_op& op);
+  bool head_request_sent() const { return !(sending_ && inflight_.size() == 1); }
+  void read_head();
+  void read_head_from_carry();
   void read_response_and_payload();
   void on_response(const std::error_code& ec, std::size_t payload_have);
   void on_payload(const std::error_code& ec);
-  void finish(status code, std::uint64_t bytes, bool keep_connection, fate outcome = fate::unknown);
+  // The oldest exchange got its answer; the connection stays.
+  void complete_head(status code, std::uint64_t bytes, fate outcome);
+  // The connection can no longer be trusted: it closes, and once no socket
+  // operation is pending every exchange in flight ends (the oldest with
+  // `head`, the rest with the connection's status).
+  void break_connection(status head, fate outcome = fate::unknown);
+  void settle_broken();
+  void end_exchange(std::unique_ptr<transfer_op> op, status code, std::uint64_t bytes,
+                    fate outcome);
   void fail_queue(status code);
   void cancel_siblings(const transfer_op& failed);
   void close_socket(status why);
@@ -111,16 +127,27 @@ class lane : public std::enable_shared_from_this<lane> {
   // work waits; see transfer_request::start_deadline_ms).
   asio::steady_timer start_timer_;
   std::chrono::steady_clock::time_point start_timer_at_{};
-  std::unique_ptr<transfer_op> current_;
-  wire::request_bytes request_{};
+  // Exchanges whose request started to leave, oldest first; only the
+  // newest can still be leaving (sending_).
+  std::deque<std::unique_ptr<transfer_op>> inflight_;
+  wire::request_bytes request_{};  // the request leaving
   wire::response_bytes response_{};
+  // Answer bytes a lone READ's scatter read took past an error answer,
+  // when requests had left behind it meanwhile: the next answers' start.
+  std::vector<std::byte> carry_;
   std::uint64_t epoch_ = 0;        // bumped at every connect
   std::uint64_t connections_ = 0;  // successful connects (for reconnect stats)
-  bool io_pending_ = false;
+  bool connect_pending_ = false;
+  bool sending_ = false;    // a request's async_write is outstanding
+  bool receiving_ = false;  // a read of the oldest exchange's answer is outstanding
   bool timed_out_ = false;
-  bool connect_dropped_ = false;     // drop_connections() cancelled the connect
-  bool closing_ = false;             // shutdown() ran: no reconnect; ends closed
-  bool request_bytes_sent_ = false;  // any byte of the current request left
+  bool connect_dropped_ = false;  // drop_connections() cancelled the connect
+  bool closing_ = false;          // shutdown() ran: no reconnect; ends closed
+  struct breakage {
+    status head;
+    fate outcome;
+  };
+  std::optional<breakage> broken_;  // set from break_connection until settle_broken
   std::optional<status> abort_status_;
 };
 

@@ -117,6 +117,10 @@ result<void> validate(const transport_config& c) {
                                         limits::lane_count_max);
       !r)
     return r;
+  if (auto r = check_range<std::size_t>("lane_inflight_max", c.lane_inflight_max, 1,
+                                        limits::lane_inflight_max);
+      !r)
+    return r;
   if (auto r = check_range<std::uint64_t>("max_transfer_bytes", c.max_transfer_bytes, 1,
                                           limits::transfer_bytes_max);
       !r)
@@ -154,6 +158,7 @@ const std::set<std::string> known_fields{"bind_address",
                                          "worker_count",
                                          "busy_poll_us",
                                          "connections_per_peer",
+                                         "lane_inflight_max",
                                          "max_outstanding_tasks",
                                          "max_outstanding_bytes",
                                          "max_transfer_bytes",
@@ -213,6 +218,7 @@ result<transport_config> parse_config(const YAML::Node& root) {
   if (!(r = read_field(root, "worker_count", c.worker_count))) return r.error();
   if (!(r = read_field(root, "busy_poll_us", c.busy_poll_us))) return r.error();
   if (!(r = read_field(root, "connections_per_peer", c.connections_per_peer))) return r.error();
+  if (!(r = read_field(root, "lane_inflight_max", c.lane_inflight_max))) return r.error();
   if (!(r = read_field(root, "max_outstanding_tasks", c.max_outstanding_tasks))) return r.error();
   if (!(r = read_field(root, "max_outstanding_bytes", c.max_outstanding_bytes))) return r.error();
   if (!(r = read_field(root, "max_transfer_bytes", c.max_transfer_bytes))) return r.error();

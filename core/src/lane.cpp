@@ -8,6 +8,7 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <array>
 
 #include "faultlane/core/failpoint.hpp"
@@ -49,13 +50,13 @@ lane_event lane::event() const { return {group_.id(), index_, rail_, epoch_}; }
 // Runs inside the guard's recovery: must not throw.
 void lane::on_handler_exception() noexcept {
   abort_status_ = status::runtime_failed;
-  if (io_pending_) {
-    // The handler had already started its next socket operation: closing
-    // the socket makes that operation's handler finish the op.
+  if (connect_pending_) {
+    // Closing the socket makes the connect's handler end it.
     std::error_code ignored;
     socket_.close(ignored);
-  } else if (current_) {
-    finish(status::runtime_failed, 0, false);
+  } else if (!inflight_.empty()) {
+    // Settles now, or when the socket operations still pending return.
+    break_connection(status::runtime_failed);
   } else {
     close_socket(status::runtime_failed);
   }
@@ -131,7 +132,7 @@ bool lane::peer_went_away() {
 }
 
 void lane::pump() {
-  FL_ASSERT(state_ != state::busy || current_);  // busy means an exchange in flight
+  FL_ASSERT(state_ != state::busy || !inflight_.empty());  // busy means exchanges in flight
   if (queue_.empty()) return;
   if (state_ == state::idle && peer_went_away()) {
     // Reconnect first: a WRITE then never leaves on a dead connection, so
@@ -152,8 +153,9 @@ void lane::pump() {
       }
       return fail_queue(status::connection_failed);  // in reconnect cooldown
     }
-    case state::idle: return start_next();
-    default: return;  // connecting or busy: continues when that ends
+    case state::idle:
+    case state::busy: return continue_exchanges();
+    default: return;  // connecting: continues when that ends
   }
 }
 
@@ -185,18 +187,15 @@ void lane::start_connect() {
     auto local = asio::ip::make_address(rt_.config.rail_addresses[rail_]);
     socket_.bind(tcp::endpoint(local, 0), ec);
   }
-  if (ec) {
-    io_pending_ = false;
-    return on_connected(ec);
-  }
+  if (ec) return on_connected(ec);
   deadline_kind_ = deadline_kind::connect;
   deadline_.set(milliseconds(rt_.config.connect_timeout_ms), shared_from_this());
-  io_pending_ = true;
+  connect_pending_ = true;
   socket_.async_connect(peer, guarded([this](std::error_code e) { on_connected(e); }));
 }
 
 void lane::on_connected(const std::error_code& ec) {
-  io_pending_ = false;
+  connect_pending_ = false;
   FL_ASSERT(state_ == state::connecting);
   rt_.stats.lanes_connecting.fetch_sub(1, std::memory_order_relaxed);
   deadline_.clear();
@@ -224,12 +223,7 @@ void lane::on_connected(const std::error_code& ec) {
   FAULTLANE_PERTURB("lane.connected");
   state_ = state::idle;
   group_.connect_finished(peer_group::connect_outcome::connected);
-  if (queue_.empty()) {
-    deadline_kind_ = deadline_kind::idle;
-    deadline_.set(milliseconds(rt_.config.idle_connection_timeout_ms), shared_from_this());
-    return;
-  }
-  start_next();
+  continue_exchanges();
 }
 
 // A connect that failed, or that we cancelled ourselves. Only the first is
@@ -255,9 +249,11 @@ void lane::on_connect_failed() {
   fail_queue(why);
 }
 
-// A sibling slice failed: drop this task's queued slices, and cancel the
-// one in flight by closing the connection (its handler ends it cancelled;
-// the lane reconnects for its next work).
+// A sibling slice failed: drop this task's queued slices. Its slices in
+// flight are cancelled by closing the connection (their handlers end them
+// cancelled; the lane reconnects for its next work), but only when nothing
+// else is in flight there: other tasks' exchanges are never cut for it, and
+// the slice then runs to its end, where the failed task ignores it.
 void lane::cancel_task(const task_state* task) {
   FL_ASSERT(task != nullptr);
   (void)FAULTLANE_FAILPOINT("lane.cancel_task");
@@ -271,10 +267,11 @@ void lane::cancel_task(const task_state* task) {
       ++it;
     }
   }
-  if (current_ && current_->task == task && io_pending_) {
+  const bool only_this_task = std::all_of(inflight_.begin(), inflight_.end(),
+                                          [task](const auto& op) { return op->task == task; });
+  if (!inflight_.empty() && only_this_task && !broken_) {
     abort_status_ = status::cancelled;
-    std::error_code ignored;
-    socket_.close(ignored);
+    break_connection(status::cancelled);
   }
 }
 
@@ -292,6 +289,7 @@ void lane::close_socket(status why) {
     if (rt_.observer) rt_.observer->lane_closed(event(), why);
   }
   FAULTLANE_PERTURB("lane.close");
+  carry_.clear();  // answer bytes of this connection only
   std::error_code ignored;
   socket_.close(ignored);
   deadline_.cancel();
@@ -335,14 +333,18 @@ void lane::shutdown(status why) {
   FL_ASSERT(queue_.empty());
   start_timer_.cancel();
   switch (state_) {
-    case state::connecting:
-    case state::busy: {
-      // The pending handler settles the op and sees the lane closed.
+    case state::connecting: {
+      // The pending handler sees the lane closed.
       std::error_code ignored;
       socket_.close(ignored);
       deadline_.cancel();
       return;
     }
+    case state::busy:
+      // Settles the exchanges in flight now, or when the pending socket
+      // operations return; either way the lane ends closed.
+      deadline_.cancel();
+      return break_connection(why);
     case state::idle: close_socket(why); break;
     default: deadline_.cancel(); break;
   }
@@ -350,17 +352,20 @@ void lane::shutdown(status why) {
 }
 
 // Work still held here when the io threads are gone can only end one way:
-// its handlers will never run. A queued op never left (shutting_down); the
+// its handlers will never run. A queued op never left (shutting_down); an
 // op in flight may have reached the target if it is a WRITE, so it ends
 // ambiguous_write, as any cut-off WRITE does, and shutting_down otherwise.
 // Besides settling, this breaks a cycle: a sliced READ's task holds its
 // lanes, and a lane holds the task's op.
 void lane::release_work() noexcept {
   fail_queue(status::shutting_down);
-  if (!current_) return;
-  auto op = std::move(current_);
-  const auto code = op->op == wire::opcode::write ? status::ambiguous_write : status::shutting_down;
-  retire(std::move(op), code, 0);
+  auto cut = std::move(inflight_);
+  inflight_.clear();
+  for (auto& op : cut) {
+    const auto code =
+        op->op == wire::opcode::write ? status::ambiguous_write : status::shutting_down;
+    retire(std::move(op), code, 0);
+  }
 }
 
 void lane::drop_connection() {
@@ -374,11 +379,9 @@ void lane::drop_connection() {
       socket_.close(ignored);
       return;
     }
-    case state::busy: {
-      std::error_code ignored;
-      socket_.close(ignored);  // the pending handler fails the op
+    case state::busy:
+      if (!broken_) break_connection(status::connection_failed);
       return;
-    }
     default: return;
   }
 }

@@ -1,10 +1,15 @@
-// lane, one frame exchange: the request leaves, the response (and a READ's
-// payload) comes back, and finish() decides the outcome, including whether
-// a failed WRITE is ambiguous. See client.hpp and docs/protocol.md.
+// lane, its frame exchanges: requests leave in order, up to
+// lane_inflight_max of them before the oldest is answered; answers (and a
+// READ's payload) come back in the same order. complete_head() ends an
+// exchange that got its answer; break_connection() ends every exchange in
+// flight when the connection cannot be trusted, and decides which WRITEs
+// are ambiguous. See client.hpp, docs/architecture.md ("Pipelined lanes")
+// and docs/protocol.md.
 #include <asio/post.hpp>
 #include <asio/read.hpp>
 #include <asio/write.hpp>
 
+#include <algorithm>
 #include <array>
 
 #include "client.hpp"
@@ -16,26 +21,42 @@ namespace faultlane::detail {
 
 using namespace std::chrono;
 
-void lane::start_next() {
-  FL_ASSERT(state_ == state::idle);
-  FL_ASSERT(!current_);
-  // Slices of a task that already failed are not started.
-  while (!queue_.empty() && queue_.front()->task->cancelled.load(std::memory_order_acquire)) {
-    auto skipped = std::move(queue_.front());
-    queue_.pop_front();
-    retire(std::move(skipped), status::cancelled, 0);
+void lane::continue_exchanges() {
+  FL_ASSERT(state_ == state::idle || state_ == state::busy);
+  if (broken_) return;  // settles once its pending operations return
+  if (!receiving_ && !inflight_.empty() && head_request_sent()) read_head();
+  const auto connected = [this] { return state_ == state::idle || state_ == state::busy; };
+  while (connected() && !broken_ && !sending_ && inflight_.size() < rt_.config.lane_inflight_max) {
+    // Slices of a task that already failed are not started.
+    while (!queue_.empty() && queue_.front()->task->cancelled.load(std::memory_order_acquire)) {
+      auto skipped = std::move(queue_.front());
+      queue_.pop_front();
+      retire(std::move(skipped), status::cancelled, 0);
+    }
+    if (queue_.empty()) break;
+    send_request();
   }
-  if (queue_.empty()) {
+  if (connected() && !broken_ && inflight_.empty()) {
+    state_ = state::idle;
     deadline_kind_ = deadline_kind::idle;
     deadline_.set(milliseconds(rt_.config.idle_connection_timeout_ms), shared_from_this());
-    return;
   }
-  current_ = std::move(queue_.front());
+}
+
+void lane::send_request() {
+  FL_ASSERT(!sending_ && !broken_ && !queue_.empty());
+  inflight_.push_back(std::move(queue_.front()));
   queue_.pop_front();
-  state_ = state::busy;
-  timed_out_ = false;
-  request_bytes_sent_ = false;
-  auto& op = *current_;
+  auto& op = *inflight_.back();
+  op.request_left = false;
+  if (inflight_.size() > 1) bump(rt_.stats.requests_pipelined);
+  if (inflight_.size() == 1) {
+    // The oldest exchange's clock: see docs/architecture.md, "Pipelined lanes".
+    state_ = state::busy;
+    timed_out_ = false;
+    deadline_kind_ = deadline_kind::progress;
+    deadline_.set(milliseconds(rt_.config.progress_timeout_ms), shared_from_this());
+  }
   wire::encode(wire::request_frame{op.op, 0, op.request_id, op.remote_registration,
                                    op.remote_offset, op.length},
                request_);
@@ -43,8 +64,6 @@ void lane::start_next() {
     rt_.observer->slice_dispatched({op.task->info.task_id, op.request_id, group_.id(), index_,
                                     rail_, op.slice_offset, op.length});
   }
-  deadline_kind_ = deadline_kind::progress;
-  deadline_.set(milliseconds(rt_.config.progress_timeout_ms), shared_from_this());
   // Header and body (a WRITE's) leave in one gather write, straight from the
   // caller's buffer; usually all at once, without a trip through the loop.
   send_buffers out{asio::buffer(request_), op.op == wire::opcode::write
@@ -53,49 +72,97 @@ void lane::start_next() {
   if (op.op == wire::opcode::write) note_send_reads(op.local, op.length);
   std::error_code ec;
   const std::size_t sent = send_now(socket_, out, ec);
-  if (ec || sent == asio::buffer_size(out)) return on_request_sent(ec, sent);
-  io_pending_ = true;
-  asio::async_write(
-      socket_, rest_of(out, sent), progress_condition(),
-      guarded([this, sent](std::error_code e, std::size_t n) { on_request_sent(e, sent + n); }));
+  if (sent > 0) op.request_left = true;
+  if (ec) return break_connection(io_failure());
+  if (sent == asio::buffer_size(out)) {
+    (void)request_sent(op);
+    return;
+  }
+  sending_ = true;
+  asio::async_write(socket_, rest_of(out, sent), progress_condition(),
+                    guarded([this, o = &op](std::error_code e, std::size_t n) {
+                      // `o` stays in inflight_ until this handler returned:
+                      // settle_broken waits for it.
+                      sending_ = false;
+                      if (n > 0) o->request_left = true;
+                      // Done before the connection broke, or cut by it:
+                      // either way the lane is settling.
+                      if (e || broken_) return break_connection(io_failure());
+                      if (request_sent(*o)) continue_exchanges();
+                    }));
 }
 
-void lane::on_request_sent(const std::error_code& ec, std::size_t sent) {
-  io_pending_ = false;
-  FL_ASSERT(state_ == state::busy);
-  if (sent > 0) request_bytes_sent_ = true;
-  if (ec) return finish(io_failure(), 0, false);
+// False when the lane broke instead.
+bool lane::request_sent(transfer_op& op) {
+  FL_ASSERT(!sending_ && !inflight_.empty());
   if (auto injected =
-          FAULTLANE_FAILPOINT_KEY("client.after_request_sent", current_->remote_registration)) {
+          FAULTLANE_FAILPOINT_KEY("client.after_request_sent", op.remote_registration)) {
     abort_status_ = *injected;
-    return finish(*injected, 0, false);
+    break_connection(*injected);
+    return false;
   }
-  if (current_->op == wire::opcode::read) return read_response_and_payload();
-  io_pending_ = true;
+  if (&op == inflight_.front().get() && !receiving_) read_head();
+  return true;
+}
+
+void lane::read_head() {
+  FL_ASSERT(!receiving_ && !broken_ && !inflight_.empty() && head_request_sent());
+  if (!carry_.empty()) return read_head_from_carry();
+  if (inflight_.front()->op == wire::opcode::read && inflight_.size() == 1) {
+    return read_response_and_payload();
+  }
+  // With exchanges behind it, the next answer may follow this one at once:
+  // the header is read alone, so an error answer (no payload) never takes
+  // the next answer's bytes as its payload.
+  receiving_ = true;
   asio::async_read(socket_, asio::buffer(response_), progress_condition(),
                    guarded([this](std::error_code e, std::size_t) { on_response(e, 0); }));
 }
 
-// A READ's response header and payload usually arrive together: one scatter
-// read takes both. An error response has no payload, so the read never
-// waits for payload bytes that will not come: it returns what is there.
+// Bytes already received past the previous answer (see on_response) are
+// the start of this one: its header, then a READ's payload, then perhaps
+// the answers after it, which stay carried.
+void lane::read_head_from_carry() {
+  auto& op = *inflight_.front();
+  const std::size_t header = std::min(carry_.size(), response_.size());
+  std::copy_n(carry_.begin(), header, response_.begin());
+  std::size_t used = header;
+  std::size_t payload = 0;
+  if (header == response_.size() && op.op == wire::opcode::read) {
+    payload = std::min<std::size_t>(carry_.size() - used, op.length);
+    std::copy_n(carry_.begin() + static_cast<std::ptrdiff_t>(used), payload, op.local);
+    used += payload;
+  }
+  carry_.erase(carry_.begin(), carry_.begin() + static_cast<std::ptrdiff_t>(used));
+  if (header == response_.size()) return on_response({}, payload);
+  FL_ASSERT(carry_.empty());
+  receiving_ = true;
+  asio::async_read(socket_, asio::buffer(response_.data() + header, response_.size() - header),
+                   progress_condition(),
+                   guarded([this](std::error_code e, std::size_t) { on_response(e, 0); }));
+}
+
+// A lone READ: its answer's header and payload usually arrive together, and
+// one scatter read takes both. An error answer has no payload, so the read
+// never waits for bytes that will not come: it returns what is there. If
+// requests left behind it meanwhile, what it returns past an error header
+// is the next answers' bytes: on_response carries them over.
 // (A started read, not a readiness wait: Asio re-registers a descriptor with
 // epoll_ctl for every wait, and skips the speculative read of a started one
 // when the last read drained the socket.)
 void lane::read_response_and_payload() {
-  FL_ASSERT(state_ == state::busy && current_);
-  FL_ASSERT(current_->op == wire::opcode::read);
-  auto& op = *current_;
+  auto& op = *inflight_.front();
+  FL_ASSERT(op.op == wire::opcode::read && inflight_.size() == 1);
   std::array<asio::mutable_buffer, 2> in{asio::buffer(response_),
                                          asio::buffer(op.local, op.length)};
-  io_pending_ = true;
+  receiving_ = true;
   socket_.async_read_some(
       in, guarded([this](std::error_code ec, std::size_t n) {
-        io_pending_ = false;
-        if (ec) return finish(io_failure(), 0, false);
+        receiving_ = false;
+        if (ec || broken_) return break_connection(io_failure());
         deadline_.push(milliseconds(rt_.config.progress_timeout_ms));
         if (n >= response_.size()) return on_response(ec, n - response_.size());
-        io_pending_ = true;
+        receiving_ = true;
         asio::async_read(socket_, asio::buffer(response_.data() + n, response_.size() - n),
                          progress_condition(),
                          guarded([this](std::error_code e, std::size_t) { on_response(e, 0); }));
@@ -103,37 +170,45 @@ void lane::read_response_and_payload() {
 }
 
 void lane::on_response(const std::error_code& ec, std::size_t payload_have) {
-  io_pending_ = false;
-  FL_ASSERT(state_ == state::busy);
-  if (ec) return finish(io_failure(), 0, false);
+  receiving_ = false;
+  FL_ASSERT(state_ == state::busy && !inflight_.empty());
+  // An answer that arrived after the connection broke is not trusted: the
+  // lane is settling everything in flight already.
+  if (ec || broken_) return break_connection(io_failure());
   (void)FAULTLANE_FAILPOINT("client.on_response");
-  auto& op = *current_;
+  auto& op = *inflight_.front();
   auto decoded = wire::decode_response(response_);
-  if (!decoded.ok()) return finish(status::protocol_error, 0, false);
+  if (!decoded.ok()) return break_connection(status::protocol_error);
   const auto& reply = decoded.value();
   if (reply.request_id == 0 && wire::is_header_rejection(reply.status) && payload_have == 0) {
-    // The target could not decode our header (it was damaged on the way):
-    // it answers without an id, executes nothing, and closes. With one
-    // exchange in flight the answer is ours, and definite.
-    return finish(status::protocol_error, 0, false, fate::not_executed);
+    // The target could not decode a header (it was damaged on the way): it
+    // answers without an id, executes nothing, and closes. The answer is
+    // the oldest exchange's, and definite, only when nothing else was sent:
+    // an earlier answer dropped on the way would make it a later one's.
+    const bool alone = inflight_.size() == 1;
+    return break_connection(status::protocol_error, alone ? fate::not_executed : fate::unknown);
   }
   // A header rejection names no request; with an id it is not an answer a
   // target sends, so it says nothing about what ran.
   if (reply.request_id != op.request_id || wire::is_header_rejection(reply.status)) {
-    return finish(status::protocol_error, 0, false);
+    return break_connection(status::protocol_error);
   }
   if (reply.status != wire::wire_status::ok) {
-    // Bytes that arrived after an error header can only be garbage.
-    if (payload_have > 0) return finish(status::protocol_error, 0, false);
-    // A definite answer: the target did not execute. A READ rejection keeps
-    // the connection; the target closes after a WRITE rejection.
-    return finish(wire::status_for(reply.status), 0, op.op == wire::opcode::read,
-                  fate::not_executed);
+    if (payload_have > 0) {
+      // Past an error header come the next answers, or, with nothing else
+      // in flight, garbage.
+      if (inflight_.size() == 1) return break_connection(status::protocol_error);
+      carry_.insert(carry_.begin(), op.local, op.local + payload_have);
+    }
+    // A definite answer: the target did not execute, and goes on with the
+    // next request on this connection.
+    return complete_head(wire::status_for(reply.status), 0, fate::not_executed);
   }
-  if (reply.committed_bytes != op.length) return finish(status::protocol_error, 0, false);
-  if (op.op == wire::opcode::write) return finish(status::ok, op.length, true);
-  if (payload_have == op.length) return finish(status::ok, op.length, true);
-  io_pending_ = true;
+  if (reply.committed_bytes != op.length) return break_connection(status::protocol_error);
+  if (op.op == wire::opcode::write || payload_have == op.length) {
+    return complete_head(status::ok, op.length, fate::unknown);
+  }
+  receiving_ = true;
   const std::size_t rest = op.length - payload_have;
   watermark_.begin(socket_, rest);
   auto condition = [this](const std::error_code& e, std::size_t n) -> std::size_t {
@@ -150,10 +225,10 @@ void lane::on_response(const std::error_code& ec, std::size_t payload_have) {
 }
 
 void lane::on_payload(const std::error_code& ec) {
-  io_pending_ = false;
-  FL_ASSERT(state_ == state::busy);
-  if (ec) return finish(io_failure(), 0, false);
-  finish(status::ok, current_->length, true);
+  receiving_ = false;
+  FL_ASSERT(state_ == state::busy && !inflight_.empty());
+  if (ec || broken_) return break_connection(io_failure());
+  complete_head(status::ok, inflight_.front()->length, fate::unknown);
 }
 
 status lane::io_failure() const {
@@ -163,18 +238,58 @@ status lane::io_failure() const {
   return status::connection_failed;
 }
 
-// The one place an in-flight op ends. A dirty connection is closed before
-// the status becomes visible, so no later request can reuse it.
-void lane::finish(status code, std::uint64_t bytes, bool keep_connection, fate outcome) {
-  FL_ASSERT(current_);
-  FL_ASSERT(state_ == state::busy || state_ == state::closed);
+void lane::complete_head(status code, std::uint64_t bytes, fate outcome) {
+  FL_ASSERT(state_ == state::busy && !inflight_.empty() && !receiving_);
+  auto op = std::move(inflight_.front());
+  inflight_.pop_front();
+  // The next exchange's clock starts now (its request may have left long
+  // ago, behind this one).
+  if (!inflight_.empty())
+    deadline_.set(milliseconds(rt_.config.progress_timeout_ms), shared_from_this());
+  end_exchange(std::move(op), code, bytes, outcome);
+  if (state_ == state::busy) continue_exchanges();
+}
+
+void lane::break_connection(status head, fate outcome) {
+  FL_ASSERT(head != status::ok);
+  FL_ASSERT(!inflight_.empty());
+  if (!broken_) broken_ = breakage{head, outcome};
+  // Pending operations end with an error and touch no buffer after this.
+  std::error_code ignored;
+  socket_.close(ignored);
+  if (!sending_ && !receiving_) settle_broken();
+}
+
+// The connection is closed before any status becomes visible, so no later
+// request can reuse it. The oldest exchange ends as its detector said; the
+// ones behind it with the connection's status.
+void lane::settle_broken() {
+  FL_ASSERT(broken_ && !sending_ && !receiving_);
+  const auto why = *broken_;
+  broken_.reset();
+  auto cut = std::move(inflight_);
+  inflight_.clear();
+  const auto behind = io_failure();
+  close_socket(why.head);
+  bool oldest = true;
+  for (auto& op : cut) {
+    end_exchange(std::move(op), oldest ? why.head : behind, 0,
+                 oldest ? why.outcome : fate::unknown);
+    oldest = false;
+  }
+  if (state_ == state::disconnected) pump();
+  else if (state_ == state::closed) fail_queue(abort_status_.value_or(status::shutting_down));
+}
+
+// The one place an exchange that left ends.
+void lane::end_exchange(std::unique_ptr<transfer_op> op, status code, std::uint64_t bytes,
+                        fate outcome) {
   FL_ASSERT(code != status::ok || outcome == fate::unknown);
-  auto op = std::move(current_);
   if (code == status::timeout) bump(rt_.stats.timeouts);
   // A WRITE that failed after any byte of its request left, with no answer
   // from the target saying it did not execute, has an unknown outcome:
   // terminal, never replayed (docs/architecture.md lists the cases).
-  if (op->op == wire::opcode::write && code != status::ok && request_bytes_sent_ &&
+  if (op->op == wire::opcode::write && code != status::ok && op->request_left &&
       outcome == fate::unknown) {
     code = status::ambiguous_write;
     // A planted bug, for the harness's own tests only (docs/testing.md):
@@ -182,33 +297,19 @@ void lane::finish(status code, std::uint64_t bytes, bool keep_connection, fate o
     // checker exists to catch. Compiled out with failpoints.
     if (FAULTLANE_FAILPOINT("planted.replay_ambiguous_write") && state_ != state::closed &&
         !abort_status_) {
-      close_socket(code);
+      FL_ASSERT(state_ == state::disconnected);  // settle_broken closed it; it pumps next
       queue_.push_front(std::move(op));
-      if (state_ == state::disconnected) pump();
       return;
     }
   }
   const bool retry = code == status::stale_registration && !op->refreshed && group_.can_refresh();
   if (code != status::ok && !retry) cancel_siblings(*op);
-  if (keep_connection && state_ == state::busy && !abort_status_) {
-    state_ = state::idle;
-  } else {
-    close_socket(code);
-  }
   if (retry) {
     group_.refresh_and_retry(std::move(op), shared_from_this());
   } else {
     FAULTLANE_PERTURB("lane.retire");
     retire(std::move(op), code, bytes);
   }
-  if (state_ == state::idle) {
-    if (!queue_.empty()) return start_next();
-    deadline_kind_ = deadline_kind::idle;
-    deadline_.set(milliseconds(rt_.config.idle_connection_timeout_ms), shared_from_this());
-    return;
-  }
-  if (state_ == state::disconnected) pump();
-  else if (state_ == state::closed) fail_queue(abort_status_.value_or(status::shutting_down));
 }
 
 void lane::cancel_siblings(const transfer_op& failed) {

@@ -187,8 +187,9 @@ class server_session : public std::enable_shared_from_this<server_session> {
     receive_write_body();
   }
 
-  // A rejected READ keeps the connection; a rejected WRITE first drains
-  // exactly its announced body, answers, and closes.
+  // A rejected request is answered and the connection goes on with the
+  // next one (an initiator may have sent it already: lanes pipeline); a
+  // rejected WRITE first drains exactly its announced body.
   void reject(status why) {
     FL_ASSERT(why != status::ok);
     FL_ASSERT(!lease_);  // a rejected request never holds one
@@ -207,7 +208,8 @@ class server_session : public std::enable_shared_from_this<server_session> {
   void drain_body(status why) {
     FL_ASSERT(state_ == session_state::draining_body);
     if (drain_left_ == 0) {
-      return reply_then(wire::wire_status_for(why), request_.request_id, 0, after_reply::close);
+      return reply_then(wire::wire_status_for(why), request_.request_id, 0,
+                        after_reply::next_request);
     }
     auto step = std::min<std::uint64_t>(drain_left_, drain_buffer_->size());
     io_pending_ = true;
@@ -280,7 +282,7 @@ class server_session : public std::enable_shared_from_this<server_session> {
                          release_lease();
                          report(*injected);
                          return reply_then(wire::wire_status_for(*injected), request_.request_id, 0,
-                                           after_reply::close);
+                                           after_reply::next_request);
                        }
                        bump(rt_.stats.server_writes);
                        report(status::ok);  // lease held: before any unregister returns

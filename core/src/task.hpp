@@ -69,6 +69,7 @@ struct transfer_op {
   static constexpr std::size_t any_rail = SIZE_MAX;
   std::size_t rail = any_rail;  // a slice stays on its rail, even when retried
   bool refreshed = false;       // one descriptor refresh and retry at most
+  bool request_left = false;    // a byte of its request left on the current connection
   // When the request must have started to leave (start_deadline_ms), or
   // the epoch for none.
   std::chrono::steady_clock::time_point start_by{};

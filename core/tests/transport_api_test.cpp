@@ -21,6 +21,7 @@ TEST(transport_api, start_deadline_ends_work_that_waited_too_long) {
   auto config = loopback_config();
   config.connections_per_peer = 1;
   config.progress_timeout_ms = 60000;  // the stalled exchange is not under test
+  config.lane_inflight_max = 1;        // the later work queues behind it, unsent
   auto initiator = start(config);
   auto seg = initiator->open_segment(stalled.descriptor()).value();
   std::vector<std::byte> a(4096), b(4096), c(4096);

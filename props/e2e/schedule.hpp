@@ -82,6 +82,8 @@ struct schedule {
   std::size_t peers = 1;  // targets, 1..3
   std::size_t rails = 1;  // 1..3
   std::size_t lanes = 1;  // connections_per_peer, 1..4
+  // lane_inflight_max: 1 (one exchange at a time), 2 or 8 (pipelined).
+  std::size_t lane_inflight = 1;
   std::size_t workers = 1;
   std::vector<stream_draw> streams;  // one per peer; missing ones are a single 4 KiB READ
   std::vector<fault_draw> faults;

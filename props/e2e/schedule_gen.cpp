@@ -98,6 +98,7 @@ rc::Gen<schedule> gen_schedule(const gen_options& options) {
     s.peers = *uniform_in_range<std::size_t>(1, 4);
     s.rails = *uniform_in_range<std::size_t>(1, 4);
     s.lanes = *uniform_in_range<std::size_t>(1, 5);
+    s.lane_inflight = *rc::gen::element<std::size_t>(1, 2, 8);
     s.workers = *uniform_in_range<std::size_t>(1, 3);
     s.streams = *rc::gen::container<std::vector<stream_draw>>(s.peers, gen_stream(o));
     s.faults = some(gen_fault(o), o.faults_max);

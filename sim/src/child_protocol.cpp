@@ -86,6 +86,7 @@ json to_json(const transport_config& c) {
   return json{{"worker_count", c.worker_count},
               {"busy_poll_us", c.busy_poll_us},
               {"connections_per_peer", c.connections_per_peer},
+              {"lane_inflight_max", c.lane_inflight_max},
               {"max_outstanding_tasks", c.max_outstanding_tasks},
               {"max_outstanding_bytes", c.max_outstanding_bytes},
               {"max_transfer_bytes", c.max_transfer_bytes},
@@ -106,6 +107,7 @@ transport_config config_from_json(const json& j) {
   j.at("worker_count").get_to(c.worker_count);
   j.at("busy_poll_us").get_to(c.busy_poll_us);
   j.at("connections_per_peer").get_to(c.connections_per_peer);
+  j.at("lane_inflight_max").get_to(c.lane_inflight_max);
   j.at("max_outstanding_tasks").get_to(c.max_outstanding_tasks);
   j.at("max_outstanding_bytes").get_to(c.max_outstanding_bytes);
   j.at("max_transfer_bytes").get_to(c.max_transfer_bytes);

@@ -24,6 +24,7 @@ std::string config_block(const transport_config& c) {
   add("worker_count", c.worker_count, d.worker_count);
   add("busy_poll_us", c.busy_poll_us, d.busy_poll_us);
   add("connections_per_peer", c.connections_per_peer, d.connections_per_peer);
+  add("lane_inflight_max", c.lane_inflight_max, d.lane_inflight_max);
   add("max_outstanding_tasks", c.max_outstanding_tasks, d.max_outstanding_tasks);
   add("max_outstanding_bytes", c.max_outstanding_bytes, d.max_outstanding_bytes);
   add("max_transfer_bytes", c.max_transfer_bytes, d.max_transfer_bytes);

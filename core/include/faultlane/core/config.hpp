@@ -37,6 +37,10 @@ struct transport_config {
   // CPU for latency. 0 (the default) blocks at once.
   std::uint32_t busy_poll_us = 0;
   std::size_t connections_per_peer = 4;
+  // Exchanges one lane may have in flight at once (pipelining): requests
+  // leave in order and their answers come back in order. 1 is one exchange
+  // at a time. See docs/architecture.md, "Pipelined lanes".
+  std::size_t lane_inflight_max = limits::lane_inflight_default;
   std::uint64_t max_outstanding_tasks = limits::outstanding_tasks_default;
   std::uint64_t max_outstanding_bytes = limits::outstanding_bytes_default;
   std::uint64_t max_transfer_bytes = limits::transfer_bytes_default;

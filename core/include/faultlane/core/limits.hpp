@@ -22,6 +22,8 @@ namespace faultlane::limits {
   X(std::uint32_t, busy_poll_us_max, 10'000, "how long an io thread may poll before blocking")  \
   X(std::size_t, lane_count_max, 64, "lanes per peer, across all rails")                        \
   X(std::size_t, rail_count_max, 16, "rails (one listener and source address each)")            \
+  X(std::size_t, lane_inflight_max, 256, "exchanges in flight on one lane, most")               \
+  X(std::size_t, lane_inflight_default, 8, "lane_inflight_max by default")                      \
   X(std::uint64_t, slice_step_bytes, 1ull << 20,                                                \
     "a READ is sliced when every rail gets at least this much")                                 \
   X(std::uint64_t, transfer_bytes_max, 1ull << 34, "one request's payload, most")               \
