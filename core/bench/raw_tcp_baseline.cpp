@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -55,14 +56,42 @@ bool send_all(int fd, const void* p, std::size_t n) {
   return true;
 }
 
+// A receive of 1 MiB or more wakes its reader per 256 KiB, not per
+// segment (SO_RCVLOWAT), as faultlane's receive watermark does: on a VM,
+// where each wake-up is expensive, a baseline without it is a strawman.
+constexpr std::size_t bulk_bytes_min = std::size_t{1} << 20;
+constexpr int bulk_watermark = 256 << 10;
+
+void set_watermark(int fd, int bytes) {
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &bytes, sizeof(bytes));
+}
+
+// A bulk receive waits for readability (poll honours the watermark) and
+// then takes whatever is there without blocking, as faultlane's event loop
+// does. A blocking recv would not do: one that copied part of its length
+// and waits for the rest is woken only by a full watermark of new bytes,
+// which may never come. The watermark never exceeds what is still to come.
 bool recv_all(int fd, void* p, std::size_t n) {
   auto* c = static_cast<char*>(p);
+  const bool bulk = n >= bulk_bytes_min;
+  int watermark = 1;
   while (n > 0) {
-    ssize_t k = ::recv(fd, c, std::min(n, step_bytes()), MSG_WAITALL);
+    ssize_t k = 0;
+    if (bulk) {
+      const int wanted = static_cast<int>(std::min<std::size_t>(n, bulk_watermark));
+      if (wanted != watermark) set_watermark(fd, watermark = wanted);
+      pollfd readable{fd, POLLIN, 0};
+      if (::poll(&readable, 1, -1) < 0) return false;
+      k = ::recv(fd, c, std::min(n, step_bytes()), MSG_DONTWAIT);
+      if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+    } else {
+      k = ::recv(fd, c, std::min(n, step_bytes()), MSG_WAITALL);
+    }
     if (k <= 0) return false;
     c += k;
     n -= static_cast<std::size_t>(k);
   }
+  if (watermark != 1) set_watermark(fd, 1);
   return true;
 }
 
@@ -238,6 +267,7 @@ void stream_one(int from, int to, std::atomic<int>& phase, measurement& m) {
     ::shutdown(from, SHUT_WR);
   });
   std::vector<char> sink(step_bytes());
+  set_watermark(to, bulk_watermark);
   while (true) {
     ssize_t k = ::recv(to, sink.data(), sink.size(), 0);
     if (k <= 0) break;

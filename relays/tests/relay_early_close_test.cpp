@@ -226,7 +226,9 @@ TEST(relay_early_close, the_user_space_path_survives_them_and_taps_every_close) 
     const auto& close = closes.at(i);
     EXPECT_FALSE(close.reason.empty()) << i;
     // What a client read came from the upstream through the relay.
-    if (i % 2 == 0) EXPECT_GE(close.bytes_down, storm.client_got[i]) << i;
+    if (i % 2 == 0) {
+      EXPECT_GE(close.bytes_down, storm.client_got[i]) << i;
+    }
   }
   expect_still_relaying(*r);
 }

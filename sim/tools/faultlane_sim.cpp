@@ -21,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "faultlane/core/limits.hpp"
 #include "faultlane/sim/runner.hpp"
 #include "faultlane/sim/shrink.hpp"
 
@@ -89,6 +90,8 @@ struct run_flags {
   bool shrink = false;
   int shrink_runs = 3;
   bool no_record = false;
+  // Every transport's lane_inflight_max, whatever its file says.
+  std::optional<std::size_t> lane_inflight;
 };
 
 struct job {
@@ -143,6 +146,7 @@ std::vector<run_result> run_jobs(const std::vector<job>& jobs, const run_flags& 
       o.child_program = self_program();
       o.record = !f.no_record;
       o.replay_command = self_program() + " run";
+      if (f.lane_inflight) o.replay_command += fmt::format(" --lane-inflight {}", *f.lane_inflight);
       o.on_progress = [&, i](const progress& p) { printer.update(i + 1, p); };
       results[i] = run_scenario(*jobs[i].s, o);
       printer.done(i + 1, results[i]);
@@ -185,6 +189,11 @@ void shrink_failure(const run_result& r, const scenario& s, const run_flags& f) 
 int run_command(const run_flags& f) {
   std::vector<scenario> scenarios;
   if (!load_all(expand(f.paths), scenarios)) return exit_bad_input;
+  for (auto& s : scenarios) {
+    for (auto& t : s.transports) {
+      if (f.lane_inflight) t.config.lane_inflight_max = *f.lane_inflight;
+    }
+  }
   std::vector<job> jobs;
   std::random_device entropy;
   for (const auto& s : scenarios) {
@@ -270,6 +279,9 @@ int main(int argc, char** argv) {
   run->add_option("--shrink-runs", f.shrink_runs, "runs per shrink candidate")
       ->check(CLI::Range(1, 100));
   run->add_flag("--no-record", f.no_record, "no observer, taps or checkers (speed baseline)");
+  run->add_option("--lane-inflight", f.lane_inflight,
+                  "every transport's lane_inflight_max, whatever the file says")
+      ->check(CLI::Range(std::size_t{1}, faultlane::limits::lane_inflight_max));
   std::vector<std::string> check_paths;
   auto* check = app.add_subcommand("check", "validate scenario files without running them");
   check->add_option("paths", check_paths, "scenario files or directories")->required();
