@@ -315,7 +315,10 @@ void lane::on_deadline() {
         deadline_.set(milliseconds(rt_.config.progress_timeout_ms), shared_from_this());
         return;
       }
-      [[fallthrough]];
+      // Marked broken at once: an answer already queued behind the close
+      // is not acted on; the pending handlers settle everything in flight.
+      timed_out_ = true;
+      return break_connection(status::timeout);
     case deadline_kind::connect:
       // Cancel the pending operation; its handler ends the op with timeout.
       timed_out_ = true;

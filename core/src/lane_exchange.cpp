@@ -37,6 +37,11 @@ void lane::continue_exchanges() {
     send_request();
   }
   if (connected() && !broken_ && inflight_.empty()) {
+    if (!carry_.empty()) {
+      // Answer bytes nobody asked for: the target cannot be trusted.
+      close_socket(status::protocol_error);
+      return pump();
+    }
     state_ = state::idle;
     deadline_kind_ = deadline_kind::idle;
     deadline_.set(milliseconds(rt_.config.idle_connection_timeout_ms), shared_from_this());
@@ -88,7 +93,9 @@ void lane::send_request() {
                       // Done before the connection broke, or cut by it:
                       // either way the lane is settling.
                       if (e || broken_) return break_connection(io_failure());
-                      if (request_sent(*o)) continue_exchanges();
+                      // request_sent may have read a carried answer that broke and settled
+                      // the lane: go on only while it is still connected and busy.
+                      if (request_sent(*o) && state_ == state::busy) continue_exchanges();
                     }));
 }
 

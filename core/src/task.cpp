@@ -14,7 +14,9 @@ void retire(std::unique_ptr<transfer_op> op, status code, std::uint64_t bytes) n
 transfer_op::~transfer_op() {
   if (task != nullptr && !retired) {
     retired = true;
-    task->settle->retire(status::shutting_down, 0);
+    // A WRITE with a byte on the wire may have run: never definite.
+    const bool may_have_run = op == wire::opcode::write && request_left;
+    task->settle->retire(may_have_run ? status::ambiguous_write : status::shutting_down, 0);
   }
 }
 

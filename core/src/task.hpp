@@ -79,9 +79,11 @@ struct transfer_op {
   transfer_op(const transfer_op&) = delete;
   transfer_op& operator=(const transfer_op&) = delete;
   // Normally every op is retired by the lane that ran it. An op destroyed
-  // unretired can only be one whose handler never ran because shutdown gave
-  // up waiting and the io threads are already joined; nothing can touch its
-  // buffers any more, so it settles as shutting_down.
+  // unretired is one whose handler never ran because shutdown gave up
+  // waiting and the io threads are already joined, or one a throwing
+  // observer dropped while its lane settled; nothing can touch its buffers
+  // any more, so it settles as shutting_down, or ambiguous_write for a
+  // WRITE with a byte on the wire.
   ~transfer_op();
 };
 

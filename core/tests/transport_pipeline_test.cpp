@@ -75,6 +75,25 @@ class scripted_peer {
   void answer_ok(const wire::request_frame& r, std::span<const std::byte> payload = {}) {
     answer(wire::wire_status::ok, r.request_id, r.length, payload);
   }
+  // A request's header alone (a WRITE's body stays in the socket).
+  std::optional<wire::request_frame> next_header() {
+    wire::request_bytes header{};
+    std::error_code ec;
+    asio::read(*socket_, asio::buffer(header), ec);
+    if (ec) return std::nullopt;
+    auto decoded = wire::decode_request(header, 1u << 30);
+    if (!decoded.ok()) return std::nullopt;
+    return decoded.value();
+  }
+  bool drain(std::size_t n) {
+    std::vector<std::byte> sink(1u << 20);
+    std::error_code ec;
+    while (n > 0 && !ec) {
+      const auto step = std::min(n, sink.size());
+      n -= asio::read(*socket_, asio::buffer(sink.data(), step), ec);
+    }
+    return !ec;
+  }
   void send_raw(std::span<const std::byte> bytes) {
     asio::write(*socket_, asio::const_buffer(bytes.data(), bytes.size()));
   }
@@ -226,6 +245,41 @@ TEST(transport_pipeline, answers_read_past_a_refused_lone_read_reach_their_excha
   EXPECT_EQ(behind.buffers[0], sixteen);
   EXPECT_EQ(behind.buffers[1], other);
   EXPECT_EQ(initiator->stats().connects, 1u);
+  EXPECT_TRUE(initiator->shutdown().ok());
+}
+
+// A carried answer can be the one of a WRITE still leaving: when its last
+// bytes go, the lane reads that answer from the carried bytes, breaks and
+// settles at once, and must not go on as if still connected.
+TEST(transport_pipeline, a_carried_rejection_of_a_write_still_leaving_settles_cleanly) {
+  scripted_peer peer;
+  auto initiator = start(one_lane(4));
+  auto seg = initiator->open_segment(peer.descriptor()).value();
+  std::vector<std::byte> wide(64);
+  auto lone_request = read_req(seg, 1, 0, wide.data(), wide.size());
+  auto lone = initiator->submit(std::span(&lone_request, 1)).value();
+  ASSERT_TRUE(peer.accept());
+  auto first = peer.next_request();
+  ASSERT_TRUE(first);
+  std::vector<std::byte> big(16u << 20);  // far more than the socket buffers take
+  auto big_request = write_req(seg, 1, 0, big.data(), big.size());
+  auto write = initiator->submit(std::span(&big_request, 1)).value();
+  ASSERT_TRUE(peer.next_header());
+  // The READ's refusal and a header rejection in one write: the lone READ's
+  // 96-byte read takes both, and the rejection waits, carried, for the
+  // WRITE whose body is still leaving.
+  std::vector<std::byte> both;
+  auto refusal =
+      wire::encode(wire::response_frame{wire::wire_status::range_rejected, first->request_id, 0});
+  auto rejection = wire::encode(wire::response_frame{wire::wire_status::bad_checksum, 0, 0});
+  both.insert(both.end(), refusal.begin(), refusal.end());
+  both.insert(both.end(), rejection.begin(), rejection.end());
+  peer.send_raw(both);
+  ASSERT_TRUE(lone->wait(20s));
+  EXPECT_EQ(lone->status(0).code, status::range_rejected);
+  ASSERT_TRUE(peer.drain(big.size()));  // the body leaves; the carried answer is read
+  ASSERT_TRUE(write->wait(20s));
+  EXPECT_EQ(write->status(0).code, status::protocol_error);  // alone: definite
   EXPECT_TRUE(initiator->shutdown().ok());
 }
 
