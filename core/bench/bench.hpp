@@ -47,6 +47,11 @@ struct options {
   bool rpc = false;             // --rpc: point RPCs, pooled against inline
   std::uint64_t rpc_keys = 0;   // --rpc-saturate N: ping under saturating scans
   std::size_t rpc_workers = 0;  // --rpc-workers: the pool's threads there (0: io threads)
+  // --sweep: one run per point of workers x lanes x rails x block size,
+  // each with its baseline (sweep.cpp); the lists replace the single flags.
+  bool sweep = false;
+  std::vector<std::uint64_t> sweep_workers, sweep_lanes, sweep_rails, sweep_blocks;
+  std::string svg_path;  // --svg: the sweep's plot
 };
 
 // Parses argv; on a bad flag prints the problem and returns nullopt.
@@ -91,6 +96,18 @@ double run_phases(const options& o, std::atomic<int>& phase, measurement& m);
 std::optional<std::uint64_t> allocations() noexcept;
 void merge(measurement& into, measurement m);
 
+// One measured configuration: faultlane, its baseline and (bulk blocks) the
+// one-way stream, in interleaved rounds.
+struct outcome {
+  measurement fl, raw, stream;
+  summary fs, bs, ss;
+  bool baseline = false;
+  bool with_stream = false;  // bulk runs: plain TCP one way, the ceiling
+};
+outcome measure(const options& o);
+// The run's JSON document (docs/benchmarks.md); a sweep lists one per point.
+std::string json_record(const options& o, const outcome& r);
+
 measurement run_baseline(const options& o);
 // Plain TCP one way with nothing to wait for, over `lanes` connections: the
 // ceiling a request/response loop is held against (like iperf3).
@@ -99,6 +116,7 @@ measurement run_faultlane(const options& o);
 int run_target(const options& o);  // serves until SIGINT/SIGTERM
 int run_rpc_points(const options& o);
 int run_rpc_saturate(const options& o);
+int run_sweep(const options& o);  // --sweep (sweep.cpp)
 
 // The slot the n-th op of submitter `thread` uses, within a region of
 // `batch` blocks per thread; and the seed of the bytes a slot should hold.

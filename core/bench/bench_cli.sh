@@ -62,5 +62,32 @@ out=$("$bench" --op mix --block-size 64K --batch 4 --duration 0.2 --rounds 1 --w
 grep -q "mismatches 0 (baseline, verified too: 0)" <<<"$out" || fail "verify line: $out"
 grep -q '"baseline_mismatches": 0' "$tmp/verify.json" || fail "verify JSON"
 
+# --sweep: its lists and what it excludes, then a small grid whose JSON and
+# SVG hold every point that ran and name the one skipped.
+expect_bad --sweep --workers 2 -- "--workers excludes --sweep"
+expect_bad --sweep --block-size 4K -- "--block-size excludes --sweep"
+expect_bad --sweep --via-relay -- "excludes"
+expect_bad --sweep-lanes 2 -- "--sweep-lanes requires --sweep"
+expect_bad --svg x.svg -- "--svg requires --sweep"
+expect_bad --sweep --sweep-lanes 1,x -- "'x' in '1,x' is not a whole number from 1 to"
+expect_bad --sweep --sweep-workers 1,99 -- "'99' in '1,99' is not a whole number from 1 to 32"
+expect_bad --sweep --sweep-lanes 2,2 -- "'2,2' lists 2 twice"
+expect_bad --sweep --sweep-lanes 1 --sweep-rails 2 -- "every point has more rails than lanes"
+out=$("$bench" --sweep --sweep-workers 1,2 --sweep-lanes 1,2 --sweep-rails 1,2 \
+  --sweep-block-sizes 4K --batch 4 --duration 0.1 --rounds 1 --warmup 0 \
+  --json "$tmp/sweep.json" --svg "$tmp/sweep.svg")
+rc=$?
+[ $rc -eq 0 ] || fail "sweep exited $rc: $out"
+[ "$(grep -c "^  block " <<<"$out")" -eq 6 ] || fail "sweep: not 6 point lines: $out"
+grep -q "skipped 2 points with more rails than lanes" <<<"$out" || fail "sweep: skips: $out"
+[ "$(grep -c '"config": {' "$tmp/sweep.json")" -eq 6 ] || fail "sweep JSON: not 6 points"
+grep -q '"why": "more rails than lanes"' "$tmp/sweep.json" || fail "sweep JSON: no skip"
+# Two points ran on 2 rails (lanes 2, workers 1 and 2) and two were skipped (lanes 1).
+[ "$(grep -c '"rails": 2,' "$tmp/sweep.json")" -eq 4 ] || fail "sweep JSON: rails 2 not 2 + 2"
+head -c 4 "$tmp/sweep.svg" | grep -q "<svg" || fail "sweep SVG does not start with <svg"
+[ "$(tail -n 1 "$tmp/sweep.svg")" = "</svg>" ] || fail "sweep SVG does not end with </svg>"
+# Three lanes x rails settings, faultlane and raw tcp, in a throughput and a p99 panel.
+[ "$(grep -o "<polyline" "$tmp/sweep.svg" | wc -l)" -eq 12 ] || fail "sweep SVG: not 12 lines"
+
 [ "$failed" -eq 0 ] && echo "bench cli: every check passed"
 exit "$failed"

@@ -124,12 +124,7 @@ std::string failure_json(const measurement& m) {
 // From this block size on, a run also measures the one-way TCP stream.
 constexpr std::uint64_t stream_block_bytes_min = 1u << 20;
 
-struct outcome {
-  measurement fl, raw, stream;
-  summary fs, bs, ss;
-  bool baseline = false;
-  bool with_stream = false;  // bulk runs: plain TCP one way, the ceiling
-};
+}  // namespace
 
 // Interleaved rounds: a shared machine drifts (frequency, neighbours), so
 // each side gets alternating slices of the run instead of one long block.
@@ -159,6 +154,8 @@ outcome measure(const options& o) {
   r.ss = summarize(r.stream);
   return r;
 }
+
+namespace {
 
 void print(const options& o, const outcome& r) {
   std::printf("  %-10s %12s %12s %10s %10s %10s %10s\n", "", "throughput", "ops/s", "mean us",
@@ -203,12 +200,13 @@ void print(const options& o, const outcome& r) {
   std::printf("\n");
 }
 
-bool write_json(const options& o, const outcome& r) {
+}  // namespace
+
+std::string json_record(const options& o, const outcome& r) {
   auto ratio = [&](double a, double b) {
     return r.baseline && b > 0 ? fmt::format("{:.4f}", a / b) : std::string("null");
   };
-  std::ofstream out(o.json_path);
-  out << fmt::format(
+  return fmt::format(
       R"({{"config": {{"op": "{}", "block_size": {}, "batch": {}, "threads": {}, )"
       R"("workers": {}, "lanes": {}, "lane_inflight": {}, "rails": {}, "duration_s": {}, )"
       R"("rounds": {}, )"
@@ -228,7 +226,13 @@ bool write_json(const options& o, const outcome& r) {
                     : std::string("null"),
       r.fl.ops, r.fl.failures, failure_json(r.fl), r.fl.mismatches,
       r.baseline && o.verify ? std::to_string(r.raw.mismatches) : std::string("null"));
-  out << "\n";
+}
+
+namespace {
+
+bool write_json(const options& o, const outcome& r) {
+  std::ofstream out(o.json_path);
+  out << json_record(o, r) << "\n";
   if (!out) std::fprintf(stderr, "faultlane-bench: cannot write %s\n", o.json_path.c_str());
   return static_cast<bool>(out);
 }
@@ -246,6 +250,7 @@ int main(int argc, char** argv) {
   if (o.mode == run_mode::target) return run_target(o);
   if (o.rpc) return run_rpc_points(o);
   if (o.rpc_keys > 0) return run_rpc_saturate(o);
+  if (o.sweep) return run_sweep(o);
 
   std::printf("faultlane-bench: %s%s\n", describe(o).c_str(), o.verify ? " verify" : "");
   auto r = measure(o);

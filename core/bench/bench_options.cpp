@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
+#include <thread>
 
 #include "bench.hpp"
 #include "faultlane/core/limits.hpp"
@@ -93,9 +94,76 @@ CLI::Option* seconds(CLI::App& app, const std::string& name, double& into,
       ->type_name("S");
 }
 
+// A comma-separated list of counts (K/M/G allowed), each in [low, high],
+// none twice.
+CLI::Option* count_list(CLI::App& app, const std::string& name, std::vector<std::uint64_t>& into,
+                        std::uint64_t low, std::uint64_t high, const std::string& help) {
+  return app
+      .add_option_function<std::string>(
+          name,
+          [&into, name, low, high](const std::string& text) {
+            into.clear();
+            std::string_view rest = text;
+            while (true) {
+              const auto comma = rest.find(',');
+              const auto item = rest.substr(0, comma);
+              auto v = parse_size(item);
+              if (!v || *v < low || *v > high) {
+                throw CLI::ValidationError(
+                    name, fmt::format("'{}' in '{}' is not a whole number from {} to {}", item,
+                                      text, low, high));
+              }
+              if (std::find(into.begin(), into.end(), *v) != into.end()) {
+                throw CLI::ValidationError(name, fmt::format("'{}' lists {} twice", text, item));
+              }
+              into.push_back(*v);
+              if (comma == std::string_view::npos) break;
+              rest.remove_prefix(comma + 1);
+            }
+          },
+          help)
+      ->type_name("LIST");
+}
+
+CLI::Option* define_sweep(CLI::App& app, options& o) {
+  auto* sweep = app.add_flag("--sweep", o.sweep,
+                             "run every point of a grid (the --sweep-* lists), each against its "
+                             "baseline; one JSON, and an SVG plot with --svg");
+  count_list(app, "--sweep-workers", o.sweep_workers, limits::worker_count_min,
+             limits::worker_count_max, "io threads per point (default 1,2,4,.. up to the cores)")
+      ->needs(sweep);
+  count_list(app, "--sweep-lanes", o.sweep_lanes, 1, limits::lane_count_max,
+             "connections per peer (default 1,4)")
+      ->needs(sweep);
+  count_list(app, "--sweep-rails", o.sweep_rails, 1, limits::rail_count_max,
+             "rails; points with more rails than lanes are skipped (default 1)")
+      ->needs(sweep);
+  count_list(app, "--sweep-block-sizes", o.sweep_blocks, 1, limits::transfer_bytes_default,
+             "bytes per operation (default 4K,64K,1M)")
+      ->needs(sweep);
+  app.add_option("--svg", o.svg_path, "with --sweep: plot throughput and p99 over the grid")
+      ->needs(sweep);
+  return sweep;
+}
+
+// The grid a --sweep runs when a list is not given: io threads doubling up
+// to the machine's cores, so the same command shows how far the pool scales
+// wherever it runs.
+void default_sweep(options& o) {
+  if (o.sweep_workers.empty()) {
+    const std::uint64_t cores =
+        std::clamp<std::uint64_t>(std::thread::hardware_concurrency(), 1, limits::worker_count_max);
+    for (std::uint64_t w = 1; w < cores; w *= 2) o.sweep_workers.push_back(w);
+    o.sweep_workers.push_back(cores);
+  }
+  if (o.sweep_lanes.empty()) o.sweep_lanes = {1, 4};
+  if (o.sweep_rails.empty()) o.sweep_rails = {1};
+  if (o.sweep_blocks.empty()) o.sweep_blocks = {4u << 10, 64u << 10, 1u << 20};
+}
+
 // The two-process modes and the control-plane runs, none of which goes
-// with --via-relay.
-void define_other_modes(CLI::App& app, options& o, CLI::Option* relay) {
+// with --via-relay or --sweep.
+void define_other_modes(CLI::App& app, options& o, CLI::Option* relay, CLI::Option* sweep) {
   auto* mode = app.add_option_function<std::string>(
                       "--mode",
                       [&o](const std::string& v) {
@@ -120,9 +188,10 @@ void define_other_modes(CLI::App& app, options& o, CLI::Option* relay) {
   count(app, "--rpc-workers", o.rpc_workers, 0, 256,
         "the pool's threads for --rpc-saturate (default 0: as many as io threads)");
   rpc->excludes(saturate);
-  relay->excludes(mode);
-  relay->excludes(rpc);
-  relay->excludes(saturate);
+  for (auto* other : {mode, rpc, saturate}) {
+    relay->excludes(other);
+    sweep->excludes(other);
+  }
 }
 
 void define(CLI::App& app, options& o) {
@@ -134,20 +203,20 @@ void define(CLI::App& app, options& o) {
          },
          "read, write, or mix (alternating); default read")
       ->check(CLI::IsMember({"read", "write", "mix"}));
-  count(app, "--block-size", o.block_bytes, 1, limits::transfer_bytes_default,
-        "bytes per operation, with K, M or G (default 64K)");
+  auto* block = count(app, "--block-size", o.block_bytes, 1, limits::transfer_bytes_default,
+                      "bytes per operation, with K, M or G (default 64K)");
   count(app, "--batch", o.batch, 1, batch_max, "operations submitted together (default 32)");
   count(app, "--threads", o.threads, 1, threads_max, "submitting threads (default 1)");
-  count(app, "--workers", o.workers, limits::worker_count_min, limits::worker_count_max,
-        "faultlane io threads (default 1)");
-  count(app, "--lanes", o.lanes, 1, limits::lane_count_max,
-        "connections per peer; the baseline uses as many (default 1)");
+  auto* workers = count(app, "--workers", o.workers, limits::worker_count_min,
+                        limits::worker_count_max, "faultlane io threads (default 1)");
+  auto* lanes = count(app, "--lanes", o.lanes, 1, limits::lane_count_max,
+                      "connections per peer; the baseline uses as many (default 1)");
   count(app, "--lane-inflight", o.lane_inflight, 1, limits::lane_inflight_max,
         fmt::format("exchanges in flight per lane; the baseline keeps no more per connection "
                     "(default {})",
                     limits::lane_inflight_default));
-  count(app, "--rails", o.rails, 1, limits::rail_count_max,
-        "rails 127.0.0.1..127.0.0.N on loopback (default 1)");
+  auto* rails = count(app, "--rails", o.rails, 1, limits::rail_count_max,
+                      "rails 127.0.0.1..127.0.0.N on loopback (default 1)");
   count(app, "--busy-poll-us", o.busy_poll_us, 0, limits::busy_poll_us_max,
         "io threads poll N us before blocking (default 0)");
   count(app, "--progress-timeout-ms", o.progress_timeout_ms, 1, limits::timeout_ms_max,
@@ -174,10 +243,29 @@ void define(CLI::App& app, options& o) {
   auto* relay = app.add_flag("--via-relay", o.via_relay,
                              "faultlane through a pass-through relay, against faultlane direct");
   app.add_option("--json", o.json_path, "write the results as JSON");
-  define_other_modes(app, o, relay);
+  auto* sweep = define_sweep(app, o);
+  for (auto* single : {block, workers, lanes, rails, relay}) sweep->excludes(single);
+  define_other_modes(app, o, relay, sweep);
+}
+
+std::optional<std::string> check_sweep(const options& o) {
+  const auto most = [](const std::vector<std::uint64_t>& v) {
+    return *std::max_element(v.begin(), v.end());
+  };
+  const auto least = [](const std::vector<std::uint64_t>& v) {
+    return *std::min_element(v.begin(), v.end());
+  };
+  if (least(o.sweep_rails) > most(o.sweep_lanes)) {
+    return "--sweep: every point has more rails than lanes (each rail needs a lane)";
+  }
+  if (o.threads * o.batch * most(o.sweep_blocks) > region_bytes_max) {
+    return "threads x batch x the largest sweep block size must stay under 8 GiB";
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> check_combination(const options& o) {
+  if (o.sweep) return check_sweep(o);
   if (o.rails > o.lanes) return "--rails must not exceed --lanes (each rail needs a lane)";
   if (o.mode == run_mode::initiator &&
       (o.peer.empty() || o.peer_registration == 0 || o.peer_incarnation == 0)) {
@@ -207,6 +295,7 @@ std::optional<options> parse_options(int argc, char** argv) {
     std::fprintf(stderr, "faultlane-bench: %s (see --help)\n", e.what());
     return std::nullopt;
   }
+  if (o.sweep) default_sweep(o);
   if (auto wrong = check_combination(o)) {
     std::fprintf(stderr, "faultlane-bench: %s\n", wrong->c_str());
     return std::nullopt;
