@@ -325,9 +325,8 @@ int accept_errors_back_off_in_a_child() {
   auto endpoint = target->descriptor().endpoints[0];
   asio::io_context context;
   asio::ip::tcp::endpoint to(asio::ip::make_address(endpoint.address), endpoint.port);
-  // One connection served before descriptors run out: UBSan (asan preset)
-  // needs a descriptor the first time it checks the dynamic type of an
-  // object, and this runs every such check the accept path makes.
+  // One connection served before descriptors run out, so the accept path
+  // has run once (and built what it builds lazily) with descriptors free.
   asio::ip::tcp::socket warm(context);
   warm.connect(to);
   if (!eventually([&] { return target->stats().sessions_accepted == 1; })) return 9;
@@ -358,6 +357,19 @@ int accept_errors_back_off_in_a_child() {
 // counted, and accepting resumes when descriptors are free again. Runs in
 // a child process: it lowers its own descriptor limit.
 TEST(transport_hardening, accept_errors_back_off_and_accepting_resumes) {
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  // The asan preset is ASan + UBSan, and UBSan cannot run this: on a miss
+  // in its small cache of checked dynamic types (128 slots, indexed by a
+  // hash of the vtable address, so which types collide changes with every
+  // run's address layout) it opens a pipe to probe the vtable, and with
+  // every descriptor in use it reports a false "invalid vptr" and halts.
+  // Warming the cache up (the served connection below) made that rare, not
+  // impossible: about one run in ten still failed. The test runs under
+  // tsan and in plain builds.
+  GTEST_SKIP() << "UBSan needs free descriptors for its type checks";
+#endif
+#endif
   EXPECT_EXIT(std::_Exit(accept_errors_back_off_in_a_child()), ::testing::ExitedWithCode(0), "");
 }
 
