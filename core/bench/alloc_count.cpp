@@ -1,8 +1,9 @@
-// A counting global allocator for faultlane-bench: every operator new in
-// the process bumps one relaxed counter, so a run can report allocations
-// per operation in its measured window (docs/benchmarks.md, "Allocations").
-// Only this binary replaces the allocator; the library and tests do not,
-// and neither does a sanitizer build, whose runtime owns operator new.
+// Allocation counting for faultlane-bench: every allocation in the process
+// bumps one relaxed counter, so a run can report allocations per operation
+// in its measured window (docs/benchmarks.md). Without a sanitizer this
+// binary replaces the global operator new (the library and tests do not);
+// under ASan or TSan, whose runtime owns operator new, the runtime's malloc
+// hooks count instead.
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -54,6 +55,31 @@ void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+
+#elif defined(FAULTLANE_COUNT_WITH_SANITIZER_HOOKS)
+
+// A sanitizer's runtime owns malloc and operator new, and tells hooks about
+// every allocation it makes for the program (both kinds alike).
+#include <sanitizer/allocator_interface.h>
+
+namespace faultlane::bench {
+namespace {
+std::atomic<std::uint64_t> counted{0};
+
+void on_allocate(const volatile void*, std::size_t) {
+  counted.fetch_add(1, std::memory_order_relaxed);
+}
+void on_free(const volatile void*) {}
+
+const bool hooked = __sanitizer_install_malloc_and_free_hooks(on_allocate, on_free) != 0;
+}  // namespace
+
+std::optional<std::uint64_t> allocations() noexcept {
+  if (!hooked) return std::nullopt;
+  return counted.load(std::memory_order_relaxed);
+}
+
+}  // namespace faultlane::bench
 
 #else
 

@@ -5,6 +5,7 @@
 // and the same run, and reports both and their ratio.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -124,5 +125,13 @@ inline std::uint64_t slot_offset(const options& o, std::size_t thread, std::size
   return (thread * o.batch + slot) * o.block_bytes;
 }
 inline std::uint64_t region_bytes(const options& o) { return o.threads * o.batch * o.block_bytes; }
+
+// Room to reserve for the latencies of one of `loops` measuring loops, so
+// that the log never grows (and allocates) inside the measured window: a
+// million operations a second in all, at most 4 Mi entries (32 MiB) each.
+inline std::size_t latency_log_entries(const options& o, std::size_t loops) {
+  const double each = o.duration_s * 1e6 / static_cast<double>(std::max<std::size_t>(loops, 1));
+  return static_cast<std::size_t>(std::clamp(each, 1024.0, 4.0 * (1u << 20)));
+}
 
 }  // namespace faultlane::bench

@@ -4,6 +4,7 @@
 # ratios are null without a baseline; --verify verifies the baseline too.
 set -uo pipefail
 bench=$1
+sanitizer=${2:-none}  # the build's FAULTLANE_SANITIZER
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failed=0
@@ -61,6 +62,29 @@ out=$("$bench" --op mix --block-size 64K --batch 4 --duration 0.2 --rounds 1 --w
   --verify --json "$tmp/verify.json")
 grep -q "mismatches 0 (baseline, verified too: 0)" <<<"$out" || fail "verify line: $out"
 grep -q '"baseline_mismatches": 0' "$tmp/verify.json" || fail "verify JSON"
+
+# The steady state allocates nothing (docs/architecture.md, "Memory in the
+# steady state"): single-frame READs, WRITEs and a mix make no allocation
+# in the measured window (the bench reserves its own latency log); batches
+# of 32 over two lanes at most one per batch. Counted in every preset but
+# asan, whose builds pass the pool through to the heap.
+per_op() { grep -o '"allocations_per_op": [0-9.]*' "$1" | head -1 | awk '{print $2}'; }
+at_most() { awk -v v="$1" -v most="$2" 'BEGIN { exit !(v != "" && v + 0 <= most + 0) }'; }
+allocation_ops=(read write mix)
+[ "$sanitizer" = address ] && allocation_ops=()
+for op in "${allocation_ops[@]}"; do
+  "$bench" --op $op --block-size 4K --batch 1 --duration 0.5 --rounds 1 --warmup 0.2 \
+    --no-baseline --json "$tmp/alloc.json" >/dev/null || fail "allocation run, $op"
+  n=$(per_op "$tmp/alloc.json")
+  at_most "$n" 0.0005 || fail "$op, batch 1: '$n' allocations per op, not 0"
+done
+if [ "$sanitizer" != address ]; then
+  "$bench" --op mix --block-size 4K --batch 32 --lanes 2 --duration 0.5 --rounds 1 \
+    --warmup 0.2 --no-baseline --json "$tmp/alloc.json" >/dev/null ||
+    fail "allocation run, batch 32"
+  n=$(per_op "$tmp/alloc.json")
+  at_most "$n" 0.03125 || fail "batch 32: '$n' allocations per op, above one per batch"
+fi
 
 # --sweep: its lists and what it excludes, then a small grid whose JSON and
 # SVG hold every point that ran and name the one skipped.

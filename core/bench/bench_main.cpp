@@ -94,7 +94,7 @@ void print_row(const char* name, const summary& s) {
 }
 
 std::string per_op(const std::optional<double>& v) {
-  return v ? fmt::format("{:.3f}", *v) : std::string("not counted (sanitizer build)");
+  return v ? fmt::format("{:.3f}", *v) : std::string("not counted");
 }
 
 std::string json_side(const summary& s) {

@@ -304,6 +304,8 @@ measurement run_baseline(const options& o) {
 
   std::atomic<int> phase{0};  // 0 warmup, 1 measure, 2 stop
   std::vector<measurement> per(connections);
+  // As on the faultlane side: the latency log does not grow in the window.
+  for (auto& m : per) m.latency_us.reserve(latency_log_entries(o, connections));
   std::vector<std::thread> drivers;
   if (striped(o)) {
     run_striped(o, clients, phase, per[0], drivers);

@@ -16,6 +16,7 @@
 
 #include <deque>
 #include <memory>
+#include <memory_resource>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -36,7 +37,7 @@ class lane : public std::enable_shared_from_this<lane> {
   lane(runtime& rt, peer_group& group, std::size_t index, std::size_t shard);
 
   // All of these run on the lane's shard.
-  void enqueue(std::unique_ptr<transfer_op> op);
+  void enqueue(op_ptr op);
   // Fail queued work with `why` (in-flight work is cut off and ends
   // through its handler), close; no reconnect after.
   void shutdown(status why = status::shutting_down);
@@ -85,6 +86,8 @@ class lane : public std::enable_shared_from_this<lane> {
   void start_connect();
   void on_connected(const std::error_code& ec);
   void on_connect_failed();
+  void end_thrown_connect() noexcept;
+  void uncount_connecting() noexcept;
   // Sends queued requests while the lane has room, and reads the answer of
   // the oldest exchange once its request has left.
   void continue_exchanges();
@@ -103,8 +106,7 @@ class lane : public std::enable_shared_from_this<lane> {
   // `head`, the rest with the connection's status).
   void break_connection(status head, fate outcome = fate::unknown);
   void settle_broken();
-  void end_exchange(std::unique_ptr<transfer_op> op, status code, std::uint64_t bytes,
-                    fate outcome);
+  void end_exchange(op_ptr op, status code, std::uint64_t bytes, fate outcome);
   void fail_queue(status code);
   void cancel_siblings(const transfer_op& failed);
   void close_socket(status why);
@@ -122,14 +124,17 @@ class lane : public std::enable_shared_from_this<lane> {
   receive_watermark watermark_;
   deadline_kind deadline_kind_ = deadline_kind::progress;
   state state_ = state::disconnected;
-  std::deque<std::unique_ptr<transfer_op>> queue_;
+  // queue_ and inflight_ recycle their blocks here (a std::deque frees a
+  // block each time its front moves past one: two allocations per 64 ops).
+  std::pmr::unsynchronized_pool_resource deque_blocks_;
+  std::pmr::deque<op_ptr> queue_{&deque_blocks_};
   // Ends queued work whose start deadline passed (armed only while such
   // work waits; see transfer_request::start_deadline_ms).
   asio::steady_timer start_timer_;
   std::chrono::steady_clock::time_point start_timer_at_{};
   // Exchanges whose request started to leave, oldest first; only the
   // newest can still be leaving (sending_).
-  std::deque<std::unique_ptr<transfer_op>> inflight_;
+  std::pmr::deque<op_ptr> inflight_{&deque_blocks_};
   wire::request_bytes request_{};  // the request leaving
   wire::response_bytes response_{};
   // Answer bytes a lone READ's scatter read took past an error answer,
@@ -138,8 +143,9 @@ class lane : public std::enable_shared_from_this<lane> {
   std::uint64_t epoch_ = 0;        // bumped at every connect
   std::uint64_t connections_ = 0;  // successful connects (for reconnect stats)
   bool connect_pending_ = false;
-  bool sending_ = false;    // a request's async_write is outstanding
-  bool receiving_ = false;  // a read of the oldest exchange's answer is outstanding
+  bool counted_connecting_ = false;  // in stats.lanes_connecting
+  bool sending_ = false;             // a request's async_write is outstanding
+  bool receiving_ = false;           // a read of the oldest exchange's answer is outstanding
   bool timed_out_ = false;
   bool connect_dropped_ = false;  // drop_connections() cancelled the connect
   bool closing_ = false;          // shutdown() ran: no reconnect; ends closed
@@ -157,11 +163,10 @@ class peer_group : public std::enable_shared_from_this<peer_group> {
              std::shared_ptr<descriptor_source> source = nullptr);
 
   // Any thread: picks a lane by the per-peer sequence and hands it the op.
-  void submit(std::unique_ptr<transfer_op> op);
+  void submit(op_ptr op);
   // Any thread: the next lane of `rail` (per-rail rotation).
   std::shared_ptr<lane> lane_for_rail(std::size_t rail);
-  static void dispatch(runtime& rt, const std::shared_ptr<lane>& l,
-                       std::unique_ptr<transfer_op> op);
+  static void dispatch(runtime& rt, const std::shared_ptr<lane>& l, op_ptr op);
   // On `shard`, for the lanes it owns (the transport runs these on every
   // shard). Shutdown: fail queued work and close, no reconnect after.
   void shutdown_on(std::size_t shard, status why = status::shutting_down);
@@ -182,8 +187,8 @@ class peer_group : public std::enable_shared_from_this<peer_group> {
   // The fetch goes through the source's fetch_async, so a source that asks
   // over the network never holds an io thread; the retry runs on `from`'s
   // shard once the answer is in.
-  void refresh_and_retry(std::unique_ptr<transfer_op> op, const std::shared_ptr<lane>& from);
-  void retry_after_refresh(std::unique_ptr<transfer_op> op, const std::shared_ptr<lane>& from,
+  void refresh_and_retry(op_ptr op, const std::shared_ptr<lane>& from);
+  void retry_after_refresh(op_ptr op, const std::shared_ptr<lane>& from,
                            const result<segment_descriptor>& fresh);
   // Once the io threads are joined: the source answers what it still holds
   // (each op then settles on the stopped pool's queue) and stops.

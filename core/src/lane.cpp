@@ -54,6 +54,8 @@ void lane::on_handler_exception() noexcept {
     // Closing the socket makes the connect's handler end it.
     std::error_code ignored;
     socket_.close(ignored);
+  } else if (state_ == state::connecting) {
+    end_thrown_connect();
   } else if (!inflight_.empty()) {
     // Settles now, or when the socket operations still pending return.
     break_connection(status::runtime_failed);
@@ -63,7 +65,30 @@ void lane::on_handler_exception() noexcept {
   fail_queue(status::runtime_failed);
 }
 
-void lane::enqueue(std::unique_ptr<transfer_op> op) {
+// A throw between start_connect's count and the end of on_connected, with
+// no connect pending: the connect ends here as on_connect_failed would end
+// it (cancelled when we dropped or closed it, failed otherwise), or the
+// lane would stay connecting, and the group's gate held, for good.
+void lane::end_thrown_connect() noexcept {
+  std::error_code ignored;
+  socket_.close(ignored);
+  deadline_.cancel();
+  uncount_connecting();
+  const bool cancelled = closing_ || connect_dropped_;
+  connect_dropped_ = false;
+  state_ = closing_ ? state::closed : state::disconnected;
+  bump(cancelled ? rt_.stats.connects_cancelled : rt_.stats.connect_failures);
+  group_.connect_finished(cancelled ? peer_group::connect_outcome::cancelled
+                                    : peer_group::connect_outcome::failed);
+}
+
+void lane::uncount_connecting() noexcept {
+  if (!counted_connecting_) return;
+  counted_connecting_ = false;
+  rt_.stats.lanes_connecting.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void lane::enqueue(op_ptr op) {
   FL_ASSERT(op && !op->retired);
   if (state_ == state::closed) return retire(std::move(op), status::shutting_down, 0);
   // A sibling slice failed before this one got here: its cancel_task ran
@@ -181,6 +206,7 @@ void lane::start_connect() {
   abort_status_.reset();
   ++epoch_;
   bump(rt_.stats.lanes_connecting);
+  counted_connecting_ = true;
   socket_.open(tcp::v4(), ec);
   if (!ec && !rt_.config.rail_addresses.empty()) {
     // Bind the source address to this lane's rail so its bytes use it.
@@ -197,7 +223,7 @@ void lane::start_connect() {
 void lane::on_connected(const std::error_code& ec) {
   connect_pending_ = false;
   FL_ASSERT(state_ == state::connecting);
-  rt_.stats.lanes_connecting.fetch_sub(1, std::memory_order_relaxed);
+  uncount_connecting();
   deadline_.clear();
   std::error_code blocking;
   // send_now must never block the io thread: a connection that cannot be
@@ -212,6 +238,11 @@ void lane::on_connected(const std::error_code& ec) {
   bump(rt_.stats.connects);
   bump(rt_.stats.lanes_connected);
   if (connections_++ > 0) bump(rt_.stats.reconnects);
+  // Connected before anything that may throw (the observer): a throw from
+  // here on closes a connected lane (close_socket undoes lanes_connected),
+  // and the group's connect gate is already open again.
+  state_ = state::idle;
+  group_.connect_finished(peer_group::connect_outcome::connected);
   if (rt_.observer) {
     auto e = event();
     auto local = socket_.local_endpoint(ignored);
@@ -221,8 +252,6 @@ void lane::on_connected(const std::error_code& ec) {
     rt_.observer->lane_connected(e);
   }
   FAULTLANE_PERTURB("lane.connected");
-  state_ = state::idle;
-  group_.connect_finished(peer_group::connect_outcome::connected);
   continue_exchanges();
 }
 

@@ -289,8 +289,7 @@ void lane::settle_broken() {
 }
 
 // The one place an exchange that left ends.
-void lane::end_exchange(std::unique_ptr<transfer_op> op, status code, std::uint64_t bytes,
-                        fate outcome) {
+void lane::end_exchange(op_ptr op, status code, std::uint64_t bytes, fate outcome) {
   FL_ASSERT(code != status::ok || outcome == fate::unknown);
   if (code == status::timeout) bump(rt_.stats.timeouts);
   // A WRITE that failed after any byte of its request left, with no answer

@@ -1,6 +1,7 @@
 // peer_group: the lanes to one peer incarnation, the per-peer rotation over
 // them, the connect gate, and the stale-registration refresh; see
 // client.hpp.
+#include <asio/bind_allocator.hpp>
 #include <asio/post.hpp>
 
 #include "client.hpp"
@@ -28,14 +29,19 @@ peer_group::peer_group(runtime& rt, segment_id id, segment_descriptor descriptor
 }
 
 // The hop to the lane's shard; enqueue() guards what it runs.
-void peer_group::dispatch(runtime& rt, const std::shared_ptr<lane>& l,
-                          std::unique_ptr<transfer_op> op) {
-  FL_ASSERT(op);
+void peer_group::dispatch(runtime& rt, const std::shared_ptr<lane>& l, op_ptr op) {
+  FL_ASSERT(op && op->memory);
+  // The handler's memory comes from the transport's pool too: a hand-off
+  // from a thread outside the pool allocates nothing (Asio recycles only
+  // on its own threads).
+  pooled_allocator<std::byte> memory(op->memory);
   asio::post(rt.pool->context(l->shard()),
-             [l, op = std::move(op)]() mutable { l->enqueue(std::move(op)); });
+             asio::bind_allocator(std::move(memory), [l, op = std::move(op)]() mutable {
+               l->enqueue(std::move(op));
+             }));
 }
 
-void peer_group::submit(std::unique_ptr<transfer_op> op) {
+void peer_group::submit(op_ptr op) {
   FL_ASSERT(op && op->rail == transfer_op::any_rail);  // slices go to a lane of their rail
   dispatch(rt_, lanes_[sequence_.fetch_add(1, std::memory_order_relaxed) % lanes_.size()],
            std::move(op));
@@ -61,8 +67,7 @@ void peer_group::adopt_source(std::shared_ptr<descriptor_source> source) {
   if (!source_) source_ = std::move(source);
 }
 
-void peer_group::refresh_and_retry(std::unique_ptr<transfer_op> op,
-                                   const std::shared_ptr<lane>& from) {
+void peer_group::refresh_and_retry(op_ptr op, const std::shared_ptr<lane>& from) {
   FL_ASSERT(!op->refreshed);
   op->refreshed = true;
   bump(rt_.stats.stale_refresh_attempts);
@@ -84,8 +89,7 @@ void peer_group::refresh_and_retry(std::unique_ptr<transfer_op> op,
   });
 }
 
-void peer_group::retry_after_refresh(std::unique_ptr<transfer_op> op,
-                                     const std::shared_ptr<lane>& from,
+void peer_group::retry_after_refresh(op_ptr op, const std::shared_ptr<lane>& from,
                                      const result<segment_descriptor>& fresh) {
   // Only a refresh that names the same buffer at the same endpoints can be
   // retried here; anything else stays stale_registration.

@@ -4,6 +4,9 @@
 // terminal status. transfer_batch is the caller's view of the tasks.
 #include <fmt/format.h>
 
+#include <array>
+#include <memory>
+#include <span>
 #include <thread>
 
 #include "faultlane/core/failpoint.hpp"
@@ -17,13 +20,59 @@ using namespace std::chrono;
 
 // --- transfer_batch ------------------------------------------------------------
 
-transfer_batch::transfer_batch(std::unique_ptr<state> s, std::size_t size)
-    : state_(std::move(s)), size_(size) {
+transfer_batch::transfer_batch(state_ptr s, std::size_t size) : state_(std::move(s)), size_(size) {
   FL_ASSERT(state_ != nullptr && size_ > 0);
   FL_ASSERT(state_->size == size_);
 }
 
 transfer_batch::~transfer_batch() = default;
+
+// The state and its tasks go back to the pool they came from; the pool
+// itself goes once nothing holds it any more.
+void transfer_batch::state_delete::operator()(state* s) const noexcept {
+  auto memory = std::move(s->memory);
+  auto* tasks = s->tasks;
+  const std::size_t size = s->size;
+  s->~state();
+  if (tasks != nullptr) {
+    std::destroy_n(tasks, size);
+    memory->deallocate(tasks, size * sizeof(detail::task_state), alignof(detail::task_state));
+  }
+  memory->deallocate(s, sizeof(state), alignof(state));
+}
+
+namespace {
+
+// A batch's state with `size` default tasks, in `memory`.
+transfer_batch::state_ptr make_state(const std::shared_ptr<detail::batch_memory>& memory,
+                                     std::size_t size) {
+  // Each block goes back to the pool if what is built in it throws; once
+  // the state exists its deleter frees it, and `tasks` is set only when
+  // every task exists.
+  auto built = [&memory](std::size_t bytes, std::size_t align, auto build) {
+    void* block = memory->allocate(bytes, align);
+    try {
+      return build(block);
+    } catch (...) {
+      memory->deallocate(block, bytes, align);
+      throw;
+    }
+  };
+  transfer_batch::state_ptr state(
+      built(sizeof(transfer_batch::state), alignof(transfer_batch::state),
+            [](void* block) { return new (block) transfer_batch::state(); }));
+  state->memory = memory;
+  state->tasks =
+      built(size * sizeof(detail::task_state), alignof(detail::task_state), [size](void* block) {
+        auto* tasks = static_cast<detail::task_state*>(block);
+        std::uninitialized_value_construct_n(tasks, size);
+        return tasks;
+      });
+  state->size = size;
+  return state;
+}
+
+}  // namespace
 
 task_status transfer_batch::status(std::size_t index) const {
   FL_ASSERT(index < size_);
@@ -57,10 +106,9 @@ bool transfer_batch::wait(milliseconds timeout) const {
 }
 
 // Checks every request against its segment; the caller holds groups_mutex.
-result<std::uint64_t> transport::impl::check_batch(
-    std::span<const transfer_request> requests,
-    std::vector<std::shared_ptr<detail::peer_group>>& targets) const {
-  FL_ASSERT(targets.empty());
+result<std::uint64_t> transport::impl::check_batch(std::span<const transfer_request> requests,
+                                                   std::span<detail::peer_group*> targets) const {
+  FL_ASSERT(targets.size() == requests.size());
   std::uint64_t total_bytes = 0;
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const auto& r = requests[i];
@@ -88,9 +136,8 @@ result<std::uint64_t> transport::impl::check_batch(
                                limits::timeout_ms_max, r.start_deadline_ms)};
     }
     total_bytes += r.length;
-    targets.push_back(it->second);
+    targets[i] = it->second.get();
   }
-  FL_ASSERT(targets.size() == requests.size());
   return total_bytes;
 }
 
@@ -104,10 +151,14 @@ result<std::shared_ptr<transfer_batch>> transport::impl::submit(
   }
   if (requests.empty()) return error{status::invalid_argument, "submit: empty batch"};
 
-  // Held until every op is dispatched, so close_segment() never misses one.
+  // Held until every op is dispatched, so close_segment() never misses one,
+  // and no group named in `targets` goes away.
   std::shared_lock lock(groups_mutex);
-  std::vector<std::shared_ptr<detail::peer_group>> targets;
-  targets.reserve(requests.size());
+  std::array<detail::peer_group*, 32> few{};
+  std::vector<detail::peer_group*> many;  // only for larger batches
+  if (requests.size() > few.size()) many.resize(requests.size());
+  const std::span<detail::peer_group*> targets =
+      many.empty() ? std::span(few).first(requests.size()) : std::span(many);
   auto checked = check_batch(requests, targets);
   if (!checked.ok()) return checked.error();
   const std::uint64_t total_bytes = checked.value();
@@ -115,13 +166,12 @@ result<std::shared_ptr<transfer_batch>> transport::impl::submit(
   auto reserved = rt.admission_control.try_reserve(requests.size(), total_bytes);
   if (!reserved.ok()) return reserved.error();
 
-  auto state = std::make_unique<transfer_batch::state>();
+  auto state = make_state(memory, requests.size());
   state->rt = &rt;
-  state->size = requests.size();
   state->callback = std::move(callback);
-  state->tasks = std::make_unique<detail::task_state[]>(requests.size());
   auto* raw_state = state.get();
-  auto batch = std::make_shared<transfer_batch>(std::move(state), requests.size());
+  auto batch = std::allocate_shared<transfer_batch>(
+      detail::pooled_allocator<transfer_batch>(memory), std::move(state), requests.size());
 
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const auto& r = requests[i];
@@ -163,7 +213,7 @@ void transport::impl::dispatch(const transfer_request& r, detail::task_state& ta
   const auto start_by = steady_clock::now() + milliseconds(r.start_deadline_ms);
   auto make_op = [&](std::uint64_t offset, std::uint64_t length) {
     FL_ASSERT(length > 0 && offset <= r.length && length <= r.length - offset);
-    auto op = std::make_unique<detail::transfer_op>();
+    auto op = detail::make_pooled<detail::transfer_op>(memory);
     op->task = &task;
     op->batch = batch;
     op->op = r.op;

@@ -3,7 +3,7 @@
 
 namespace faultlane::detail {
 
-void retire(std::unique_ptr<transfer_op> op, status code, std::uint64_t bytes) noexcept {
+void retire(op_ptr op, status code, std::uint64_t bytes) noexcept {
   FL_ASSERT(op);
   FL_ASSERT(!op->retired);
   op->retired = true;

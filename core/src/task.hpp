@@ -12,6 +12,7 @@
 #include <optional>
 #include <vector>
 
+#include "batch_memory.hpp"
 #include "faultlane/core/admission.hpp"
 #include "faultlane/core/completion.hpp"
 #include "faultlane/core/observer.hpp"
@@ -42,10 +43,11 @@ struct task_state {
 namespace faultlane {
 
 struct transfer_batch::state {
+  std::shared_ptr<detail::batch_memory> memory;  // holds this state and `tasks`
   detail::runtime* rt = nullptr;
   std::size_t size = 0;
   task_callback callback;
-  std::unique_ptr<detail::task_state[]> tasks;
+  detail::task_state* tasks = nullptr;  // `size` of them, in `memory`; freed by state_delete
   std::atomic<std::size_t> completed{0};
   mutable std::mutex mutex;
   mutable std::condition_variable all_done;
@@ -56,7 +58,9 @@ struct transfer_batch::state {
 namespace faultlane::detail {
 
 // One frame exchange on one lane: a whole task, or one slice of a READ.
+// Made by make_pooled in the transport's batch_memory (op_ptr).
 struct transfer_op {
+  std::shared_ptr<batch_memory> memory;
   task_state* task = nullptr;
   std::shared_ptr<transfer_batch> batch;  // keeps `task` alive
   wire::opcode op = wire::opcode::read;
@@ -87,8 +91,10 @@ struct transfer_op {
   ~transfer_op();
 };
 
+using op_ptr = pooled_ptr<transfer_op>;
+
 // Retires the op's reference on its task (the last one publishes) and
 // frees the op.
-void retire(std::unique_ptr<transfer_op> op, status code, std::uint64_t bytes) noexcept;
+void retire(op_ptr op, status code, std::uint64_t bytes) noexcept;
 
 }  // namespace faultlane::detail

@@ -58,13 +58,15 @@ class transport::impl {
                                    const result<void>& control_stopped) const;
   void finalize_task(transfer_batch::state& batch, std::size_t index, status code,
                      std::uint64_t bytes);
-  result<std::uint64_t> check_batch(
-      std::span<const transfer_request> requests,
-      std::vector<std::shared_ptr<detail::peer_group>>& targets) const;
+  result<std::uint64_t> check_batch(std::span<const transfer_request> requests,
+                                    std::span<detail::peer_group*> targets) const;
   result<void> close_segment(segment_id segment);
   void dispatch(const transfer_request& r, detail::task_state& task,
                 const std::shared_ptr<transfer_batch>& batch, detail::peer_group& group);
 
+  // Batches, ops and lane hand-offs (batch_memory.hpp); declared first, so
+  // it is the last member to go (each block also holds it).
+  std::shared_ptr<detail::batch_memory> memory = detail::batch_memory::create();
   detail::runtime rt;
   std::unique_ptr<detail::server> srv;
 

@@ -305,6 +305,39 @@ TEST(transport_guard, throwing_completion_callback_marks_the_runtime_failed) {
   EXPECT_TRUE(target->shutdown().ok());
 }
 
+// An observer that throws as a lane connects: the lane must end closed and
+// uncounted, not stay "connecting" (it used to keep lanes_connected at 1
+// for good, with the connect gate's outcome never reported).
+TEST(transport_guard, an_observer_throwing_as_a_lane_connects_leaves_no_lane_behind) {
+  struct throwing_observer : transport_observer {
+    std::atomic<int> closed{0};
+    void lane_connected(const lane_event&) override { throw std::runtime_error("observer bug"); }
+    void lane_closed(const lane_event&, status) override { closed.fetch_add(1); }
+  } observer;
+  auto target = start(loopback_config());
+  auto config = loopback_config();
+  config.observer = &observer;
+  config.connections_per_peer = 1;
+  auto initiator = start(config);
+  std::vector<std::byte> memory(4096);
+  auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
+  auto seg = initiator->open_segment(target->descriptor()).value();
+  std::vector<std::byte> local(4096);
+  auto batch = initiator->submit({{read_req(seg, id, 0, local.data(), local.size())}}).value();
+  ASSERT_TRUE(batch->wait(10s));
+  EXPECT_EQ(batch->status(0).code, status::runtime_failed);
+  auto stats = initiator->stats();
+  EXPECT_TRUE(stats.runtime_failed);
+  EXPECT_EQ(stats.handler_exceptions, 1u);
+  EXPECT_EQ(stats.connects, 1u);
+  EXPECT_EQ(stats.lanes_connected, 0u);
+  EXPECT_EQ(stats.lanes_connecting, 0u);
+  EXPECT_EQ(observer.closed.load(), 1);  // a connected lane closes, and says so
+  EXPECT_EQ(initiator->shutdown().code(), status::runtime_failed);
+  EXPECT_EQ(initiator->stats().lanes_connected, 0u);
+  EXPECT_TRUE(target->shutdown().ok());
+}
+
 // Defect 2: a failpoint throwing in each kind of handler. The process
 // survives (no std::terminate), the runtime that ran the handler is marked
 // failed, every task settles once, and shutdown reports the failure.
@@ -369,13 +402,14 @@ TEST_P(transport_guard_each_handler, a_throw_marks_the_runtime_failed_and_work_s
 
 INSTANTIATE_TEST_SUITE_P(
     kinds, transport_guard_each_handler,
-    ::testing::Values(handler_case{"server.on_accept", true},     // listener
-                      handler_case{"server.on_header", true},     // session socket handler
-                      handler_case{"session.on_deadline", true},  // session timer
-                      handler_case{"lane.enqueue", false},        // dispatch hop
-                      handler_case{"lane.cancel_task", false},    // sibling-cancel hop
-                      handler_case{"client.on_response", false},  // lane socket handler
-                      handler_case{"lane.on_deadline", false}),   // lane timer (idle)
+    ::testing::Values(handler_case{"server.on_accept", true},        // listener
+                      handler_case{"server.on_header", true},        // session socket handler
+                      handler_case{"session.on_deadline", true},     // session timer
+                      handler_case{"lane.enqueue", false},           // dispatch hop
+                      handler_case{"lane.set_non_blocking", false},  // connect handler
+                      handler_case{"lane.cancel_task", false},       // sibling-cancel hop
+                      handler_case{"client.on_response", false},     // lane socket handler
+                      handler_case{"lane.on_deadline", false}),      // lane timer (idle)
     [](const auto& info) {
       std::string name = info.param.failpoint;
       for (auto& c : name) c = c == '.' ? '_' : c;

@@ -204,13 +204,18 @@ class transfer_batch {
   // Waits until every task is done; false on timeout.
   bool wait(std::chrono::milliseconds timeout) const;
 
-  // Built by transport::submit; the state is private to the core.
+  // Built by transport::submit; the state is private to the core (it lives
+  // in the transport's pool of recycled blocks).
   struct state;
-  explicit transfer_batch(std::unique_ptr<state> s, std::size_t size);
+  struct state_delete {
+    void operator()(state* s) const noexcept;
+  };
+  using state_ptr = std::unique_ptr<state, state_delete>;
+  explicit transfer_batch(state_ptr s, std::size_t size);
   ~transfer_batch();
 
  private:
-  std::unique_ptr<state> state_;
+  state_ptr state_;
   std::size_t size_;
 };
 
