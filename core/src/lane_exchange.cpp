@@ -115,12 +115,8 @@ bool lane::request_sent(transfer_op& op) {
 void lane::read_head() {
   FL_ASSERT(!receiving_ && !broken_ && !inflight_.empty() && head_request_sent());
   if (!carry_.empty()) return read_head_from_carry();
-  if (inflight_.front()->op == wire::opcode::read && inflight_.size() == 1) {
-    return read_response_and_payload();
-  }
-  // With exchanges behind it, the next answer may follow this one at once:
-  // the header is read alone, so an error answer (no payload) never takes
-  // the next answer's bytes as its payload.
+  if (inflight_.front()->op == wire::opcode::read) return read_response_and_payload();
+  // A WRITE's answer is a header alone.
   receiving_ = true;
   asio::async_read(socket_, asio::buffer(response_), progress_condition(),
                    guarded([this](std::error_code e, std::size_t) { on_response(e, 0); }));
@@ -149,17 +145,19 @@ void lane::read_head_from_carry() {
                    guarded([this](std::error_code e, std::size_t) { on_response(e, 0); }));
 }
 
-// A lone READ: its answer's header and payload usually arrive together, and
-// one scatter read takes both. An error answer has no payload, so the read
-// never waits for bytes that will not come: it returns what is there. If
-// requests left behind it meanwhile, what it returns past an error header
-// is the next answers' bytes: on_response carries them over.
-// (A started read, not a readiness wait: Asio re-registers a descriptor with
-// epoll_ctl for every wait, and skips the speculative read of a started one
-// when the last read drained the socket.)
+// A READ's answer: its header and payload usually arrive together, and one
+// scatter read takes both (one system call, not two). An ok answer is
+// exactly header and payload, so the read never takes the next answer's
+// bytes; an error answer has no payload, so the read never waits for bytes
+// that will not come: it returns what is there, and what it returns past
+// an error header is the next answers' bytes, which on_response carries
+// over to them (the one payload copy: docs/architecture.md, "The hot
+// path"). (A started read, not a readiness wait: Asio 1.22 re-arms the
+// descriptor with epoll_ctl for every wait, while a started read costs one
+// speculative recv, which finds the answer whenever it is already there.)
 void lane::read_response_and_payload() {
   auto& op = *inflight_.front();
-  FL_ASSERT(op.op == wire::opcode::read && inflight_.size() == 1);
+  FL_ASSERT(op.op == wire::opcode::read);
   std::array<asio::mutable_buffer, 2> in{asio::buffer(response_),
                                          asio::buffer(op.local, op.length)};
   receiving_ = true;
