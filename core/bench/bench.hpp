@@ -97,6 +97,10 @@ double run_phases(const options& o, std::atomic<int>& phase, measurement& m);
 std::optional<std::uint64_t> allocations() noexcept;
 void merge(measurement& into, measurement m);
 
+// From this block size on, a run with a baseline also measures the
+// one-way TCP stream.
+constexpr std::uint64_t stream_block_bytes_min = 1u << 20;
+
 // One measured configuration: faultlane, its baseline and (bulk blocks) the
 // one-way stream, in interleaved rounds.
 struct outcome {

@@ -121,9 +121,6 @@ std::string failure_json(const measurement& m) {
   return fmt::format("{{{}}}", fmt::join(parts, ", "));
 }
 
-// From this block size on, a run also measures the one-way TCP stream.
-constexpr std::uint64_t stream_block_bytes_min = 1u << 20;
-
 }  // namespace
 
 // Interleaved rounds: a shared machine drifts (frequency, neighbours), so

@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
+#include <sched.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -146,13 +147,23 @@ CLI::Option* define_sweep(CLI::App& app, options& o) {
   return sweep;
 }
 
+// The cores this process may run on (taskset, cgroup cpusets), not the
+// machine's.
+std::uint64_t usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    return static_cast<std::uint64_t>(CPU_COUNT(&set));
+  return std::thread::hardware_concurrency();
+}
+
 // The grid a --sweep runs when a list is not given: io threads doubling up
 // to the machine's cores, so the same command shows how far the pool scales
 // wherever it runs.
 void default_sweep(options& o) {
   if (o.sweep_workers.empty()) {
     const std::uint64_t cores =
-        std::clamp<std::uint64_t>(std::thread::hardware_concurrency(), 1, limits::worker_count_max);
+        std::clamp<std::uint64_t>(usable_cores(), 1, limits::worker_count_max);
     for (std::uint64_t w = 1; w < cores; w *= 2) o.sweep_workers.push_back(w);
     o.sweep_workers.push_back(cores);
   }

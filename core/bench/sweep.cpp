@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
+#include <utility>
 
 #include "bench.hpp"
 #include "sweep_plot.hpp"
@@ -53,11 +54,20 @@ void print_point(const point& p) {
 }
 
 json grid_json(const options& o) {
-  return json{{"op", to_string(o.op)},        {"batch", o.batch},
-              {"threads", o.threads},         {"lane_inflight", o.lane_inflight},
-              {"duration_s", o.duration_s},   {"rounds", o.rounds},
-              {"verify", o.verify},           {"workers", o.sweep_workers},
-              {"lanes", o.sweep_lanes},       {"rails", o.sweep_rails},
+  return json{{"op", to_string(o.op)},
+              {"batch", o.batch},
+              {"threads", o.threads},
+              {"lane_inflight", o.lane_inflight},
+              {"duration_s", o.duration_s},
+              {"warmup_s", o.warmup_s},
+              {"rounds", o.rounds},
+              {"verify", o.verify},
+              {"baseline", !o.skip_baseline},
+              {"busy_poll_us", o.busy_poll_us},
+              {"progress_timeout_ms", o.progress_timeout_ms},
+              {"workers", o.sweep_workers},
+              {"lanes", o.sweep_lanes},
+              {"rails", o.sweep_rails},
               {"block_sizes", o.sweep_blocks}};
 }
 
@@ -124,22 +134,33 @@ bool write_file(const std::string& path, const std::string& text) {
   return static_cast<bool>(out);
 }
 
+// Points that run, and about how long they take: each side (faultlane, the
+// baseline, and for bulk blocks the stream) measures --duration plus a
+// warm-up per round.
+std::pair<std::size_t, double> plan(const options& o) {
+  std::size_t settings = 0;
+  for (auto lanes : o.sweep_lanes) {
+    for (auto rails : o.sweep_rails) settings += rails <= lanes ? 1 : 0;
+  }
+  const std::size_t per_block = settings * o.sweep_workers.size();
+  const double per_side = o.duration_s + o.warmup_s * static_cast<double>(o.rounds);
+  double seconds = 0;
+  for (auto block : o.sweep_blocks) {
+    const double sides = o.skip_baseline ? 1 : block >= stream_block_bytes_min ? 3 : 2;
+    seconds += static_cast<double>(per_block) * sides * per_side;
+  }
+  return {per_block * o.sweep_blocks.size(), seconds};
+}
+
 }  // namespace
 
 int run_sweep(const options& o) {
-  std::size_t planned = 0;
-  for (auto lanes : o.sweep_lanes) {
-    for (auto rails : o.sweep_rails) planned += rails <= lanes ? 1 : 0;
-  }
-  planned *= o.sweep_blocks.size() * o.sweep_workers.size();
-  const double sides = o.skip_baseline ? 1 : 2;
+  const auto [planned, seconds] = plan(o);
   std::printf(
       "faultlane-bench --sweep: %zu points, about %.0f s (op=%s batch=%zu threads=%zu "
       "inflight=%zu duration=%gs rounds=%zu)\n",
-      planned,
-      static_cast<double>(planned) * sides *
-          (o.duration_s + o.warmup_s * static_cast<double>(o.rounds)),
-      to_string(o.op), o.batch, o.threads, o.lane_inflight, o.duration_s, o.rounds);
+      planned, seconds, to_string(o.op), o.batch, o.threads, o.lane_inflight, o.duration_s,
+      o.rounds);
   std::vector<point> points;
   json skipped = json::array();
   bool all_clean = true;

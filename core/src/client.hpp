@@ -137,8 +137,8 @@ class lane : public std::enable_shared_from_this<lane> {
   std::pmr::deque<op_ptr> inflight_{&deque_blocks_};
   wire::request_bytes request_{};  // the request leaving
   wire::response_bytes response_{};
-  // Answer bytes a lone READ's scatter read took past an error answer,
-  // when requests had left behind it meanwhile: the next answers' start.
+  // Answer bytes a READ's scatter read took past an error answer, when
+  // requests had left behind it: the next answers' start.
   std::vector<std::byte> carry_;
   std::uint64_t epoch_ = 0;        // bumped at every connect
   std::uint64_t connections_ = 0;  // successful connects (for reconnect stats)

@@ -201,7 +201,10 @@ class server_session : public std::enable_shared_from_this<server_session> {
     }
     state_ = session_state::draining_body;
     drain_left_ = request_.length;
-    drain_buffer_ = std::make_unique<std::array<std::byte, drain_buffer_bytes>>();
+    // Taken once per session and kept: a client refused again and again
+    // (a stale registration) costs no allocation per refusal.
+    if (!drain_buffer_)
+      drain_buffer_ = std::make_unique<std::array<std::byte, drain_buffer_bytes>>();
     drain_body(why);
   }
 

@@ -89,7 +89,10 @@ using segment_id = std::uint64_t;
 
 struct transfer_request {
   wire::opcode op = wire::opcode::read;
-  void* local = nullptr;  // READ: destination; WRITE: source
+  // READ: destination; WRITE: source. After a READ that failed, its
+  // contents are unspecified (a refused READ's buffer may hold bytes of the
+  // answers behind it on the lane).
+  void* local = nullptr;
   std::uint64_t length = 0;
   segment_id segment = 0;
   registration_id remote_registration = 0;
