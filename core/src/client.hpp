@@ -14,6 +14,7 @@
 #include <asio/ip/tcp.hpp>
 #include <asio/steady_timer.hpp>
 
+#include <array>
 #include <deque>
 #include <memory>
 #include <memory_resource>
@@ -37,7 +38,7 @@ class lane : public std::enable_shared_from_this<lane> {
   lane(runtime& rt, peer_group& group, std::size_t index, std::size_t shard);
 
   // All of these run on the lane's shard.
-  void enqueue(op_ptr op);
+  void enqueue(op_chain ops);
   // Fail queued work with `why` (in-flight work is cut off and ends
   // through its handler), close; no reconnect after.
   void shutdown(status why = status::shutting_down);
@@ -91,9 +92,12 @@ class lane : public std::enable_shared_from_this<lane> {
   // Sends queued requests while the lane has room, and reads the answer of
   // the oldest exchange once its request has left.
   void continue_exchanges();
-  void send_request();
-  bool request_sent(transfer_op& op);
-  bool head_request_sent() const { return !(sending_ && inflight_.size() == 1); }
+  void skip_cancelled();
+  void send_requests();
+  void requests_left(std::size_t sent);
+  bool requests_sent();
+  // The newest leaving_ exchanges are the ones whose requests are leaving.
+  bool head_request_sent() const { return inflight_.size() > leaving_; }
   void read_head();
   void read_head_from_carry();
   void read_response_and_payload();
@@ -132,10 +136,14 @@ class lane : public std::enable_shared_from_this<lane> {
   // work waits; see transfer_request::start_deadline_ms).
   asio::steady_timer start_timer_;
   std::chrono::steady_clock::time_point start_timer_at_{};
-  // Exchanges whose request started to leave, oldest first; only the
-  // newest can still be leaving (sending_).
+  // Exchanges whose request started to leave, oldest first; the newest
+  // leaving_ of them were sent in one gather write that has not finished.
   std::pmr::deque<op_ptr> inflight_{&deque_blocks_};
-  wire::request_bytes request_{};  // the request leaving
+  std::size_t leaving_ = 0;
+  // The gather write's buffers: a header, and a WRITE's body, per request.
+  std::array<asio::const_buffer, 64> gather_{};
+  // A gather write takes no more requests once it holds this many bytes.
+  static constexpr std::size_t group_bytes_max = 256u << 10;
   wire::response_bytes response_{};
   // Answer bytes a READ's scatter read took past an error answer, when
   // requests had left behind it: the next answers' start.
@@ -164,9 +172,16 @@ class peer_group : public std::enable_shared_from_this<peer_group> {
 
   // Any thread: picks a lane by the per-peer sequence and hands it the op.
   void submit(op_ptr op);
+  // Any thread: the lane the per-peer sequence picks next. It stays as
+  // long as the group does.
+  const std::shared_ptr<lane>& next_lane();
   // Any thread: the next lane of `rail` (per-rail rotation).
   std::shared_ptr<lane> lane_for_rail(std::size_t rail);
-  static void dispatch(runtime& rt, const std::shared_ptr<lane>& l, op_ptr op);
+  // The hop to the lane's shard, one post for the whole chain.
+  static void dispatch(runtime& rt, const std::shared_ptr<lane>& l, op_chain ops);
+  static void dispatch(runtime& rt, const std::shared_ptr<lane>& l, op_ptr op) {
+    dispatch(rt, l, op_chain(std::move(op)));
+  }
   // On `shard`, for the lanes it owns (the transport runs these on every
   // shard). Shutdown: fail queued work and close, no reconnect after.
   void shutdown_on(std::size_t shard, status why = status::shutting_down);
@@ -218,6 +233,32 @@ class peer_group : public std::enable_shared_from_this<peer_group> {
   std::chrono::steady_clock::time_point last_failure_{};
   bool probe_in_flight_ = false;
   std::vector<std::weak_ptr<lane>> waiting_;
+};
+
+// Collects a submit's ops by lane and posts each lane's chain once, so a
+// batch of 32 on 4 lanes costs 4 hand-offs, not 32, and each lane sees its
+// eight requests together. Keeps up to `lanes_max` lanes; a batch spread
+// over more hands off early. Ops not yet handed off when it goes settle
+// as shutting_down (a submit that threw part way).
+class lane_handoff {
+ public:
+  explicit lane_handoff(runtime& rt) : rt_(rt) {}
+  lane_handoff(const lane_handoff&) = delete;
+  lane_handoff& operator=(const lane_handoff&) = delete;
+
+  // `l` must outlive the hand-off (a group's lane: next_lane()).
+  void add(const std::shared_ptr<lane>& l, op_ptr op);
+  void flush();
+
+ private:
+  static constexpr std::size_t lanes_max = 16;
+  struct entry {
+    const std::shared_ptr<lane>* to = nullptr;
+    op_chain ops;
+  };
+  runtime& rt_;
+  std::array<entry, lanes_max> entries_{};
+  std::size_t used_ = 0;
 };
 
 }  // namespace faultlane::detail

@@ -88,19 +88,33 @@ void lane::uncount_connecting() noexcept {
   rt_.stats.lanes_connecting.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void lane::enqueue(op_ptr op) {
-  FL_ASSERT(op && !op->retired);
-  if (state_ == state::closed) return retire(std::move(op), status::shutting_down, 0);
-  // A sibling slice failed before this one got here: its cancel_task ran
-  // on this shard already (or will find nothing), so end it now rather
-  // than queue it behind other work.
-  if (op->task->cancelled.load(std::memory_order_acquire)) {
-    return retire(std::move(op), status::cancelled, 0);
+void lane::enqueue(op_chain ops) {
+  auto start_by = steady_clock::time_point{};
+  bool queued = false;
+  while (!ops.empty()) {
+    auto op = ops.pop_front();
+    FL_ASSERT(!op->retired);
+    if (state_ == state::closed) {
+      retire(std::move(op), status::shutting_down, 0);
+      continue;
+    }
+    // A sibling slice failed before this one got here: its cancel_task ran
+    // on this shard already (or will find nothing), so end it now rather
+    // than queue it behind other work.
+    if (op->task->cancelled.load(std::memory_order_acquire)) {
+      retire(std::move(op), status::cancelled, 0);
+      continue;
+    }
+    if (op->start_by != steady_clock::time_point{} &&
+        (start_by == steady_clock::time_point{} || op->start_by < start_by)) {
+      start_by = op->start_by;
+    }
+    queue_.push_back(std::move(op));
+    queued = true;
   }
-  const auto start_by = op->start_by;
-  queue_.push_back(std::move(op));
-  // Starting the next exchange may send and settle synchronously; a handler
-  // exception there is handled as in any other handler.
+  if (!queued) return;
+  // Starting the next exchanges may send and settle synchronously; a
+  // handler exception there is handled as in any other handler.
   run_guarded(
       rt_,
       [this, start_by] {
@@ -393,6 +407,7 @@ void lane::release_work() noexcept {
   fail_queue(status::shutting_down);
   auto cut = std::move(inflight_);
   inflight_.clear();
+  leaving_ = 0;
   for (auto& op : cut) {
     const auto code =
         op->op == wire::opcode::write ? status::ambiguous_write : status::shutting_down;

@@ -27,14 +27,9 @@ void lane::continue_exchanges() {
   if (!receiving_ && !inflight_.empty() && head_request_sent()) read_head();
   const auto connected = [this] { return state_ == state::idle || state_ == state::busy; };
   while (connected() && !broken_ && !sending_ && inflight_.size() < rt_.config.lane_inflight_max) {
-    // Slices of a task that already failed are not started.
-    while (!queue_.empty() && queue_.front()->task->cancelled.load(std::memory_order_acquire)) {
-      auto skipped = std::move(queue_.front());
-      queue_.pop_front();
-      retire(std::move(skipped), status::cancelled, 0);
-    }
+    skip_cancelled();
     if (queue_.empty()) break;
-    send_request();
+    send_requests();
   }
   if (connected() && !broken_ && inflight_.empty()) {
     if (!carry_.empty()) {
@@ -48,67 +43,113 @@ void lane::continue_exchanges() {
   }
 }
 
-void lane::send_request() {
-  FL_ASSERT(!sending_ && !broken_ && !queue_.empty());
-  inflight_.push_back(std::move(queue_.front()));
-  queue_.pop_front();
-  auto& op = *inflight_.back();
-  op.request_left = false;
-  if (inflight_.size() > 1) bump(rt_.stats.requests_pipelined);
-  if (inflight_.size() == 1) {
-    // The oldest exchange's clock: see docs/architecture.md, "Pipelined lanes".
-    state_ = state::busy;
-    timed_out_ = false;
-    deadline_kind_ = deadline_kind::progress;
-    deadline_.set(milliseconds(rt_.config.progress_timeout_ms), shared_from_this());
+// Slices of a task that already failed are not started.
+void lane::skip_cancelled() {
+  while (!queue_.empty() && queue_.front()->task->cancelled.load(std::memory_order_acquire)) {
+    auto skipped = std::move(queue_.front());
+    queue_.pop_front();
+    retire(std::move(skipped), status::cancelled, 0);
   }
-  wire::encode(wire::request_frame{op.op, 0, op.request_id, op.remote_registration,
-                                   op.remote_offset, op.length},
-               request_);
-  if (rt_.observer) {
-    rt_.observer->slice_dispatched({op.task->info.task_id, op.request_id, group_.id(), index_,
-                                    rail_, op.slice_offset, op.length});
+}
+
+// Every queued request the lane has room for leaves in one gather write:
+// headers, and a WRITE's body straight from the caller's buffer; usually
+// all at once, without a trip through the loop. One write of eight
+// requests is one system call and one TCP segment where eight writes were
+// eight of each (docs/architecture.md, "The hot path"). A group stops at
+// group_bytes_max, so a large WRITE leaves alone, as it always did.
+void lane::send_requests() {
+  FL_ASSERT(!sending_ && !broken_ && leaving_ == 0 && !queue_.empty());
+  const std::size_t room = rt_.config.lane_inflight_max - inflight_.size();
+  std::size_t buffers = 0;
+  std::size_t bytes = 0;
+  while (leaving_ < room && buffers + 2 <= gather_.size() && bytes < group_bytes_max) {
+    skip_cancelled();
+    if (queue_.empty()) break;
+    inflight_.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+    ++leaving_;
+    auto& op = *inflight_.back();
+    op.request_left = false;
+    if (inflight_.size() > 1) bump(rt_.stats.requests_pipelined);
+    if (inflight_.size() == 1) {
+      // The oldest exchange's clock: see docs/architecture.md, "Pipelined lanes".
+      state_ = state::busy;
+      timed_out_ = false;
+      deadline_kind_ = deadline_kind::progress;
+      deadline_.set(milliseconds(rt_.config.progress_timeout_ms), shared_from_this());
+    }
+    wire::encode(wire::request_frame{op.op, 0, op.request_id, op.remote_registration,
+                                     op.remote_offset, op.length},
+                 op.header);
+    if (rt_.observer) {
+      rt_.observer->slice_dispatched({op.task->info.task_id, op.request_id, group_.id(), index_,
+                                      rail_, op.slice_offset, op.length});
+    }
+    gather_[buffers++] = asio::buffer(op.header);
+    bytes += op.header.size();
+    if (op.op == wire::opcode::write) {
+      note_send_reads(op.local, op.length);
+      gather_[buffers++] = asio::const_buffer(op.local, op.length);
+      bytes += op.length;
+    }
   }
-  // Header and body (a WRITE's) leave in one gather write, straight from the
-  // caller's buffer; usually all at once, without a trip through the loop.
-  send_buffers out{asio::buffer(request_), op.op == wire::opcode::write
-                                               ? asio::const_buffer(op.local, op.length)
-                                               : asio::const_buffer()};
-  if (op.op == wire::opcode::write) note_send_reads(op.local, op.length);
+  if (leaving_ == 0) return;  // every queued op was a cancelled slice
+  bump(rt_.stats.request_sends);
+  const std::span<asio::const_buffer> out(gather_.data(), buffers);
   std::error_code ec;
   const std::size_t sent = send_now(socket_, out, ec);
-  if (sent > 0) op.request_left = true;
+  requests_left(sent);
   if (ec) return break_connection(io_failure());
-  if (sent == asio::buffer_size(out)) {
-    (void)request_sent(op);
+  if (sent == bytes) {
+    (void)requests_sent();
     return;
   }
   sending_ = true;
   asio::async_write(socket_, rest_of(out, sent), progress_condition(),
-                    guarded([this, o = &op](std::error_code e, std::size_t n) {
-                      // `o` stays in inflight_ until this handler returned:
-                      // settle_broken waits for it.
+                    guarded([this, before = sent](std::error_code e, std::size_t n) {
+                      // The leaving ops stay in inflight_ until this handler
+                      // returned: settle_broken waits for it.
                       sending_ = false;
-                      if (n > 0) o->request_left = true;
+                      requests_left(before + n);
                       // Done before the connection broke, or cut by it:
                       // either way the lane is settling.
                       if (e || broken_) return break_connection(io_failure());
-                      // request_sent may have read a carried answer that broke and settled
+                      // requests_sent may have read a carried answer that broke and settled
                       // the lane: go on only while it is still connected and busy.
-                      if (request_sent(*o) && state_ == state::busy) continue_exchanges();
+                      if (requests_sent() && state_ == state::busy) continue_exchanges();
                     }));
 }
 
-// False when the lane broke instead.
-bool lane::request_sent(transfer_op& op) {
-  FL_ASSERT(!sending_ && !inflight_.empty());
-  if (auto injected =
-          FAULTLANE_FAILPOINT_KEY("client.after_request_sent", op.remote_registration)) {
-    abort_status_ = *injected;
-    break_connection(*injected);
-    return false;
+// The leaving requests whose first byte is among the `sent` bytes of their
+// gather write may have reached the target.
+void lane::requests_left(std::size_t sent) {
+  FL_ASSERT(leaving_ > 0 && leaving_ <= inflight_.size());
+  std::size_t start = 0;
+  for (std::size_t i = inflight_.size() - leaving_; i < inflight_.size() && start < sent; ++i) {
+    auto& op = *inflight_[i];
+    op.request_left = true;
+    start += op.header.size() + (op.op == wire::opcode::write ? op.length : 0);
   }
-  if (&op == inflight_.front().get() && !receiving_) read_head();
+}
+
+// The leaving requests are all out. Each one's failpoint runs before any
+// answer is read, so no answer can end an exchange this loop still looks
+// at. False when the lane broke instead.
+bool lane::requests_sent() {
+  FL_ASSERT(!sending_ && leaving_ > 0 && leaving_ <= inflight_.size());
+  const std::size_t first = inflight_.size() - leaving_;
+  for (std::size_t i = first; i < inflight_.size(); ++i) {
+    if (auto injected = FAULTLANE_FAILPOINT_KEY("client.after_request_sent",
+                                                inflight_[i]->remote_registration)) {
+      leaving_ = 0;
+      abort_status_ = *injected;
+      break_connection(*injected);
+      return false;
+    }
+  }
+  leaving_ = 0;
+  if (!receiving_) read_head();
   return true;
 }
 
@@ -274,6 +315,7 @@ void lane::settle_broken() {
   broken_.reset();
   auto cut = std::move(inflight_);
   inflight_.clear();
+  leaving_ = 0;  // requests cut before they all left: request_left says which
   const auto behind = io_failure();
   close_socket(why.head);
   bool oldest = true;

@@ -4,6 +4,8 @@
 #include <asio/bind_allocator.hpp>
 #include <asio/post.hpp>
 
+#include <algorithm>
+
 #include "client.hpp"
 
 namespace faultlane::detail {
@@ -29,22 +31,49 @@ peer_group::peer_group(runtime& rt, segment_id id, segment_descriptor descriptor
 }
 
 // The hop to the lane's shard; enqueue() guards what it runs.
-void peer_group::dispatch(runtime& rt, const std::shared_ptr<lane>& l, op_ptr op) {
-  FL_ASSERT(op && op->memory);
+void peer_group::dispatch(runtime& rt, const std::shared_ptr<lane>& l, op_chain ops) {
+  FL_ASSERT(!ops.empty() && ops.front().memory);
   // The handler's memory comes from the transport's pool too: a hand-off
   // from a thread outside the pool allocates nothing (Asio recycles only
   // on its own threads).
-  pooled_allocator<std::byte> memory(op->memory);
+  pooled_allocator<std::byte> memory(ops.front().memory);
   asio::post(rt.pool->context(l->shard()),
-             asio::bind_allocator(std::move(memory), [l, op = std::move(op)]() mutable {
-               l->enqueue(std::move(op));
+             asio::bind_allocator(std::move(memory), [l, ops = std::move(ops)]() mutable {
+               l->enqueue(std::move(ops));
              }));
+}
+
+const std::shared_ptr<lane>& peer_group::next_lane() {
+  return lanes_[sequence_.fetch_add(1, std::memory_order_relaxed) % lanes_.size()];
 }
 
 void peer_group::submit(op_ptr op) {
   FL_ASSERT(op && op->rail == transfer_op::any_rail);  // slices go to a lane of their rail
-  dispatch(rt_, lanes_[sequence_.fetch_add(1, std::memory_order_relaxed) % lanes_.size()],
-           std::move(op));
+  dispatch(rt_, next_lane(), std::move(op));
+}
+
+// --- lane_handoff -----------------------------------------------------------------
+
+void lane_handoff::add(const std::shared_ptr<lane>& l, op_ptr op) {
+  FL_ASSERT(op);
+  auto* e = std::find_if(entries_.begin(), entries_.begin() + static_cast<std::ptrdiff_t>(used_),
+                         [&l](const entry& x) { return x.to->get() == l.get(); });
+  if (e == entries_.begin() + static_cast<std::ptrdiff_t>(used_)) {
+    if (used_ == lanes_max) flush();
+    e = &entries_[used_++];
+    e->to = &l;
+  }
+  e->ops.push_back(std::move(op));
+}
+
+void lane_handoff::flush() {
+  for (std::size_t i = 0; i < used_; ++i) {
+    auto& e = entries_[i];
+    FL_ASSERT(e.to != nullptr && !e.ops.empty());
+    peer_group::dispatch(rt_, *e.to, std::move(e.ops));
+    FL_ASSERT(e.ops.empty());  // moved from
+  }
+  used_ = 0;
 }
 
 // Lane i serves rail i % rails, so rail r's lanes are r, r + rails, ...

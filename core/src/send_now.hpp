@@ -11,6 +11,7 @@
 #include <asio/ip/tcp.hpp>
 
 #include <array>
+#include <span>
 #include <system_error>
 
 #include "faultlane/core/assert.hpp"
@@ -20,8 +21,8 @@ namespace faultlane::detail {
 using send_buffers = std::array<asio::const_buffer, 2>;
 
 // Bytes sent; `ec` is set only for a real error (not for would_block).
-inline std::size_t send_now(asio::ip::tcp::socket& socket, const send_buffers& out,
-                            std::error_code& ec) {
+template <typename ConstBuffers>
+std::size_t send_now(asio::ip::tcp::socket& socket, const ConstBuffers& out, std::error_code& ec) {
   std::size_t sent = socket.write_some(out, ec);
   if (ec == asio::error::would_block || ec == asio::error::try_again) {
     ec.clear();
@@ -36,6 +37,19 @@ inline send_buffers rest_of(const send_buffers& out, std::size_t sent) {
   FL_ASSERT(sent < asio::buffer_size(out));  // something must be left
   if (sent < out[0].size()) return {out[0] + sent, out[1]};
   return {asio::const_buffer(), out[1] + (sent - out[0].size())};
+}
+
+// What is left of a gather list after `sent` bytes: drops the buffers that
+// left whole and trims the first one that left in part, in place.
+inline std::span<asio::const_buffer> rest_of(std::span<asio::const_buffer> out,
+                                             std::size_t sent) {
+  while (!out.empty() && sent >= out.front().size()) {
+    sent -= out.front().size();
+    out = out.subspan(1);
+  }
+  FL_ASSERT(!out.empty());  // something must be left
+  out.front() += sent;
+  return out;
 }
 
 }  // namespace faultlane::detail

@@ -199,17 +199,21 @@ result<std::shared_ptr<transfer_batch>> transport::impl::submit(
     auto snap = rt.admission_control.snapshot();
     rt.observer->admission_changed(snap.tasks, snap.bytes);
   }
+  detail::lane_handoff handoff(rt);
   for (std::size_t i = 0; i < requests.size(); ++i)
-    dispatch(requests[i], raw_state->tasks[i], batch, *targets[i]);
+    dispatch(requests[i], raw_state->tasks[i], batch, *targets[i], handoff);
+  handoff.flush();
   FL_ASSERT(batch->size() == requests.size());
   return batch;
 }
 
 // One frame exchange per task, or for a sliced READ one per rail: each
 // slice goes to the next lane of its rail, and all complete as one task.
+// A whole task joins `handoff`, which gives each lane its share of the
+// batch at once; slices go out one by one (see submit.before_slice).
 void transport::impl::dispatch(const transfer_request& r, detail::task_state& task,
                                const std::shared_ptr<transfer_batch>& batch,
-                               detail::peer_group& group) {
+                               detail::peer_group& group, detail::lane_handoff& handoff) {
   const auto start_by = steady_clock::now() + milliseconds(r.start_deadline_ms);
   auto make_op = [&](std::uint64_t offset, std::uint64_t length) {
     FL_ASSERT(length > 0 && offset <= r.length && length <= r.length - offset);
@@ -227,8 +231,11 @@ void transport::impl::dispatch(const transfer_request& r, detail::task_state& ta
     return op;
   };
   if (r.op != wire::opcode::read || !read_is_sliced(r.length, group.rail_count())) {
-    return group.submit(make_op(0, r.length));
+    return handoff.add(group.next_lane(), make_op(0, r.length));
   }
+  // Whatever the batch handed to lanes before this task leaves first, so
+  // each lane still sees the batch's work in submit order.
+  handoff.flush();
   auto plan = plan_read_slices(r.length, group.rail_count());
   FL_ASSERT(plan.size() == group.rail_count());
   FL_ASSERT(task.slice_lanes.empty());

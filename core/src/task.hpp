@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "batch_memory.hpp"
@@ -57,10 +58,14 @@ struct transfer_batch::state {
 
 namespace faultlane::detail {
 
+struct transfer_op;
+using op_ptr = pooled_ptr<transfer_op>;
+
 // One frame exchange on one lane: a whole task, or one slice of a READ.
 // Made by make_pooled in the transport's batch_memory (op_ptr).
 struct transfer_op {
   std::shared_ptr<batch_memory> memory;
+  op_ptr next;  // the op after this one in an op_chain
   task_state* task = nullptr;
   std::shared_ptr<transfer_batch> batch;  // keeps `task` alive
   wire::opcode op = wire::opcode::read;
@@ -74,6 +79,7 @@ struct transfer_op {
   std::size_t rail = any_rail;  // a slice stays on its rail, even when retried
   bool refreshed = false;       // one descriptor refresh and retry at most
   bool request_left = false;    // a byte of its request left on the current connection
+  wire::request_bytes header{};  // its request header, encoded as it leaves
   // When the request must have started to leave (start_deadline_ms), or
   // the epoch for none.
   std::chrono::steady_clock::time_point start_by{};
@@ -91,7 +97,45 @@ struct transfer_op {
   ~transfer_op();
 };
 
-using op_ptr = pooled_ptr<transfer_op>;
+// Ops handed to one lane together, oldest first: a submit posts one chain
+// per lane rather than one hand-off per op, so a lane sees a batch's ops
+// at once and can send their requests together (docs/architecture.md,
+// "The hot path"). Linked through transfer_op::next, so building one
+// allocates nothing; an op the chain still holds when it goes (a hand-off
+// dropped unrun at shutdown) settles as any dropped op does.
+class op_chain {
+ public:
+  op_chain() = default;
+  explicit op_chain(op_ptr op) { push_back(std::move(op)); }
+  op_chain(op_chain&& other) noexcept
+      : head_(std::move(other.head_)), last_(std::exchange(other.last_, nullptr)) {}
+  op_chain& operator=(op_chain&&) = delete;
+  ~op_chain() {
+    // One at a time: letting `head_` go would free the chain recursively.
+    while (head_) (void)pop_front();
+  }
+
+  bool empty() const noexcept { return head_ == nullptr; }
+  transfer_op& front() const noexcept { return *head_; }
+  void push_back(op_ptr op) noexcept {
+    FL_ASSERT(op && !op->next);
+    transfer_op* added = op.get();
+    if (last_ == nullptr) head_ = std::move(op);
+    else last_->next = std::move(op);
+    last_ = added;
+  }
+  op_ptr pop_front() noexcept {
+    FL_ASSERT(head_);
+    auto op = std::move(head_);
+    head_ = std::move(op->next);
+    if (!head_) last_ = nullptr;
+    return op;
+  }
+
+ private:
+  op_ptr head_;
+  transfer_op* last_ = nullptr;
+};
 
 // Retires the op's reference on its task (the last one publishes) and
 // frees the op.

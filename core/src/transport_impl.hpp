@@ -62,7 +62,8 @@ class transport::impl {
                                     std::span<detail::peer_group*> targets) const;
   result<void> close_segment(segment_id segment);
   void dispatch(const transfer_request& r, detail::task_state& task,
-                const std::shared_ptr<transfer_batch>& batch, detail::peer_group& group);
+                const std::shared_ptr<transfer_batch>& batch, detail::peer_group& group,
+                detail::lane_handoff& handoff);
 
   // Batches, ops and lane hand-offs (batch_memory.hpp); declared first, so
   // it is the last member to go (each block also holds it).

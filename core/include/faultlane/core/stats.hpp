@@ -31,6 +31,8 @@ namespace faultlane {
   X(connects_cancelled, "lane connects cancelled by drop_connections() or shutdown")            \
   X(reconnects, "successful connects of a lane that had been connected before")                 \
   X(requests_pipelined, "requests sent while an earlier exchange on their lane was unanswered") \
+  X(request_sends,                                                                              \
+    "socket writes of requests (one write carries every request a lane has room for)")          \
   X(sessions_live, "gauge: accepted target-side sessions still open")                           \
   X(sessions_accepted, "connections accepted by a listener")                                    \
   X(sessions_rejected_limit, "connections refused over max_connections or while closing")       \
