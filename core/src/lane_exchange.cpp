@@ -256,7 +256,7 @@ void lane::on_response(const std::error_code& ec, std::size_t payload_have) {
   }
   receiving_ = true;
   const std::size_t rest = op.length - payload_have;
-  watermark_.begin(socket_, rest);
+  watermark_.begin(socket_, rest, op.length);
   auto condition = [this](const std::error_code& e, std::size_t n) -> std::size_t {
     if (e) return 0;
     deadline_.push(milliseconds(rt_.config.progress_timeout_ms));

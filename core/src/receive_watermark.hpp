@@ -21,12 +21,15 @@ class receive_watermark {
   static constexpr std::size_t bulk_bytes_min = 1u << 20;
   static constexpr std::size_t watermark_bytes = 256u << 10;
 
-  void begin(asio::ip::tcp::socket& socket, std::size_t total) {
+  // `total` bytes are still to come of a transfer of `whole` bytes (its
+  // first bytes may have come with its header already): a large transfer
+  // is large however it started.
+  void begin(asio::ip::tcp::socket& socket, std::size_t total, std::size_t whole) {
     FL_ASSERT(current_ == 1);  // end() ran after the last receive
-    FL_ASSERT(total > 0);
+    FL_ASSERT(total > 0 && total <= whole);
     total_ = total;
     queued_at_check_ = 0;
-    if (total >= bulk_bytes_min) set(socket, watermark_bytes);
+    if (whole >= bulk_bytes_min) set(socket, std::min(total, watermark_bytes));
   }
   // From a completion condition: `transferred` of `total` have arrived.
   void progress(asio::ip::tcp::socket& socket, std::size_t transferred) {

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <span>
 
 #include "deadline.hpp"
 #include "faultlane/core/failpoint.hpp"
@@ -29,17 +30,25 @@ constexpr std::size_t drain_buffer_bytes = 64u << 10;
 // What a session is doing; each handler asserts the state it expects.
 enum class session_state {
   accepted,        // built, start() not yet run
-  reading_header,  // waiting for or reading a request header
-  sending_read,    // a READ's answer and payload are leaving
+  reading,         // waiting for request bytes, or serving the requests staged
   receiving_body,  // a WRITE's body is landing in the registered buffer
   draining_body,   // a rejected WRITE's body is read and dropped
-  replying,        // a response header is leaving
+  answering,       // the answers held leave in one gather write
   ended,           // closed and removed from its shard's set
 };
 
-// One accepted connection. Exactly one socket operation is outstanding while
+// One accepted connection. At most one socket operation is outstanding while
 // it lives; the handler of that operation is the only place that ends it, so
-// a lease is never released while the kernel could still write into it.
+// a lease is never released while the kernel could still write into it or
+// read from it.
+//
+// Requests are read ahead into a staging buffer, so the requests an
+// initiator pipelined arrive in one read and are served in order; their
+// answers (a READ's payload straight from its leased buffer) are held and
+// leave together in one gather write, before the session next waits on the
+// socket: one receive and one send for a lane's eight requests, where
+// serving them one by one took eight of each (docs/architecture.md, "The
+// hot path").
 class server_session : public std::enable_shared_from_this<server_session> {
  public:
   server_session(runtime& rt, server& owner, std::size_t shard, tcp::socket socket)
@@ -58,7 +67,7 @@ class server_session : public std::enable_shared_from_this<server_session> {
   void start() {
     FL_ASSERT(state_ == session_state::accepted);
     owner_.session_started(shard_, shared_from_this());
-    state_ = session_state::reading_header;
+    state_ = session_state::reading;
     std::error_code ignored;
     socket_.set_option(tcp::no_delay(true), ignored);
     // send_now must never block the io thread: a socket that cannot be made
@@ -75,7 +84,7 @@ class server_session : public std::enable_shared_from_this<server_session> {
     // A new connection must send its first header byte within the progress
     // timeout; a connection that sends nothing never holds a slot for long.
     deadline_.set(progress(), shared_from_this());
-    read_header_start();
+    read_more();
   }
 
   void close_socket() noexcept {
@@ -85,6 +94,23 @@ class server_session : public std::enable_shared_from_this<server_session> {
   }
 
  private:
+  // Request bytes read at once: 85 headers, or a header and the start of a
+  // WRITE's body (copied into the leased buffer).
+  static constexpr std::size_t staging_bytes = 4u << 10;
+  // Answers held for one gather write (a header and a READ's payload
+  // each), and the payload bytes past which they leave before the next
+  // request is served: a large READ's answer leaves alone.
+  static constexpr std::size_t answers_max = 32;
+  static constexpr std::size_t answer_bytes_max = 256u << 10;
+
+  struct answer {
+    wire::response_bytes header{};
+    wire::request_frame request{};
+    lease payload;  // a READ's, until its answer left
+  };
+  // What runs once the answers held have left.
+  enum class then { serve, receive_body, drain_body, close };
+
   milliseconds progress() const { return milliseconds(rt_.config.progress_timeout_ms); }
 
   auto progress_condition() {
@@ -128,46 +154,71 @@ class server_session : public std::enable_shared_from_this<server_session> {
     close_socket();
   }
 
-  // Between requests there is no deadline: the next header's first byte
-  // restarts it.
-  void read_header_start() {
-    FL_ASSERT(!lease_);
-    state_ = session_state::reading_header;
-    io_pending_ = true;
-    socket_.async_read_some(asio::buffer(header_),
-                            guarded([this](std::error_code ec, std::size_t n) {
-                              io_pending_ = false;
-                              FL_ASSERT(state_ == session_state::reading_header);
-                              if (ec) return end();
-                              (void)FAULTLANE_FAILPOINT("server.on_header");
-                              if (!deadline_.active())
-                                deadline_.set(progress(), shared_from_this());
-                              read_header_rest(n);
-                            }));
+  std::size_t staged() const { return staged_end_ - staged_begin_; }
+
+  // Takes up to `n` staged bytes (a WRITE body's start) into `to`.
+  std::size_t take_staged(std::byte* to, std::size_t n) {
+    const std::size_t k = std::min(n, staged());
+    if (to != nullptr) std::copy_n(staging_.data() + staged_begin_, k, to);
+    staged_begin_ += k;
+    return k;
   }
 
-  void read_header_rest(std::size_t have) {
-    FL_ASSERT(state_ == session_state::reading_header);
-    FL_ASSERT(have > 0 && have <= header_.size());          // the first read returned bytes
-    if (have == header_.size()) return dispatch_request();  // the usual case: one read
-    io_pending_ = true;
-    asio::async_read(socket_, asio::buffer(header_.data() + have, header_.size() - have),
-                     progress_condition(), guarded([this](std::error_code ec, std::size_t) {
-                       io_pending_ = false;
-                       FL_ASSERT(state_ == session_state::reading_header);
-                       if (ec) return end();
-                       dispatch_request();
-                     }));
+  // Serves every request whose header is staged, then lets the answers
+  // leave, then reads more. Between requests there is no deadline: the
+  // next header's first byte restarts it.
+  void serve() {
+    FL_ASSERT(state_ != session_state::ended && !lease_);
+    state_ = session_state::reading;
+    while (staged() >= wire::request_frame_bytes) {
+      if (answers_used_ == answers_max || answer_bytes_ >= answer_bytes_max) {
+        return send_answers(then::serve);
+      }
+      if (!serve_one()) return;  // it went on asynchronously
+    }
+    if (answers_used_ > 0) return send_answers(then::serve);
+    if (staged() == 0) deadline_.clear();
+    read_more();
   }
 
-  void dispatch_request() {
-    FL_ASSERT(state_ == session_state::reading_header);
-    auto decoded = wire::decode_request(header_, rt_.config.max_transfer_bytes);
+  void read_more() {
+    FL_ASSERT(state_ == session_state::reading && answers_used_ == 0);
+    FL_ASSERT(staged() < wire::request_frame_bytes);
+    // A header cut short stays staged; it moves to the front.
+    std::copy(staging_.begin() + static_cast<std::ptrdiff_t>(staged_begin_),
+              staging_.begin() + static_cast<std::ptrdiff_t>(staged_end_), staging_.begin());
+    staged_end_ = staged();
+    staged_begin_ = 0;
+    io_pending_ = true;
+    socket_.async_read_some(
+        asio::buffer(staging_.data() + staged_end_, staging_.size() - staged_end_),
+        guarded([this](std::error_code ec, std::size_t n) {
+          io_pending_ = false;
+          FL_ASSERT(state_ == session_state::reading);
+          if (ec) return end();
+          (void)FAULTLANE_FAILPOINT("server.on_header");
+          if (deadline_.active()) deadline_.push(progress());
+          else deadline_.set(progress(), shared_from_this());
+          staged_end_ += n;
+          serve();
+        }));
+  }
+
+  // Serves the first staged request. False when it went on asynchronously
+  // (a WRITE body still to come, or a header that closes the session).
+  bool serve_one() {
+    FL_ASSERT(state_ == session_state::reading && staged() >= wire::request_frame_bytes);
+    wire::request_bytes header;
+    std::copy_n(staging_.data() + staged_begin_, header.size(), header.begin());
+    staged_begin_ += header.size();
+    auto decoded = wire::decode_request(header, rt_.config.max_transfer_bytes);
     if (!decoded.ok()) {
       // The header cannot be trusted, so neither can any body length: answer
       // and close this connection only.
       bump(rt_.stats.server_rejects);
-      return reply_then(wire::wire_status_for(decoded.error()), 0, 0, after_reply::close);
+      hold_answer(wire::wire_status_for(decoded.error()), {}, 0, {});
+      send_answers(then::close);
+      return false;
     }
     request_ = decoded.value();
     auto kind = request_.op == wire::opcode::read ? access::read : access::write;
@@ -182,96 +233,82 @@ class server_session : public std::enable_shared_from_this<server_session> {
         release_lease();
         return reject(*injected);
       }
-      return send_read_payload();
+      // The lease moves to the answer, and pins the buffer until its
+      // payload left.
+      hold_answer(wire::wire_status::ok, request_, request_.length, std::move(lease_));
+      return true;
     }
-    receive_write_body();
+    return receive_write_body();
   }
 
   // A rejected request is answered and the connection goes on with the
   // next one (an initiator may have sent it already: lanes pipeline); a
   // rejected WRITE first drains exactly its announced body.
-  void reject(status why) {
+  bool reject(status why) {
     FL_ASSERT(why != status::ok);
     FL_ASSERT(!lease_);  // a rejected request never holds one
     bump(rt_.stats.server_rejects);
-    report(why);
+    report(request_, why);
     if (request_.op == wire::opcode::read) {
-      return reply_then(wire::wire_status_for(why), request_.request_id, 0,
-                        after_reply::next_request);
+      hold_answer(wire::wire_status_for(why), request_, 0, {});
+      return true;
     }
-    state_ = session_state::draining_body;
-    drain_left_ = request_.length;
+    drain_status_ = why;
+    drain_left_ = request_.length - take_staged(nullptr, request_.length);
+    if (drain_left_ == 0) {
+      hold_answer(wire::wire_status_for(why), request_, 0, {});
+      return true;
+    }
     // Taken once per session and kept: a client refused again and again
     // (a stale registration) costs no allocation per refusal.
     if (!drain_buffer_)
       drain_buffer_ = std::make_unique<std::array<std::byte, drain_buffer_bytes>>();
-    drain_body(why);
+    send_answers(then::drain_body);
+    return false;
   }
 
-  void drain_body(status why) {
-    FL_ASSERT(state_ == session_state::draining_body);
+  void drain_body() {
+    state_ = session_state::draining_body;
     if (drain_left_ == 0) {
-      return reply_then(wire::wire_status_for(why), request_.request_id, 0,
-                        after_reply::next_request);
+      hold_answer(wire::wire_status_for(drain_status_), request_, 0, {});
+      return serve();
     }
     auto step = std::min<std::uint64_t>(drain_left_, drain_buffer_->size());
     io_pending_ = true;
     asio::async_read(socket_, asio::buffer(drain_buffer_->data(), step), progress_condition(),
-                     guarded([this, why](std::error_code ec, std::size_t n) {
+                     guarded([this](std::error_code ec, std::size_t n) {
                        io_pending_ = false;
                        FL_ASSERT(state_ == session_state::draining_body);
                        if (ec) return end();
                        drain_left_ -= n;
-                       drain_body(why);
+                       drain_body();
                      }));
   }
 
-  void send_read_payload() {
-    FL_ASSERT(lease_ && request_.op == wire::opcode::read);
-    state_ = session_state::sending_read;
-    wire::encode(wire::response_frame{wire::wire_status::ok, request_.request_id, request_.length},
-                 reply_);
-    send_buffers out{asio::buffer(reply_), asio::const_buffer(lease_.data(), lease_.size())};
-    note_send_reads(lease_.data(), lease_.size());
-    // Usually the whole answer fits in the socket at once.
-    std::error_code ec;
-    const std::size_t sent = send_now(socket_, out, ec);
-    if (ec || sent == asio::buffer_size(out)) return read_payload_sent(ec);
-    io_pending_ = true;
-    asio::async_write(socket_, rest_of(out, sent), progress_condition(),
-                      guarded([this](std::error_code e, std::size_t) {
-                        io_pending_ = false;
-                        read_payload_sent(e);
-                      }));
-  }
-
-  void read_payload_sent(const std::error_code& ec) {
-    FL_ASSERT(state_ == session_state::sending_read);
-    if (ec) {
-      release_lease();
-      return end();
-    }
-    bump(rt_.stats.server_reads);
-    // Reported while the lease still pins the buffer, so an observer sees
-    // every execution before unregister_buffer() can return.
-    report(status::ok);
-    release_lease();
-    FL_ASSERT(!lease_);  // the payload left: the buffer may be unregistered now
-    next_request();
-  }
-
-  void receive_write_body() {
+  // A WRITE's body lands straight in the registered buffer; what the
+  // staging read took of it is copied there first.
+  bool receive_write_body() {
     FL_ASSERT(lease_ && request_.op == wire::opcode::write);
     state_ = session_state::receiving_body;
+    body_have_ = take_staged(lease_.data(), lease_.size());
+    if (body_have_ == lease_.size()) return write_landed();
+    send_answers(then::receive_body);
+    return false;
+  }
+
+  void read_write_body() {
+    FL_ASSERT(lease_ && body_have_ < lease_.size());
+    state_ = session_state::receiving_body;
     io_pending_ = true;
-    watermark_.begin(socket_, lease_.size());
+    const std::size_t rest = lease_.size() - body_have_;
+    watermark_.begin(socket_, rest, lease_.size());
     auto condition = [this](const std::error_code& ec, std::size_t n) -> std::size_t {
       if (ec) return 0;
       deadline_.push(progress());
       watermark_.progress(socket_, n);
       return limits::io_chunk_bytes_max;
     };
-    asio::async_read(socket_, asio::buffer(lease_.data(), lease_.size()), condition,
+    asio::async_read(socket_, asio::buffer(lease_.data() + body_have_, rest), condition,
                      guarded([this](std::error_code ec, std::size_t) {
                        io_pending_ = false;
                        FL_ASSERT(state_ == session_state::receiving_body);
@@ -280,64 +317,122 @@ class server_session : public std::enable_shared_from_this<server_session> {
                          release_lease();
                          return end();
                        }
-                       if (auto injected = FAULTLANE_FAILPOINT_KEY("server.before_write_ack",
-                                                                   request_.registration_id)) {
-                         release_lease();
-                         report(*injected);
-                         return reply_then(wire::wire_status_for(*injected), request_.request_id, 0,
-                                           after_reply::next_request);
-                       }
-                       bump(rt_.stats.server_writes);
-                       report(status::ok);  // lease held: before any unregister returns
-                       release_lease();
-                       reply_then(wire::wire_status::ok, request_.request_id, request_.length,
-                                  after_reply::next_request);
+                       (void)write_landed();
+                       serve();
                      }));
   }
 
-  enum class after_reply { next_request, close };
+  // The body is in: the WRITE executed, unless a failpoint says otherwise.
+  bool write_landed() {
+    FL_ASSERT(lease_ && state_ == session_state::receiving_body);
+    state_ = session_state::reading;
+    if (auto injected =
+            FAULTLANE_FAILPOINT_KEY("server.before_write_ack", request_.registration_id)) {
+      release_lease();
+      report(request_, *injected);
+      hold_answer(wire::wire_status_for(*injected), request_, 0, {});
+      return true;
+    }
+    bump(rt_.stats.server_writes);
+    report(request_, status::ok);  // lease held: before any unregister returns
+    release_lease();
+    hold_answer(wire::wire_status::ok, request_, request_.length, {});
+    return true;
+  }
 
-  void reply_then(wire::wire_status s, std::uint64_t request_id, std::uint64_t committed,
-                  after_reply then) {
-    FL_ASSERT(!lease_);
+  // Queues an answer to leave with the others; `request` is empty for a
+  // header the session could not decode.
+  void hold_answer(wire::wire_status s, const wire::request_frame& request,
+                   std::uint64_t committed, lease payload) {
+    FL_ASSERT(answers_used_ < answers_max);
     FL_ASSERT(s != wire::wire_status::ok || committed > 0);  // ok always names its bytes
-    state_ = session_state::replying;
-    wire::encode(wire::response_frame{s, request_id, committed}, reply_);
+    auto& a = answers_[answers_used_++];
+    a.request = request;
+    a.payload = std::move(payload);
+    wire::encode(wire::response_frame{s, request.request_id, committed}, a.header);
+    answer_bytes_ += a.payload.size();
+  }
+
+  // The answers held leave in one gather write, then `next` runs.
+  void send_answers(then next) {
+    FL_ASSERT(!io_pending_);
+    if (answers_used_ == 0) return after_answers(next);
+    state_ = session_state::answering;
+    std::size_t buffers = 0;
+    for (std::size_t i = 0; i < answers_used_; ++i) {
+      auto& a = answers_[i];
+      gather_[buffers++] = asio::buffer(a.header);
+      if (a.payload) {
+        note_send_reads(a.payload.data(), a.payload.size());
+        gather_[buffers++] = asio::const_buffer(a.payload.data(), a.payload.size());
+      }
+    }
+    const std::span<asio::const_buffer> out(gather_.data(), buffers);
+    std::error_code ec;
+    const std::size_t sent = send_now(socket_, out, ec);
+    if (ec || sent == asio::buffer_size(out)) return answers_sent(ec, sent, next);
     io_pending_ = true;
-    asio::async_write(socket_, asio::buffer(reply_), progress_condition(),
-                      guarded([this, then](std::error_code ec, std::size_t) {
+    asio::async_write(socket_, rest_of(out, sent), progress_condition(),
+                      guarded([this, next, before = sent](std::error_code e, std::size_t n) {
                         io_pending_ = false;
-                        FL_ASSERT(state_ == session_state::replying);
-                        if (ec || then == after_reply::close) return end();
-                        next_request();
+                        FL_ASSERT(state_ == session_state::answering);
+                        answers_sent(e, before + n, next);
                       }));
   }
 
-  void next_request() {
-    FL_ASSERT(!lease_);
-    FL_ASSERT(state_ != session_state::ended);
-    deadline_.clear();
-    read_header_start();
+  // Each READ whose whole answer left is served: reported while its lease
+  // still pins the buffer (an observer sees every execution before
+  // unregister_buffer() can return), then the lease goes.
+  void answers_sent(const std::error_code& ec, std::size_t sent, then next) {
+    std::size_t end_of = 0;
+    for (std::size_t i = 0; i < answers_used_; ++i) {
+      auto& a = answers_[i];
+      end_of += a.header.size() + a.payload.size();
+      if (a.payload && end_of <= sent) {
+        bump(rt_.stats.server_reads);
+        report(a.request, status::ok);
+      }
+      release(a.payload, a.request.registration_id);
+    }
+    answers_used_ = 0;
+    answer_bytes_ = 0;
+    if (ec) return end();
+    after_answers(next);
   }
 
-  void release_lease() {
-    if (!lease_) return;
-    lease_.release();
-    FL_ASSERT(!lease_);
-    if (rt_.observer) rt_.observer->lease_released(request_.registration_id);
+  void after_answers(then next) {
+    FL_ASSERT(answers_used_ == 0);
+    switch (next) {
+      case then::serve: return serve();
+      case then::receive_body: return read_write_body();
+      case then::drain_body: return drain_body();
+      case then::close: return end();
+    }
   }
 
-  void report(status outcome) {
+  void release(lease& l, registration_id id) {
+    if (!l) return;
+    l.release();
+    FL_ASSERT(!l);
+    if (rt_.observer) rt_.observer->lease_released(id);
+  }
+  void release_lease() { release(lease_, request_.registration_id); }
+
+  void report(const wire::request_frame& r, status outcome) {
     FL_ASSERT(state_ != session_state::accepted && state_ != session_state::ended);
     if (!rt_.observer) return;
-    rt_.observer->server_executed({request_.op, request_.request_id, request_.registration_id,
-                                   request_.remote_offset, request_.length, outcome});
+    rt_.observer->server_executed(
+        {r.op, r.request_id, r.registration_id, r.remote_offset, r.length, outcome});
   }
 
   void end() {
     if (state_ == session_state::ended) return;
     state_ = session_state::ended;
     release_lease();
+    for (std::size_t i = 0; i < answers_used_; ++i) {
+      release(answers_[i].payload, answers_[i].request.registration_id);
+    }
+    answers_used_ = 0;
     deadline_.cancel();
     close_socket();
     FL_ASSERT(!lease_ && !socket_.is_open());
@@ -349,12 +444,19 @@ class server_session : public std::enable_shared_from_this<server_session> {
   const std::size_t shard_;
   tcp::socket socket_;
   deadline deadline_;
-  wire::request_bytes header_{};
-  wire::response_bytes reply_{};
-  wire::request_frame request_{};
-  lease lease_;
+  std::array<std::byte, staging_bytes> staging_{};
+  std::size_t staged_begin_ = 0;  // staging_[staged_begin_, staged_end_) is unread
+  std::size_t staged_end_ = 0;
+  wire::request_frame request_{};  // the request being served
+  lease lease_;                    // its lease, while it is served here
+  std::uint64_t body_have_ = 0;    // WRITE body bytes landed
+  std::array<answer, answers_max> answers_{};
+  std::size_t answers_used_ = 0;
+  std::size_t answer_bytes_ = 0;  // payload bytes held
+  std::array<asio::const_buffer, 2 * answers_max> gather_{};
   receive_watermark watermark_;
   std::uint64_t drain_left_ = 0;
+  status drain_status_ = status::ok;
   std::unique_ptr<std::array<std::byte, drain_buffer_bytes>> drain_buffer_;
   session_state state_ = session_state::accepted;
   // Whether the current state's socket operation is outstanding (its

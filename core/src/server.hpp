@@ -3,8 +3,9 @@
 // Accepted sockets are assigned round-robin to shards and kept in
 // shard-owned session sets (touched only on their shard). A global limit
 // bounds live sessions; a closed session leaves its set at once. Each
-// session serves one request at a time: READ payloads leave straight from
-// the registered buffer, WRITE bodies land straight in it, always under a
+// session serves its requests in order, those that arrived together in one
+// pass, and sends their answers together: READ payloads leave straight
+// from the registered buffer, WRITE bodies land in it, always under a
 // lease.
 #pragma once
 

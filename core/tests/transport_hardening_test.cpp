@@ -305,7 +305,7 @@ TEST(transport_hardening, a_refused_receive_watermark_is_not_recorded) {
   asio::io_context context;
   asio::ip::tcp::socket never_opened(context);  // every setsockopt fails
   detail::receive_watermark w;
-  w.begin(never_opened, 8u << 20);
+  w.begin(never_opened, 8u << 20, 8u << 20);
   EXPECT_EQ(w.current(), 1u);
   EXPECT_FALSE(w.queued_bytes_grew(never_opened));
   w.end(never_opened);
@@ -313,10 +313,32 @@ TEST(transport_hardening, a_refused_receive_watermark_is_not_recorded) {
 
   asio::ip::tcp::socket open(context);
   open.open(asio::ip::tcp::v4());
-  w.begin(open, 8u << 20);
+  w.begin(open, 8u << 20, 8u << 20);
   EXPECT_EQ(w.current(), detail::receive_watermark::watermark_bytes);
   w.end(open);
   EXPECT_EQ(w.current(), 1u);
+}
+
+// A transfer whose first bytes came with its header is as large as it was:
+// a 1 MiB WRITE body of which the target's header read took 4 KiB still
+// gets the watermark, never above what is still to come; a transfer just
+// under the bulk size gets none.
+TEST(transport_hardening, the_watermark_follows_the_whole_transfer_not_its_rest) {
+  asio::io_context context;
+  asio::ip::tcp::socket open(context);
+  open.open(asio::ip::tcp::v4());
+  constexpr std::size_t bulk = detail::receive_watermark::bulk_bytes_min;
+  constexpr std::size_t mark = detail::receive_watermark::watermark_bytes;
+  detail::receive_watermark w;
+  w.begin(open, bulk - 4096, bulk);
+  EXPECT_EQ(w.current(), mark);
+  w.end(open);
+  w.begin(open, mark - 1, bulk);  // less to come than the watermark
+  EXPECT_EQ(w.current(), mark - 1);
+  w.end(open);
+  w.begin(open, bulk - 1, bulk - 1);
+  EXPECT_EQ(w.current(), 1u);
+  w.end(open);
 }
 
 // The child's side of the accept-backoff test: an exit code, 0 for pass.

@@ -168,7 +168,65 @@ TEST(transport_pipeline, requests_leave_before_answers_up_to_the_bound) {
   auto stats = initiator->stats();
   EXPECT_EQ(stats.connects, 1u);
   EXPECT_EQ(stats.requests_pipelined, 4u);  // requests 2, 3 at once; 4 and 5 behind 2 others
+  EXPECT_EQ(stats.request_sends, 3u);       // 1 to 3 in one write; 4 and 5 one per answer
   EXPECT_TRUE(initiator->shutdown().ok());
+}
+
+// A batch reaches a connected lane in one hand-off, and every request the
+// lane has room for leaves in one gather write, WRITE bodies included.
+TEST(transport_pipeline, a_batch_leaves_a_connected_lane_in_one_write) {
+  scripted_peer peer;
+  auto initiator = start(one_lane(8));
+  auto seg = initiator->open_segment(peer.descriptor()).value();
+  {
+    batch_of first(*initiator, seg, "r");
+    ASSERT_TRUE(peer.accept());
+    peer.answer_ok(peer.next_request().value(), sixteen);
+    ASSERT_EQ(first.codes(), std::vector<status>{status::ok});
+  }
+  const auto before = initiator->stats().request_sends;
+  batch_of work(*initiator, seg, "rwrwrwrw");
+  std::vector<wire::request_frame> got;
+  for (int i = 0; i < 8; ++i) {
+    auto r = peer.next_request();
+    ASSERT_TRUE(r) << "request " << i;
+    got.push_back(*r);
+  }
+  for (const auto& r : got) {
+    if (r.op == wire::opcode::read) peer.answer_ok(r, sixteen);
+    else peer.answer_ok(r);
+  }
+  EXPECT_EQ(work.codes(), std::vector<status>(8, status::ok));
+  // One hand-off per op would have sent the first request alone, the lane
+  // being idle when it arrived.
+  EXPECT_EQ(initiator->stats().request_sends - before, 1u);
+  EXPECT_TRUE(initiator->shutdown().ok());
+}
+
+// A batch spread over more lanes than one hand-off holds (16) still
+// reaches every lane, and every task completes.
+TEST(transport_pipeline, a_batch_over_more_lanes_than_one_hand_off_holds_completes) {
+  auto target = start(loopback_config());
+  auto config = one_lane(4);
+  config.connections_per_peer = 20;
+  auto initiator = start(config);
+  auto memory = pattern(4096, 12);
+  auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
+  auto seg = initiator->open_segment(target->descriptor()).value();
+  std::vector<std::vector<std::byte>> back(50, std::vector<std::byte>(64));
+  std::vector<transfer_request> requests;
+  for (std::size_t i = 0; i < back.size(); ++i) {
+    requests.push_back(read_req(seg, id, 64 * i, back[i].data(), 64));
+  }
+  auto batch = initiator->submit(requests).value();
+  ASSERT_TRUE(batch->wait(20s));
+  for (std::size_t i = 0; i < back.size(); ++i) {
+    EXPECT_EQ(batch->status(i).code, status::ok) << i;
+    EXPECT_TRUE(std::equal(back[i].begin(), back[i].end(), memory.begin() + 64 * i)) << i;
+  }
+  EXPECT_EQ(initiator->stats().connects, 20u);  // every lane got work
+  EXPECT_TRUE(initiator->shutdown().ok());
+  EXPECT_TRUE(target->shutdown().ok());
 }
 
 // With lane_inflight_max 1 the next request waits for the answer.
@@ -410,6 +468,135 @@ TEST(transport_pipeline, the_target_serves_requests_behind_a_refused_write) {
   EXPECT_EQ(initiator->stats().connects, 1u);
   EXPECT_EQ(target->stats().sessions_accepted, 1u);
   EXPECT_TRUE(initiator->shutdown().ok());
+  EXPECT_TRUE(target->shutdown().ok());
+}
+
+// A client of the real target that writes bytes exactly as the test
+// composes them, so requests arrive together, split, or cut wherever the
+// test says. Every read is bounded.
+class raw_client {
+ public:
+  explicit raw_client(const endpoint& to) : socket_(context_) {
+    socket_.connect({asio::ip::make_address(to.address), to.port});
+    timeval bound{10, 0};
+    ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof(bound));
+  }
+  void send(std::span<const std::byte> bytes) {
+    asio::write(socket_, asio::const_buffer(bytes.data(), bytes.size()));
+  }
+  // The next answer, and `payload` bytes after it for an ok READ.
+  std::optional<wire::response_frame> answer(std::vector<std::byte>* payload = nullptr) {
+    wire::response_bytes header{};
+    std::error_code ec;
+    asio::read(socket_, asio::buffer(header), ec);
+    if (ec) return std::nullopt;
+    auto decoded = wire::decode_response(header);
+    if (!decoded.ok()) return std::nullopt;
+    if (payload != nullptr) {
+      asio::read(socket_, asio::buffer(*payload), ec);
+      if (ec) return std::nullopt;
+    }
+    return decoded.value();
+  }
+  bool readable_within(std::chrono::milliseconds t) {
+    pollfd p{socket_.native_handle(), POLLIN, 0};
+    return ::poll(&p, 1, static_cast<int>(t.count())) == 1;
+  }
+  bool closed_by_peer() {
+    std::byte one{};
+    std::error_code ec;
+    asio::read(socket_, asio::buffer(&one, 1), ec);
+    return ec == asio::error::eof || ec == asio::error::connection_reset;
+  }
+
+ private:
+  asio::io_context context_;
+  asio::ip::tcp::socket socket_;
+};
+
+// Appends a request, and `body` after it for a WRITE.
+void append(std::vector<std::byte>& out, const wire::request_frame& r,
+            std::span<const std::byte> body = {}) {
+  auto header = wire::encode(r);
+  out.insert(out.end(), header.begin(), header.end());
+  out.insert(out.end(), body.begin(), body.end());
+}
+
+// The target reads requests ahead and answers those that came together in
+// one write: every case of where a request can sit in what one read took
+// (whole, a WRITE body in part or whole, a rejected WRITE's body to drop, a
+// header cut at the end) is served in order, and a later request sees what
+// an earlier WRITE put there.
+TEST(transport_pipeline, the_target_serves_requests_that_arrive_together_in_order) {
+  auto target = start(loopback_config());
+  std::vector<std::byte> memory(64u << 10);
+  auto id =
+      target->register_buffer(memory.data(), memory.size(), permission::remote_read_write).value();
+  const auto small = pattern(4000, 41);   // fits in the target's first read, with others
+  const auto large = pattern(20000, 42);  // more than its read-ahead: the rest lands directly
+  const auto dropped = pattern(3000, 43);
+  using wire::opcode;
+  std::vector<std::byte> out;
+  append(out, {opcode::write, 0, 1, id, 100, small.size()}, small);
+  append(out, {opcode::read, 0, 2, id, 100, small.size()});
+  append(out, {opcode::write, 0, 3, id + 1000, 0, dropped.size()}, dropped);  // refused, drained
+  append(out, {opcode::read, 0, 4, id, memory.size() - 10, 100});             // out of range
+  append(out, {opcode::write, 0, 5, id, 8000, large.size()}, large);
+  append(out, {opcode::read, 0, 6, id, 8000, large.size()});
+  append(out, {opcode::read, 0, 7, id, 100, 16});
+  const std::size_t cut = 20;  // request 7's header: the rest comes later
+  raw_client client(target->descriptor().endpoints[0]);
+  client.send(std::span(out).first(out.size() - wire::request_frame_bytes + cut));
+
+  auto expect = [&](std::uint64_t request_id, wire::wire_status s, std::uint64_t committed,
+                    std::vector<std::byte>* payload = nullptr) {
+    auto a = client.answer(payload);
+    ASSERT_TRUE(a) << "no answer for request " << request_id;
+    EXPECT_EQ(a->request_id, request_id);
+    EXPECT_EQ(a->status, s) << "request " << request_id;
+    EXPECT_EQ(a->committed_bytes, committed) << "request " << request_id;
+  };
+  std::vector<std::byte> got_small(small.size());
+  std::vector<std::byte> got_large(large.size());
+  expect(1, wire::wire_status::ok, small.size());
+  expect(2, wire::wire_status::ok, small.size(), &got_small);
+  EXPECT_EQ(got_small, small);
+  expect(3, wire::wire_status_for(status::stale_registration), 0);
+  expect(4, wire::wire_status_for(status::range_rejected), 0);
+  expect(5, wire::wire_status::ok, large.size());
+  expect(6, wire::wire_status::ok, large.size(), &got_large);
+  EXPECT_EQ(got_large, large);
+  // Bounded wait for something that must not happen: an answer to a header
+  // not all here.
+  EXPECT_FALSE(client.readable_within(200ms)) << "answered a header cut short";
+  client.send(std::span(out).last(wire::request_frame_bytes - cut));
+  std::vector<std::byte> got_again(16);
+  expect(7, wire::wire_status::ok, 16, &got_again);
+  EXPECT_TRUE(std::equal(got_again.begin(), got_again.end(), small.begin()));
+  // Counted once the answer left, which the client may see first.
+  EXPECT_TRUE(eventually([&] { return target->stats().server_reads == 3u; }));
+  EXPECT_EQ(target->stats().server_writes, 2u);
+  EXPECT_EQ(target->stats().server_rejects, 2u);
+  EXPECT_TRUE(eventually([&] { return target->stats().leases_live == 0u; }));
+
+  // A header that cannot be decoded, behind a good request in the same
+  // write: the good one is answered first, then the rejection, then the
+  // connection closes.
+  std::vector<std::byte> bad;
+  append(bad, {opcode::read, 0, 8, id, 0, 16});
+  auto garbage = wire::encode(wire::request_frame{opcode::read, 0, 9, id, 0, 16});
+  garbage[10] ^= std::byte{0xff};  // the request id no longer matches the checksum
+  bad.insert(bad.end(), garbage.begin(), garbage.end());
+  append(bad, {opcode::read, 0, 10, id, 0, 16});  // behind the bad header: never served
+  client.send(bad);
+  std::vector<std::byte> sixteen_back(16);
+  expect(8, wire::wire_status::ok, 16, &sixteen_back);
+  auto rejection = client.answer();
+  ASSERT_TRUE(rejection);
+  EXPECT_EQ(rejection->request_id, 0u);
+  EXPECT_TRUE(wire::is_header_rejection(rejection->status));
+  EXPECT_TRUE(client.closed_by_peer());
+  EXPECT_TRUE(eventually([&] { return target->stats().server_reads == 4u; }));
   EXPECT_TRUE(target->shutdown().ok());
 }
 

@@ -4,7 +4,9 @@
 // target refused the earlier one (a stale registration refreshed, say): it
 // then cannot have executed. Anything else risks running it twice. The
 // checker reads both sides: the target's server_executed events and the
-// initiator's slice_dispatched events, and the relay taps of the wire.
+// initiator's slice_dispatched events, and the relay taps of the wire. A
+// WRITE that ended with a definite failure (not ambiguous_write) must not
+// have run at all: its caller may send it again.
 #include <fmt/format.h>
 
 #include <map>
@@ -92,6 +94,20 @@ void check_write_op(const op_record& op, const detail::history_index& index,
     for (const auto* e : index.executions(id)) {
       if (e->outcome == status::ok && e->op == wire::opcode::write) ok.push_back(e);
     }
+  }
+  // (d) A definite failure tells the caller the WRITE did not run, so the
+  // caller may send it again: if it ran, that is a replay the core caused.
+  // (A lane that sends several requests in one write must call each one
+  // that had a byte leave ambiguous, not only the first.)
+  const bool definite = op.complete_seq != 0 && op.outcome != status::ok &&
+                        op.outcome != status::ambiguous_write;
+  if (definite && !ok.empty()) {
+    r.violations.push_back(detail::op_violation(
+        replay_name, index, op,
+        fmt::format("WRITE ended {}, a definite failure, but the target executed request {} "
+                    "(seq {})",
+                    to_string(op.outcome), hex(ok.front()->request_id), ok.front()->seq),
+        ok.front()->seq));
   }
   if (ok.size() < 2) return;
   std::string where;

@@ -67,6 +67,25 @@ TEST(no_replay, per_op_rule_across_target_incarnations) {
                             100, op1_request));
 }
 
+// (d) A WRITE the initiator called a definite failure, though the target
+// ran it: its caller would send it again. Ambiguous is the honest outcome.
+TEST(no_replay, a_definite_failure_the_target_executed) {
+  auto w = clean_world();
+  w.op(1).outcome = status::connection_failed;
+  EXPECT_TRUE(one_violation(check_no_replay(w.h),
+                            "WRITE ended connection_failed, a definite failure, but the target "
+                            "executed request 0x1f00000000",
+                            100, op1_request));
+  w.op(1).outcome = status::ambiguous_write;
+  auto r = check_no_replay(w.h);
+  EXPECT_TRUE(r.passed()) << all(r);
+  // Refused by the target: definite, and it did not run.
+  w.op(1).outcome = status::stale_registration;
+  find(w, event_kind::server_executed, op1_request).outcome = status::stale_registration;
+  r = check_no_replay(w.h);
+  EXPECT_TRUE(r.passed()) << all(r);
+}
+
 TEST(no_replay, write_dispatched_again_without_a_rejection) {
   auto w = clean_world();
   auto again = find(w, event_kind::slice_dispatched, op1_request);
