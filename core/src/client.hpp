@@ -100,7 +100,9 @@ class lane : public std::enable_shared_from_this<lane> {
   bool head_request_sent() const { return inflight_.size() > leaving_; }
   void read_head();
   void read_head_from_carry();
-  void read_response_and_payload();
+  void read_answers();
+  void on_answers(std::size_t n);
+  void carry_rest(std::size_t k, std::size_t left);
   void on_response(const std::error_code& ec, std::size_t payload_have);
   void on_payload(const std::error_code& ec);
   // The oldest exchange got its answer; the connection stays.
@@ -144,7 +146,11 @@ class lane : public std::enable_shared_from_this<lane> {
   std::array<asio::const_buffer, 64> gather_{};
   // A gather write takes no more requests once it holds this many bytes.
   static constexpr std::size_t group_bytes_max = 256u << 10;
-  wire::response_bytes response_{};
+  wire::response_bytes response_{};  // the oldest exchange's answer
+  // The scatter read of answers: a header per exchange whose request left,
+  // oldest first, each followed by its READ's payload buffer.
+  std::array<wire::response_bytes, 32> answer_headers_{};
+  std::array<asio::mutable_buffer, 64> scatter_{};
   // Answer bytes a READ's scatter read took past an error answer, when
   // requests had left behind it: the next answers' start.
   std::vector<std::byte> carry_;
@@ -154,6 +160,7 @@ class lane : public std::enable_shared_from_this<lane> {
   bool counted_connecting_ = false;  // in stats.lanes_connecting
   bool sending_ = false;             // a request's async_write is outstanding
   bool receiving_ = false;           // a read of the oldest exchange's answer is outstanding
+  bool answering_ = false;           // on_answers is ending exchanges: go on after the last
   bool timed_out_ = false;
   bool connect_dropped_ = false;  // drop_connections() cancelled the connect
   bool closing_ = false;          // shutdown() ran: no reconnect; ends closed

@@ -156,11 +156,7 @@ bool lane::requests_sent() {
 void lane::read_head() {
   FL_ASSERT(!receiving_ && !broken_ && !inflight_.empty() && head_request_sent());
   if (!carry_.empty()) return read_head_from_carry();
-  if (inflight_.front()->op == wire::opcode::read) return read_response_and_payload();
-  // A WRITE's answer is a header alone.
-  receiving_ = true;
-  asio::async_read(socket_, asio::buffer(response_), progress_condition(),
-                   guarded([this](std::error_code e, std::size_t) { on_response(e, 0); }));
+  read_answers();
 }
 
 // Bytes already received past the previous answer (see on_response) are
@@ -186,33 +182,105 @@ void lane::read_head_from_carry() {
                    guarded([this](std::error_code e, std::size_t) { on_response(e, 0); }));
 }
 
-// A READ's answer: its header and payload usually arrive together, and one
-// scatter read takes both (one system call, not two). An ok answer is
-// exactly header and payload, so the read never takes the next answer's
-// bytes; an error answer has no payload, so the read never waits for bytes
-// that will not come: it returns what is there, and what it returns past
-// an error header is the next answers' bytes, which on_response carries
-// over to them (the one payload copy: docs/architecture.md, "The hot
-// path"). (A started read, not a readiness wait: Asio 1.22 re-arms the
-// descriptor with epoll_ctl for every wait, while a started read costs one
-// speculative recv, which finds the answer whenever it is already there.)
-void lane::read_response_and_payload() {
-  auto& op = *inflight_.front();
-  FL_ASSERT(op.op == wire::opcode::read);
-  std::array<asio::mutable_buffer, 2> in{asio::buffer(response_),
-                                         asio::buffer(op.local, op.length)};
+// The answers of every exchange whose request left, with one scatter read
+// into their headers and READ payloads (straight into the callers'
+// buffers): a lane's eight answers that arrived together cost one system
+// call, not eight, and their exchanges end together, so the requests
+// behind them leave together too. An ok answer is exactly its header and
+// payload, so each byte lands where it belongs; an error answer has no
+// payload, so the bytes after it landed one answer too early, and
+// on_answers carries them over to the answers they belong to (a copy, as
+// rare as refusals: docs/architecture.md, "The hot path"). (A started
+// read, not a readiness wait: Asio 1.22 re-arms the descriptor with
+// epoll_ctl for every wait, while a started read costs one speculative
+// recv, which finds the answers whenever they are already there.)
+void lane::read_answers() {
+  FL_ASSERT(!receiving_ && carry_.empty() && head_request_sent());
+  const std::size_t ready = std::min(inflight_.size() - leaving_, answer_headers_.size());
+  std::size_t buffers = 0;
+  for (std::size_t i = 0; i < ready; ++i) {
+    const auto& op = *inflight_[i];
+    scatter_[buffers++] = asio::buffer(answer_headers_[i]);
+    if (op.op == wire::opcode::read) scatter_[buffers++] = asio::buffer(op.local, op.length);
+  }
   receiving_ = true;
-  socket_.async_read_some(
-      in, guarded([this](std::error_code ec, std::size_t n) {
-        receiving_ = false;
-        if (ec || broken_) return break_connection(io_failure());
-        deadline_.push(milliseconds(rt_.config.progress_timeout_ms));
-        if (n >= response_.size()) return on_response(ec, n - response_.size());
-        receiving_ = true;
-        asio::async_read(socket_, asio::buffer(response_.data() + n, response_.size() - n),
-                         progress_condition(),
-                         guarded([this](std::error_code e, std::size_t) { on_response(e, 0); }));
-      }));
+  socket_.async_read_some(std::span(scatter_.data(), buffers),
+                          guarded([this](std::error_code ec, std::size_t n) {
+                            receiving_ = false;
+                            if (ec || broken_) return break_connection(io_failure());
+                            deadline_.push(milliseconds(rt_.config.progress_timeout_ms));
+                            on_answers(n);
+                          }));
+}
+
+// `n` bytes of answers arrived, from answer_headers_[0] on. Each whole
+// answer ends its exchange, the oldest first; the lane goes on (reads
+// again, sends what the freed room allows) once, after the last.
+void lane::on_answers(std::size_t n) {
+  FL_ASSERT(n > 0 && !answering_);
+  answering_ = true;
+  struct done {
+    bool& flag;
+    ~done() { flag = false; }  // also when an answer's handling throws
+  } scope{answering_};
+  std::size_t left = n;
+  for (std::size_t k = 0;; ++k) {
+    FL_ASSERT(k < answer_headers_.size() && !inflight_.empty());
+    const auto& op = *inflight_.front();
+    const std::size_t header = std::min(left, response_.size());
+    std::copy_n(answer_headers_[k].begin(), header, response_.begin());
+    left -= header;
+    if (header < response_.size()) {
+      // Cut inside a header: the rest of it, then on as for one answer.
+      answering_ = false;
+      receiving_ = true;
+      asio::async_read(socket_,
+                       asio::buffer(response_.data() + header, response_.size() - header),
+                       progress_condition(),
+                       guarded([this](std::error_code e, std::size_t) { on_response(e, 0); }));
+      return;
+    }
+    std::size_t payload = 0;
+    if (op.op == wire::opcode::read) {
+      payload = std::min<std::size_t>(left, op.length);
+      left -= payload;
+    }
+    if (left == 0) {
+      // The last answer this read brought, whole or not: on_response reads
+      // the rest of a payload, or ends the exchange and goes on.
+      answering_ = false;
+      return on_response({}, payload);
+    }
+    // More answers follow. After an error answer they sit one answer too
+    // early: they become the carried bytes, behind the error header's own.
+    const auto peek = wire::decode_response(response_);
+    if (!peek.ok() || peek.value().status != wire::wire_status::ok) {
+      carry_rest(k, left);
+      answering_ = false;
+      return on_response({}, payload);  // puts the payload part in front of carry_
+    }
+    FL_ASSERT(op.op != wire::opcode::read || payload == op.length);
+    on_response({}, payload);
+    // It ended the exchange; a broken lane settled or is settling.
+    if (broken_ || state_ != state::busy || inflight_.empty()) return;
+  }
+}
+
+// The `left` bytes that a scatter read put after answer k's header and
+// payload buffers, in order, become carry_.
+void lane::carry_rest(std::size_t k, std::size_t left) {
+  FL_ASSERT(carry_.empty());
+  for (std::size_t i = 1; left > 0; ++i) {
+    FL_ASSERT(i < inflight_.size() && k + i < answer_headers_.size());
+    const auto& later = *inflight_[i];
+    auto take = [&](const std::byte* from, std::size_t size) {
+      const std::size_t m = std::min(left, size);
+      carry_.insert(carry_.end(), from, from + m);
+      left -= m;
+    };
+    take(answer_headers_[k + i].data(), answer_headers_[k + i].size());
+    if (later.op == wire::opcode::read) take(later.local, later.length);
+  }
 }
 
 void lane::on_response(const std::error_code& ec, std::size_t payload_have) {
@@ -293,7 +361,8 @@ void lane::complete_head(status code, std::uint64_t bytes, fate outcome) {
   if (!inflight_.empty())
     deadline_.set(milliseconds(rt_.config.progress_timeout_ms), shared_from_this());
   end_exchange(std::move(op), code, bytes, outcome);
-  if (state_ == state::busy) continue_exchanges();
+  // Answers read together end together; the lane goes on after the last.
+  if (state_ == state::busy && !answering_) continue_exchanges();
 }
 
 void lane::break_connection(status head, fate outcome) {

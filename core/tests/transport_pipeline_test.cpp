@@ -229,6 +229,122 @@ TEST(transport_pipeline, a_batch_over_more_lanes_than_one_hand_off_holds_complet
   EXPECT_TRUE(target->shutdown().ok());
 }
 
+// An answer, and a READ's payload after it, as bytes.
+std::vector<std::byte> answer_bytes(wire::wire_status s, std::uint64_t request_id,
+                                    std::uint64_t committed, std::span<const std::byte> payload) {
+  auto header = wire::encode(wire::response_frame{s, request_id, committed});
+  std::vector<std::byte> out(header.begin(), header.end());
+  out.insert(out.end(), payload.begin(), payload.end());
+  return out;
+}
+
+// Answers that arrive together are read together and end their exchanges
+// together; the requests waiting behind them then leave in one write.
+TEST(transport_pipeline, answers_that_arrive_together_free_their_room_together) {
+  scripted_peer peer;
+  auto initiator = start(one_lane(8));
+  auto seg = initiator->open_segment(peer.descriptor()).value();
+  {
+    batch_of first(*initiator, seg, "r");
+    ASSERT_TRUE(peer.accept());
+    peer.answer_ok(peer.next_request().value(), sixteen);
+    ASSERT_EQ(first.codes(), std::vector<status>{status::ok});
+  }
+  const auto before = initiator->stats().request_sends;
+  batch_of work(*initiator, seg, "rrrrrrrrrrrrrrrr");  // 16: eight wait for room
+  std::vector<std::byte> answers;
+  std::vector<std::vector<std::byte>> payloads;
+  for (int i = 0; i < 8; ++i) {
+    auto r = peer.next_request();
+    ASSERT_TRUE(r) << "request " << i;
+    payloads.push_back(pattern(16, 100 + i));
+    auto a = answer_bytes(wire::wire_status::ok, r->request_id, 16, payloads.back());
+    answers.insert(answers.end(), a.begin(), a.end());
+  }
+  peer.send_raw(answers);  // eight answers in one write
+  for (int i = 8; i < 16; ++i) {
+    auto r = peer.next_request();
+    ASSERT_TRUE(r) << "request " << i;
+    payloads.push_back(pattern(16, 100 + i));
+    peer.answer_ok(*r, payloads.back());
+  }
+  EXPECT_EQ(work.codes(), std::vector<status>(16, status::ok));
+  for (std::size_t i = 0; i < 16; ++i) EXPECT_EQ(work.buffers[i], payloads[i]) << i;
+  // The first eight in one write; the eight behind them, once the eight
+  // answers were read, in one more (not one per answer).
+  EXPECT_EQ(initiator->stats().request_sends - before, 2u);
+  EXPECT_TRUE(initiator->shutdown().ok());
+}
+
+// Refusals among answers read together: a refused READ has no payload, so
+// the answers after it were read one answer too early (the first of them
+// into the refused READ's own buffer) and must still reach their own
+// exchanges, byte for byte; a refused WRITE in between moves nothing.
+TEST(transport_pipeline, answers_read_together_past_refusals_reach_their_exchanges) {
+  scripted_peer peer;
+  auto initiator = start(one_lane(8));
+  auto seg = initiator->open_segment(peer.descriptor()).value();
+  batch_of work(*initiator, seg, "rrwrrr");
+  ASSERT_TRUE(peer.accept());
+  std::vector<wire::request_frame> got;
+  for (int i = 0; i < 6; ++i) got.push_back(peer.next_request().value());
+  const auto refused = wire::wire_status_for(status::range_rejected);
+  std::vector<std::vector<std::byte>> payloads;
+  for (int i = 0; i < 6; ++i) payloads.push_back(pattern(16, 200 + i));
+  std::vector<std::byte> answers;
+  auto add = [&](std::vector<std::byte> a) { answers.insert(answers.end(), a.begin(), a.end()); };
+  add(answer_bytes(wire::wire_status::ok, got[0].request_id, 16, payloads[0]));
+  add(answer_bytes(refused, got[1].request_id, 0, {}));
+  add(answer_bytes(refused, got[2].request_id, 0, {}));
+  add(answer_bytes(wire::wire_status::ok, got[3].request_id, 16, payloads[3]));
+  add(answer_bytes(refused, got[4].request_id, 0, {}));
+  add(answer_bytes(wire::wire_status::ok, got[5].request_id, 16, payloads[5]));
+  peer.send_raw(answers);
+  EXPECT_EQ(work.codes(),
+            (std::vector<status>{status::ok, status::range_rejected, status::range_rejected,
+                                 status::ok, status::range_rejected, status::ok}));
+  EXPECT_EQ(work.buffers[0], payloads[0]);
+  EXPECT_EQ(work.buffers[3], payloads[3]);
+  EXPECT_EQ(work.buffers[5], payloads[5]);
+  EXPECT_EQ(initiator->stats().connects, 1u);  // refusals keep the connection
+  EXPECT_TRUE(initiator->shutdown().ok());
+}
+
+// Answers cut anywhere (inside a header, inside a payload) end the
+// exchanges that arrived whole, and the rest when their bytes come.
+TEST(transport_pipeline, answers_cut_inside_a_header_or_a_payload_complete_when_the_rest_comes) {
+  for (const std::size_t cut_into : {std::size_t{10}, std::size_t{32 + 5}}) {
+    SCOPED_TRACE(cut_into < 32 ? "cut inside a header" : "cut inside a payload");
+    scripted_peer peer;
+    auto initiator = start(one_lane(8));
+    auto seg = initiator->open_segment(peer.descriptor()).value();
+    batch_of work(*initiator, seg, "rwrr");
+    ASSERT_TRUE(peer.accept());
+    std::vector<wire::request_frame> got;
+    for (int i = 0; i < 4; ++i) got.push_back(peer.next_request().value());
+    std::vector<std::vector<std::byte>> payloads;
+    for (int i = 0; i < 4; ++i) payloads.push_back(pattern(16, 300 + i));
+    std::vector<std::byte> answers;
+    for (int i = 0; i < 4; ++i) {
+      const bool read = got[i].op == wire::opcode::read;
+      auto a = answer_bytes(wire::wire_status::ok, got[i].request_id, 16,
+                            read ? std::span<const std::byte>(payloads[i]) : std::span<const std::byte>());
+      answers.insert(answers.end(), a.begin(), a.end());
+    }
+    // READ 48 bytes, WRITE 32: the third answer starts at byte 80.
+    const std::size_t cut = 80 + cut_into;
+    peer.send_raw(std::span(answers).first(cut));
+    ASSERT_TRUE(eventually([&] { return work.batch->status(1).done; }, 10s));
+    EXPECT_EQ(work.batch->completed(), 2u) << "an exchange ended before its answer was whole";
+    peer.send_raw(std::span(answers).subspan(cut));
+    EXPECT_EQ(work.codes(), std::vector<status>(4, status::ok));
+    EXPECT_EQ(work.buffers[0], payloads[0]);
+    EXPECT_EQ(work.buffers[2], payloads[2]);
+    EXPECT_EQ(work.buffers[3], payloads[3]);
+    EXPECT_TRUE(initiator->shutdown().ok());
+  }
+}
+
 // With lane_inflight_max 1 the next request waits for the answer.
 TEST(transport_pipeline, one_in_flight_waits_for_each_answer) {
   scripted_peer peer;
