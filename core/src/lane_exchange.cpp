@@ -234,8 +234,7 @@ void lane::on_answers(std::size_t n) {
       // Cut inside a header: the rest of it, then on as for one answer.
       answering_ = false;
       receiving_ = true;
-      asio::async_read(socket_,
-                       asio::buffer(response_.data() + header, response_.size() - header),
+      asio::async_read(socket_, asio::buffer(response_.data() + header, response_.size() - header),
                        progress_condition(),
                        guarded([this](std::error_code e, std::size_t) { on_response(e, 0); }));
       return;

@@ -41,8 +41,7 @@ inline send_buffers rest_of(const send_buffers& out, std::size_t sent) {
 
 // What is left of a gather list after `sent` bytes: drops the buffers that
 // left whole and trims the first one that left in part, in place.
-inline std::span<asio::const_buffer> rest_of(std::span<asio::const_buffer> out,
-                                             std::size_t sent) {
+inline std::span<asio::const_buffer> rest_of(std::span<asio::const_buffer> out, std::size_t sent) {
   while (!out.empty() && sent >= out.front().size()) {
     sent -= out.front().size();
     out = out.subspan(1);

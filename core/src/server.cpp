@@ -342,8 +342,8 @@ class server_session : public std::enable_shared_from_this<server_session> {
 
   // Queues an answer to leave with the others; `request` is empty for a
   // header the session could not decode.
-  void hold_answer(wire::wire_status s, const wire::request_frame& request,
-                   std::uint64_t committed, lease payload) {
+  void hold_answer(wire::wire_status s, const wire::request_frame& request, std::uint64_t committed,
+                   lease payload) {
     FL_ASSERT(answers_used_ < answers_max);
     FL_ASSERT(s != wire::wire_status::ok || committed > 0);  // ok always names its bytes
     auto& a = answers_[answers_used_++];

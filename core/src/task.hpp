@@ -76,9 +76,9 @@ struct transfer_op {
   std::uint64_t slice_offset = 0;  // within the task
   std::uint64_t request_id = 0;
   static constexpr std::size_t any_rail = SIZE_MAX;
-  std::size_t rail = any_rail;  // a slice stays on its rail, even when retried
-  bool refreshed = false;       // one descriptor refresh and retry at most
-  bool request_left = false;    // a byte of its request left on the current connection
+  std::size_t rail = any_rail;   // a slice stays on its rail, even when retried
+  bool refreshed = false;        // one descriptor refresh and retry at most
+  bool request_left = false;     // a byte of its request left on the current connection
   wire::request_bytes header{};  // its request header, encoded as it leaves
   // When the request must have started to leave (start_deadline_ms), or
   // the epoch for none.

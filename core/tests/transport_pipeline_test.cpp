@@ -327,8 +327,9 @@ TEST(transport_pipeline, answers_cut_inside_a_header_or_a_payload_complete_when_
     std::vector<std::byte> answers;
     for (int i = 0; i < 4; ++i) {
       const bool read = got[i].op == wire::opcode::read;
-      auto a = answer_bytes(wire::wire_status::ok, got[i].request_id, 16,
-                            read ? std::span<const std::byte>(payloads[i]) : std::span<const std::byte>());
+      auto a = answer_bytes(
+          wire::wire_status::ok, got[i].request_id, 16,
+          read ? std::span<const std::byte>(payloads[i]) : std::span<const std::byte>());
       answers.insert(answers.end(), a.begin(), a.end());
     }
     // READ 48 bytes, WRITE 32: the third answer starts at byte 80.
@@ -713,6 +714,32 @@ TEST(transport_pipeline, the_target_serves_requests_that_arrive_together_in_orde
   EXPECT_TRUE(wire::is_header_rejection(rejection->status));
   EXPECT_TRUE(client.closed_by_peer());
   EXPECT_TRUE(eventually([&] { return target->stats().server_reads == 4u; }));
+  EXPECT_TRUE(target->shutdown().ok());
+}
+
+// Every header must arrive within the progress timeout, not only a
+// connection's first: a header cut short after a request was served ends
+// the session, while the connection idle between requests has no deadline.
+TEST(transport_pipeline, a_later_header_cut_short_times_the_session_out) {
+  auto config = loopback_config();
+  config.progress_timeout_ms = 300;
+  auto target = start(config);
+  std::vector<std::byte> memory(64);
+  auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
+  raw_client client(target->descriptor().endpoints[0]);
+  std::vector<std::byte> one;
+  append(one, {wire::opcode::read, 0, 1, id, 0, 16});
+  client.send(one);
+  std::vector<std::byte> back(16);
+  auto a = client.answer(&back);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->status, wire::wire_status::ok);
+  // Idle between requests, for longer than the timeout: nothing expires.
+  EXPECT_FALSE(client.readable_within(600ms)) << "an idle session was closed";
+  EXPECT_EQ(target->stats().sessions_timed_out, 0u);
+  client.send(std::span(one).first(20));  // the next header, cut short
+  EXPECT_TRUE(client.closed_by_peer());
+  EXPECT_EQ(target->stats().sessions_timed_out, 1u);
   EXPECT_TRUE(target->shutdown().ok());
 }
 

@@ -99,8 +99,8 @@ void check_write_op(const op_record& op, const detail::history_index& index,
   // caller may send it again: if it ran, that is a replay the core caused.
   // (A lane that sends several requests in one write must call each one
   // that had a byte leave ambiguous, not only the first.)
-  const bool definite = op.complete_seq != 0 && op.outcome != status::ok &&
-                        op.outcome != status::ambiguous_write;
+  const bool definite =
+      op.complete_seq != 0 && op.outcome != status::ok && op.outcome != status::ambiguous_write;
   if (definite && !ok.empty()) {
     r.violations.push_back(detail::op_violation(
         replay_name, index, op,
