@@ -1,0 +1,204 @@
+// Test peers for pipelined lanes: a scripted target the test drives by
+// hand, a raw client of the real target, and the helpers both sides use
+// (transport_pipeline_test.cpp, transport_batching_test.cpp).
+#pragma once
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <asio/ip/tcp.hpp>
+#include <asio/read.hpp>
+#include <asio/write.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "faultlane/core/frame.hpp"
+#include "faultlane/testing/transport_fixture.hpp"
+
+namespace faultlane::pipeline_testing {
+
+// A target the test drives by hand: it accepts when told, reads whole
+// requests (a WRITE's body included), and sends whatever answer the test
+// gives it. Every wait is bounded.
+class scripted_peer {
+ public:
+  // Each peer is its own incarnation (one segment each).
+  explicit scripted_peer(std::uint64_t incarnation = 0x5c1)
+      : incarnation_(incarnation), acceptor_(context_, {asio::ip::make_address("127.0.0.1"), 0}) {
+    acceptor_.non_blocking(true);
+  }
+  segment_descriptor descriptor() const {
+    return {incarnation_, {{"127.0.0.1", acceptor_.local_endpoint().port()}}, 1u << 30, {}};
+  }
+
+  // Takes the next connection; false if none came within `timeout`.
+  bool accept(std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    pollfd p{acceptor_.native_handle(), POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(timeout.count())) != 1) return false;
+    socket_ = std::make_unique<asio::ip::tcp::socket>(context_);
+    acceptor_.accept(*socket_);
+    socket_->non_blocking(false);
+    timeval bound{10, 0};  // every blocking read below ends within 10 s
+    ::setsockopt(socket_->native_handle(), SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof(bound));
+    return true;
+  }
+  // The next request, or nothing if none arrives within `timeout`.
+  std::optional<wire::request_frame> next_request(
+      std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    pollfd p{socket_->native_handle(), POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(timeout.count())) != 1) return std::nullopt;
+    wire::request_bytes header{};
+    std::error_code ec;
+    asio::read(*socket_, asio::buffer(header), ec);
+    if (ec) return std::nullopt;
+    auto decoded = wire::decode_request(header, 1u << 30);
+    EXPECT_TRUE(decoded.ok());
+    if (!decoded.ok()) return std::nullopt;
+    auto frame = decoded.value();
+    if (frame.op == wire::opcode::write) {
+      std::vector<std::byte> body(frame.length);
+      asio::read(*socket_, asio::buffer(body), ec);
+      if (ec) return std::nullopt;
+    }
+    return frame;
+  }
+  void answer(wire::wire_status s, std::uint64_t request_id, std::uint64_t committed,
+              std::span<const std::byte> payload = {}) {
+    auto header = wire::encode(wire::response_frame{s, request_id, committed});
+    asio::write(*socket_, std::array{asio::const_buffer(header.data(), header.size()),
+                                     asio::const_buffer(payload.data(), payload.size())});
+  }
+  void answer_ok(const wire::request_frame& r, std::span<const std::byte> payload = {}) {
+    answer(wire::wire_status::ok, r.request_id, r.length, payload);
+  }
+  // A request's header alone (a WRITE's body stays in the socket).
+  std::optional<wire::request_frame> next_header() {
+    wire::request_bytes header{};
+    std::error_code ec;
+    asio::read(*socket_, asio::buffer(header), ec);
+    if (ec) return std::nullopt;
+    auto decoded = wire::decode_request(header, 1u << 30);
+    if (!decoded.ok()) return std::nullopt;
+    return decoded.value();
+  }
+  bool drain(std::size_t n) {
+    std::vector<std::byte> sink(1u << 20);
+    std::error_code ec;
+    while (n > 0 && !ec) {
+      const auto step = std::min(n, sink.size());
+      n -= asio::read(*socket_, asio::buffer(sink.data(), step), ec);
+    }
+    return !ec;
+  }
+  void send_raw(std::span<const std::byte> bytes) {
+    asio::write(*socket_, asio::const_buffer(bytes.data(), bytes.size()));
+  }
+  void hang_up() { socket_.reset(); }
+
+ private:
+  std::uint64_t incarnation_;
+  asio::io_context context_;
+  asio::ip::tcp::acceptor acceptor_;
+  std::unique_ptr<asio::ip::tcp::socket> socket_;
+};
+
+inline transport_config one_lane(std::size_t inflight) {
+  auto c = testing::loopback_config();
+  c.connections_per_peer = 1;
+  c.lane_inflight_max = inflight;
+  c.reconnect_cooldown_ms = 1;
+  return c;
+}
+
+// Submits `kinds.size()` 16-byte requests (r = READ, w = WRITE) to one
+// segment as one batch.
+struct batch_of {
+  batch_of(transport& t, segment_id seg, std::string_view kinds)
+      : buffers(kinds.size(), std::vector<std::byte>(16)) {
+    std::vector<transfer_request> requests;
+    for (std::size_t i = 0; i < kinds.size(); ++i) {
+      requests.push_back(kinds[i] == 'w' ? testing::write_req(seg, 1, 0, buffers[i].data(), 16)
+                                         : testing::read_req(seg, 1, 0, buffers[i].data(), 16));
+    }
+    batch = t.submit(requests).value();
+  }
+  std::vector<status> codes(std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+    EXPECT_TRUE(batch->wait(timeout)) << "the batch did not settle";
+    std::vector<status> out;
+    for (std::size_t i = 0; i < buffers.size(); ++i) out.push_back(batch->status(i).code);
+    return out;
+  }
+  std::vector<std::vector<std::byte>> buffers;
+  std::shared_ptr<transfer_batch> batch;
+};
+
+inline const std::vector<std::byte> sixteen = testing::pattern(16, 5);
+
+// An answer, and a READ's payload after it, as bytes.
+inline std::vector<std::byte> answer_bytes(wire::wire_status s, std::uint64_t request_id,
+                                           std::uint64_t committed,
+                                           std::span<const std::byte> payload) {
+  auto header = wire::encode(wire::response_frame{s, request_id, committed});
+  std::vector<std::byte> out(header.begin(), header.end());
+  out.insert(out.end(), payload.begin(), payload.end());
+  return out;
+}
+
+// A client of the real target that writes bytes exactly as the test
+// composes them, so requests arrive together, split, or cut wherever the
+// test says. Every read is bounded.
+class byte_client {
+ public:
+  explicit byte_client(const endpoint& to) : socket_(context_) {
+    socket_.connect({asio::ip::make_address(to.address), to.port});
+    timeval bound{10, 0};
+    ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof(bound));
+  }
+  void send(std::span<const std::byte> bytes) {
+    asio::write(socket_, asio::const_buffer(bytes.data(), bytes.size()));
+  }
+  // The next answer, and `payload` bytes after it for an ok READ.
+  std::optional<wire::response_frame> answer(std::vector<std::byte>* payload = nullptr) {
+    wire::response_bytes header{};
+    std::error_code ec;
+    asio::read(socket_, asio::buffer(header), ec);
+    if (ec) return std::nullopt;
+    auto decoded = wire::decode_response(header);
+    if (!decoded.ok()) return std::nullopt;
+    if (payload != nullptr) {
+      asio::read(socket_, asio::buffer(*payload), ec);
+      if (ec) return std::nullopt;
+    }
+    return decoded.value();
+  }
+  bool readable_within(std::chrono::milliseconds t) {
+    pollfd p{socket_.native_handle(), POLLIN, 0};
+    return ::poll(&p, 1, static_cast<int>(t.count())) == 1;
+  }
+  bool closed_by_peer() {
+    std::byte one{};
+    std::error_code ec;
+    asio::read(socket_, asio::buffer(&one, 1), ec);
+    return ec == asio::error::eof || ec == asio::error::connection_reset;
+  }
+
+ private:
+  asio::io_context context_;
+  asio::ip::tcp::socket socket_;
+};
+
+// Appends a request, and `body` after it for a WRITE.
+inline void append(std::vector<std::byte>& out, const wire::request_frame& r,
+                   std::span<const std::byte> body = {}) {
+  auto header = wire::encode(r);
+  out.insert(out.end(), header.begin(), header.end());
+  out.insert(out.end(), body.begin(), body.end());
+}
+
+}  // namespace faultlane::pipeline_testing

@@ -1,0 +1,288 @@
+// Batched hand-off, sends and reads (docs/architecture.md, "The hot
+// path"): a batch reaches a lane in one hand-off and leaves in one write,
+// answers that arrive together are read together, and the target reads
+// requests ahead and answers them together, wherever one read cut them.
+#include <gtest/gtest.h>
+
+#include "faultlane/core/frame.hpp"
+#include "faultlane/testing/transport_fixture.hpp"
+#include "pipeline_peers.hpp"
+
+namespace faultlane {
+namespace {
+
+using namespace testing;
+using namespace pipeline_testing;
+using namespace std::chrono_literals;
+
+// A batch reaches a connected lane in one hand-off, and every request the
+// lane has room for leaves in one gather write, WRITE bodies included.
+TEST(transport_pipeline, a_batch_leaves_a_connected_lane_in_one_write) {
+  scripted_peer peer;
+  auto initiator = start(one_lane(8));
+  auto seg = initiator->open_segment(peer.descriptor()).value();
+  {
+    batch_of first(*initiator, seg, "r");
+    ASSERT_TRUE(peer.accept());
+    peer.answer_ok(peer.next_request().value(), sixteen);
+    ASSERT_EQ(first.codes(), std::vector<status>{status::ok});
+  }
+  const auto before = initiator->stats().request_sends;
+  batch_of work(*initiator, seg, "rwrwrwrw");
+  std::vector<wire::request_frame> got;
+  for (int i = 0; i < 8; ++i) {
+    auto r = peer.next_request();
+    ASSERT_TRUE(r) << "request " << i;
+    got.push_back(*r);
+  }
+  for (const auto& r : got) {
+    if (r.op == wire::opcode::read) peer.answer_ok(r, sixteen);
+    else peer.answer_ok(r);
+  }
+  EXPECT_EQ(work.codes(), std::vector<status>(8, status::ok));
+  // One hand-off per op would have sent the first request alone, the lane
+  // being idle when it arrived.
+  EXPECT_EQ(initiator->stats().request_sends - before, 1u);
+  EXPECT_TRUE(initiator->shutdown().ok());
+}
+
+// A batch spread over more lanes than one hand-off holds (16) still
+// reaches every lane, and every task completes.
+TEST(transport_pipeline, a_batch_over_more_lanes_than_one_hand_off_holds_completes) {
+  auto target = start(loopback_config());
+  auto config = one_lane(4);
+  config.connections_per_peer = 20;
+  auto initiator = start(config);
+  auto memory = pattern(4096, 12);
+  auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
+  auto seg = initiator->open_segment(target->descriptor()).value();
+  std::vector<std::vector<std::byte>> back(50, std::vector<std::byte>(64));
+  std::vector<transfer_request> requests;
+  for (std::size_t i = 0; i < back.size(); ++i) {
+    requests.push_back(read_req(seg, id, 64 * i, back[i].data(), 64));
+  }
+  auto batch = initiator->submit(requests).value();
+  ASSERT_TRUE(batch->wait(20s));
+  for (std::size_t i = 0; i < back.size(); ++i) {
+    EXPECT_EQ(batch->status(i).code, status::ok) << i;
+    EXPECT_TRUE(std::equal(back[i].begin(), back[i].end(), memory.begin() + 64 * i)) << i;
+  }
+  EXPECT_EQ(initiator->stats().connects, 20u);  // every lane got work
+  EXPECT_TRUE(initiator->shutdown().ok());
+  EXPECT_TRUE(target->shutdown().ok());
+}
+
+// Answers that arrive together are read together and end their exchanges
+// together; the requests waiting behind them then leave in one write.
+TEST(transport_pipeline, answers_that_arrive_together_free_their_room_together) {
+  scripted_peer peer;
+  auto initiator = start(one_lane(8));
+  auto seg = initiator->open_segment(peer.descriptor()).value();
+  {
+    batch_of first(*initiator, seg, "r");
+    ASSERT_TRUE(peer.accept());
+    peer.answer_ok(peer.next_request().value(), sixteen);
+    ASSERT_EQ(first.codes(), std::vector<status>{status::ok});
+  }
+  const auto before = initiator->stats().request_sends;
+  batch_of work(*initiator, seg, "rrrrrrrrrrrrrrrr");  // 16: eight wait for room
+  std::vector<std::byte> answers;
+  std::vector<std::vector<std::byte>> payloads;
+  for (int i = 0; i < 8; ++i) {
+    auto r = peer.next_request();
+    ASSERT_TRUE(r) << "request " << i;
+    payloads.push_back(pattern(16, 100 + i));
+    auto a = answer_bytes(wire::wire_status::ok, r->request_id, 16, payloads.back());
+    answers.insert(answers.end(), a.begin(), a.end());
+  }
+  peer.send_raw(answers);  // eight answers in one write
+  for (int i = 8; i < 16; ++i) {
+    auto r = peer.next_request();
+    ASSERT_TRUE(r) << "request " << i;
+    payloads.push_back(pattern(16, 100 + i));
+    peer.answer_ok(*r, payloads.back());
+  }
+  EXPECT_EQ(work.codes(), std::vector<status>(16, status::ok));
+  for (std::size_t i = 0; i < 16; ++i) EXPECT_EQ(work.buffers[i], payloads[i]) << i;
+  // The first eight in one write; the eight behind them, once the eight
+  // answers were read, in one more (not one per answer).
+  EXPECT_EQ(initiator->stats().request_sends - before, 2u);
+  EXPECT_TRUE(initiator->shutdown().ok());
+}
+
+// Refusals among answers read together: a refused READ has no payload, so
+// the answers after it were read one answer too early (the first of them
+// into the refused READ's own buffer) and must still reach their own
+// exchanges, byte for byte; a refused WRITE in between moves nothing.
+TEST(transport_pipeline, answers_read_together_past_refusals_reach_their_exchanges) {
+  scripted_peer peer;
+  auto initiator = start(one_lane(8));
+  auto seg = initiator->open_segment(peer.descriptor()).value();
+  batch_of work(*initiator, seg, "rrwrrr");
+  ASSERT_TRUE(peer.accept());
+  std::vector<wire::request_frame> got;
+  for (int i = 0; i < 6; ++i) got.push_back(peer.next_request().value());
+  const auto refused = wire::wire_status_for(status::range_rejected);
+  std::vector<std::vector<std::byte>> payloads;
+  for (int i = 0; i < 6; ++i) payloads.push_back(pattern(16, 200 + i));
+  std::vector<std::byte> answers;
+  auto add = [&](std::vector<std::byte> a) { answers.insert(answers.end(), a.begin(), a.end()); };
+  add(answer_bytes(wire::wire_status::ok, got[0].request_id, 16, payloads[0]));
+  add(answer_bytes(refused, got[1].request_id, 0, {}));
+  add(answer_bytes(refused, got[2].request_id, 0, {}));
+  add(answer_bytes(wire::wire_status::ok, got[3].request_id, 16, payloads[3]));
+  add(answer_bytes(refused, got[4].request_id, 0, {}));
+  add(answer_bytes(wire::wire_status::ok, got[5].request_id, 16, payloads[5]));
+  peer.send_raw(answers);
+  EXPECT_EQ(work.codes(),
+            (std::vector<status>{status::ok, status::range_rejected, status::range_rejected,
+                                 status::ok, status::range_rejected, status::ok}));
+  EXPECT_EQ(work.buffers[0], payloads[0]);
+  EXPECT_EQ(work.buffers[3], payloads[3]);
+  EXPECT_EQ(work.buffers[5], payloads[5]);
+  EXPECT_EQ(initiator->stats().connects, 1u);  // refusals keep the connection
+  EXPECT_TRUE(initiator->shutdown().ok());
+}
+
+// Answers cut anywhere (inside a header, inside a payload) end the
+// exchanges that arrived whole, and the rest when their bytes come.
+TEST(transport_pipeline, answers_cut_inside_a_header_or_a_payload_complete_when_the_rest_comes) {
+  for (const std::size_t cut_into : {std::size_t{10}, std::size_t{32 + 5}}) {
+    SCOPED_TRACE(cut_into < 32 ? "cut inside a header" : "cut inside a payload");
+    scripted_peer peer;
+    auto initiator = start(one_lane(8));
+    auto seg = initiator->open_segment(peer.descriptor()).value();
+    batch_of work(*initiator, seg, "rwrr");
+    ASSERT_TRUE(peer.accept());
+    std::vector<wire::request_frame> got;
+    for (int i = 0; i < 4; ++i) got.push_back(peer.next_request().value());
+    std::vector<std::vector<std::byte>> payloads;
+    for (int i = 0; i < 4; ++i) payloads.push_back(pattern(16, 300 + i));
+    std::vector<std::byte> answers;
+    for (int i = 0; i < 4; ++i) {
+      const bool read = got[i].op == wire::opcode::read;
+      auto a = answer_bytes(
+          wire::wire_status::ok, got[i].request_id, 16,
+          read ? std::span<const std::byte>(payloads[i]) : std::span<const std::byte>());
+      answers.insert(answers.end(), a.begin(), a.end());
+    }
+    // READ 48 bytes, WRITE 32: the third answer starts at byte 80.
+    const std::size_t cut = 80 + cut_into;
+    peer.send_raw(std::span(answers).first(cut));
+    ASSERT_TRUE(eventually([&] { return work.batch->status(1).done; }, 10s));
+    EXPECT_EQ(work.batch->completed(), 2u) << "an exchange ended before its answer was whole";
+    peer.send_raw(std::span(answers).subspan(cut));
+    EXPECT_EQ(work.codes(), std::vector<status>(4, status::ok));
+    EXPECT_EQ(work.buffers[0], payloads[0]);
+    EXPECT_EQ(work.buffers[2], payloads[2]);
+    EXPECT_EQ(work.buffers[3], payloads[3]);
+    EXPECT_TRUE(initiator->shutdown().ok());
+  }
+}
+
+// The target reads requests ahead and answers those that came together in
+// one write: every case of where a request can sit in what one read took
+// (whole, a WRITE body in part or whole, a rejected WRITE's body to drop, a
+// header cut at the end) is served in order, and a later request sees what
+// an earlier WRITE put there.
+TEST(transport_pipeline, the_target_serves_requests_that_arrive_together_in_order) {
+  auto target = start(loopback_config());
+  std::vector<std::byte> memory(64u << 10);
+  auto id =
+      target->register_buffer(memory.data(), memory.size(), permission::remote_read_write).value();
+  const auto small = pattern(4000, 41);   // fits in the target's first read, with others
+  const auto large = pattern(20000, 42);  // more than its read-ahead: the rest lands directly
+  const auto dropped = pattern(3000, 43);
+  using wire::opcode;
+  std::vector<std::byte> out;
+  append(out, {opcode::write, 0, 1, id, 100, small.size()}, small);
+  append(out, {opcode::read, 0, 2, id, 100, small.size()});
+  append(out, {opcode::write, 0, 3, id + 1000, 0, dropped.size()}, dropped);  // refused, drained
+  append(out, {opcode::read, 0, 4, id, memory.size() - 10, 100});             // out of range
+  append(out, {opcode::write, 0, 5, id, 8000, large.size()}, large);
+  append(out, {opcode::read, 0, 6, id, 8000, large.size()});
+  append(out, {opcode::read, 0, 7, id, 100, 16});
+  const std::size_t cut = 20;  // request 7's header: the rest comes later
+  byte_client client(target->descriptor().endpoints[0]);
+  client.send(std::span(out).first(out.size() - wire::request_frame_bytes + cut));
+
+  auto expect = [&](std::uint64_t request_id, wire::wire_status s, std::uint64_t committed,
+                    std::vector<std::byte>* payload = nullptr) {
+    auto a = client.answer(payload);
+    ASSERT_TRUE(a) << "no answer for request " << request_id;
+    EXPECT_EQ(a->request_id, request_id);
+    EXPECT_EQ(a->status, s) << "request " << request_id;
+    EXPECT_EQ(a->committed_bytes, committed) << "request " << request_id;
+  };
+  std::vector<std::byte> got_small(small.size());
+  std::vector<std::byte> got_large(large.size());
+  expect(1, wire::wire_status::ok, small.size());
+  expect(2, wire::wire_status::ok, small.size(), &got_small);
+  EXPECT_EQ(got_small, small);
+  expect(3, wire::wire_status_for(status::stale_registration), 0);
+  expect(4, wire::wire_status_for(status::range_rejected), 0);
+  expect(5, wire::wire_status::ok, large.size());
+  expect(6, wire::wire_status::ok, large.size(), &got_large);
+  EXPECT_EQ(got_large, large);
+  // Bounded wait for something that must not happen: an answer to a header
+  // not all here.
+  EXPECT_FALSE(client.readable_within(200ms)) << "answered a header cut short";
+  client.send(std::span(out).last(wire::request_frame_bytes - cut));
+  std::vector<std::byte> got_again(16);
+  expect(7, wire::wire_status::ok, 16, &got_again);
+  EXPECT_TRUE(std::equal(got_again.begin(), got_again.end(), small.begin()));
+  // Counted once the answer left, which the client may see first.
+  EXPECT_TRUE(eventually([&] { return target->stats().server_reads == 3u; }));
+  EXPECT_EQ(target->stats().server_writes, 2u);
+  EXPECT_EQ(target->stats().server_rejects, 2u);
+  EXPECT_TRUE(eventually([&] { return target->stats().leases_live == 0u; }));
+
+  // A header that cannot be decoded, behind a good request in the same
+  // write: the good one is answered first, then the rejection, then the
+  // connection closes.
+  std::vector<std::byte> bad;
+  append(bad, {opcode::read, 0, 8, id, 0, 16});
+  auto garbage = wire::encode(wire::request_frame{opcode::read, 0, 9, id, 0, 16});
+  garbage[10] ^= std::byte{0xff};  // the request id no longer matches the checksum
+  bad.insert(bad.end(), garbage.begin(), garbage.end());
+  append(bad, {opcode::read, 0, 10, id, 0, 16});  // behind the bad header: never served
+  client.send(bad);
+  std::vector<std::byte> sixteen_back(16);
+  expect(8, wire::wire_status::ok, 16, &sixteen_back);
+  auto rejection = client.answer();
+  ASSERT_TRUE(rejection);
+  EXPECT_EQ(rejection->request_id, 0u);
+  EXPECT_TRUE(wire::is_header_rejection(rejection->status));
+  EXPECT_TRUE(client.closed_by_peer());
+  EXPECT_TRUE(eventually([&] { return target->stats().server_reads == 4u; }));
+  EXPECT_TRUE(target->shutdown().ok());
+}
+
+// Every header must arrive within the progress timeout, not only a
+// connection's first: a header cut short after a request was served ends
+// the session, while the connection idle between requests has no deadline.
+TEST(transport_pipeline, a_later_header_cut_short_times_the_session_out) {
+  auto config = loopback_config();
+  config.progress_timeout_ms = 300;
+  auto target = start(config);
+  std::vector<std::byte> memory(64);
+  auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
+  byte_client client(target->descriptor().endpoints[0]);
+  std::vector<std::byte> one;
+  append(one, {wire::opcode::read, 0, 1, id, 0, 16});
+  client.send(one);
+  std::vector<std::byte> back(16);
+  auto a = client.answer(&back);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->status, wire::wire_status::ok);
+  // Idle between requests, for longer than the timeout: nothing expires.
+  EXPECT_FALSE(client.readable_within(600ms)) << "an idle session was closed";
+  EXPECT_EQ(target->stats().sessions_timed_out, 0u);
+  client.send(std::span(one).first(20));  // the next header, cut short
+  EXPECT_TRUE(client.closed_by_peer());
+  EXPECT_EQ(target->stats().sessions_timed_out, 1u);
+  EXPECT_TRUE(target->shutdown().ok());
+}
+
+}  // namespace
+}  // namespace faultlane
