@@ -20,6 +20,7 @@
 #include <memory_resource>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -94,13 +95,15 @@ class lane : public std::enable_shared_from_this<lane> {
   void continue_exchanges();
   void skip_cancelled();
   void send_requests();
+  void write_requests(std::size_t sent);
   void requests_left(std::size_t sent);
-  bool requests_sent();
+  bool requests_out(std::size_t sent);
   // The newest leaving_ exchanges are the ones whose requests are leaving.
   bool head_request_sent() const { return inflight_.size() > leaving_; }
   void read_head();
   void read_head_from_carry();
   void read_answers();
+  bool overlaps_a_read_before(std::size_t i) const;
   void on_answers(std::size_t n);
   void carry_rest(std::size_t k, std::size_t left);
   void on_response(const std::error_code& ec, std::size_t payload_have);
@@ -139,11 +142,15 @@ class lane : public std::enable_shared_from_this<lane> {
   asio::steady_timer start_timer_;
   std::chrono::steady_clock::time_point start_timer_at_{};
   // Exchanges whose request started to leave, oldest first; the newest
-  // leaving_ of them were sent in one gather write that has not finished.
+  // leaving_ of them are in a gather write and not all out yet.
   std::pmr::deque<op_ptr> inflight_{&deque_blocks_};
   std::size_t leaving_ = 0;
-  // The gather write's buffers: a header, and a WRITE's body, per request.
+  // The gather write: a header, and a WRITE's body, per request; what is
+  // left of it; its bytes; and the bytes of its requests that are out.
   std::array<asio::const_buffer, 64> gather_{};
+  std::span<asio::const_buffer> gather_rest_;
+  std::size_t group_bytes_ = 0;
+  std::size_t group_out_ = 0;
   // A gather write takes no more requests once it holds this many bytes.
   static constexpr std::size_t group_bytes_max = 256u << 10;
   wire::response_bytes response_{};  // the oldest exchange's answer

@@ -1,10 +1,11 @@
 // lane, its frame exchanges: requests leave in order, up to
 // lane_inflight_max of them before the oldest is answered; answers (and a
-// READ's payload) come back in the same order. complete_head() ends an
-// exchange that got its answer; break_connection() ends every exchange in
-// flight when the connection cannot be trusted, and decides which WRITEs
-// are ambiguous. See client.hpp, docs/architecture.md ("Pipelined lanes")
-// and docs/protocol.md.
+// READ's payload) come back in the same order (lane_answers.cpp reads
+// them). complete_head() ends an exchange that got its answer;
+// break_connection() ends every exchange in flight when the connection
+// cannot be trusted, and decides which WRITEs are ambiguous. See
+// client.hpp, docs/architecture.md ("Pipelined lanes") and
+// docs/protocol.md.
 #include <asio/post.hpp>
 #include <asio/read.hpp>
 #include <asio/write.hpp>
@@ -52,20 +53,31 @@ void lane::skip_cancelled() {
   }
 }
 
+namespace {
+
+// Bytes of an op's request on the wire: its header, and a WRITE's body.
+std::size_t request_bytes(const transfer_op& op) {
+  return wire::request_frame_bytes + (op.op == wire::opcode::write ? op.length : 0);
+}
+
+}  // namespace
+
 // Every queued request the lane has room for leaves in one gather write:
 // headers, and a WRITE's body straight from the caller's buffer; usually
 // all at once, without a trip through the loop. One write of eight
 // requests is one system call and one TCP segment where eight writes were
-// eight of each (docs/architecture.md, "The hot path"). A group stops at
-// group_bytes_max, so a large WRITE leaves alone, as it always did.
+// eight of each (docs/architecture.md, "The hot path"). A request that
+// would take the write past group_bytes_max starts the next one, so a
+// large WRITE leaves alone, as it always did.
 void lane::send_requests() {
   FL_ASSERT(!sending_ && !broken_ && leaving_ == 0 && !queue_.empty());
   const std::size_t room = rt_.config.lane_inflight_max - inflight_.size();
   std::size_t buffers = 0;
   std::size_t bytes = 0;
-  while (leaving_ < room && buffers + 2 <= gather_.size() && bytes < group_bytes_max) {
+  while (leaving_ < room && buffers + 2 <= gather_.size()) {
     skip_cancelled();
     if (queue_.empty()) break;
+    if (leaving_ > 0 && bytes + request_bytes(*queue_.front()) > group_bytes_max) break;
     inflight_.push_back(std::move(queue_.front()));
     queue_.pop_front();
     ++leaving_;
@@ -87,261 +99,106 @@ void lane::send_requests() {
                                       rail_, op.slice_offset, op.length});
     }
     gather_[buffers++] = asio::buffer(op.header);
-    bytes += op.header.size();
     if (op.op == wire::opcode::write) {
       note_send_reads(op.local, op.length);
       gather_[buffers++] = asio::const_buffer(op.local, op.length);
-      bytes += op.length;
     }
+    bytes += request_bytes(op);
   }
   if (leaving_ == 0) return;  // every queued op was a cancelled slice
   bump(rt_.stats.request_sends);
-  const std::span<asio::const_buffer> out(gather_.data(), buffers);
+  group_bytes_ = bytes;
+  group_out_ = 0;
+  gather_rest_ = std::span(gather_.data(), buffers);
+  write_requests(0);
+}
+
+// Writes what is left of the gather write, `sent` of its bytes being out.
+// What does not fit now goes on asynchronously, one request at a time:
+// each request's answer is read as soon as the request is out, while the
+// ones behind it still leave. (Waiting for the whole write first could
+// wait forever: a target answers a READ before it reads on, and with its
+// answer unread it cannot, while our WRITE behind it cannot leave.)
+void lane::write_requests(std::size_t sent) {
+  FL_ASSERT(!sending_ && !broken_ && leaving_ > 0 && sent < group_bytes_);
   std::error_code ec;
-  const std::size_t sent = send_now(socket_, out, ec);
-  requests_left(sent);
-  if (ec) return break_connection(io_failure());
-  if (sent == bytes) {
-    (void)requests_sent();
-    return;
+  const std::size_t n = send_now(socket_, gather_rest_, ec);
+  sent += n;
+  if (ec) {
+    requests_left(sent);
+    return break_connection(io_failure());
   }
-  sending_ = true;
-  asio::async_write(socket_, rest_of(out, sent), progress_condition(),
-                    guarded([this, before = sent](std::error_code e, std::size_t n) {
-                      // The leaving ops stay in inflight_ until this handler
-                      // returned: settle_broken waits for it.
-                      sending_ = false;
-                      requests_left(before + n);
-                      // Done before the connection broke, or cut by it:
-                      // either way the lane is settling.
-                      if (e || broken_) return break_connection(io_failure());
-                      // requests_sent may have read a carried answer that broke and settled
-                      // the lane: go on only while it is still connected and busy.
-                      if (requests_sent() && state_ == state::busy) continue_exchanges();
-                    }));
+  if (!requests_out(sent)) return;
+  if (sent < group_bytes_) {
+    gather_rest_ = rest_of(gather_rest_, n);
+    // The write stops where the request it is in ends.
+    const auto& leaving = *inflight_[inflight_.size() - leaving_];
+    const std::size_t stop = group_out_ + request_bytes(leaving) - sent;
+    auto condition = [this, stop](const std::error_code& e, std::size_t done) -> std::size_t {
+      if (e || done >= stop) return 0;
+      deadline_.push(milliseconds(rt_.config.progress_timeout_ms));
+      return std::min(limits::io_chunk_bytes_max, stop - done);
+    };
+    sending_ = true;
+    asio::async_write(socket_, gather_rest_, condition,
+                      guarded([this, sent](std::error_code e, std::size_t m) {
+                        // The leaving ops stay in inflight_ until this handler
+                        // returned: settle_broken waits for it.
+                        sending_ = false;
+                        const std::size_t total = sent + m;
+                        // Done before the connection broke, or cut by it:
+                        // either way the lane is settling.
+                        if (e || broken_) {
+                          requests_left(total);
+                          return break_connection(io_failure());
+                        }
+                        if (!requests_out(total)) return;
+                        if (total < group_bytes_) {
+                          gather_rest_ = rest_of(gather_rest_, m);
+                          return write_requests(total);
+                        }
+                        if (state_ == state::busy) continue_exchanges();
+                      }));
+  }
+  // Requests that are out may be answered already, while the rest leave.
+  if (!broken_ && state_ == state::busy && !receiving_ && !inflight_.empty() &&
+      head_request_sent()) {
+    read_head();
+  }
 }
 
 // The leaving requests whose first byte is among the `sent` bytes of their
 // gather write may have reached the target.
 void lane::requests_left(std::size_t sent) {
   FL_ASSERT(leaving_ > 0 && leaving_ <= inflight_.size());
-  std::size_t start = 0;
+  std::size_t start = group_out_;
   for (std::size_t i = inflight_.size() - leaving_; i < inflight_.size() && start < sent; ++i) {
     auto& op = *inflight_[i];
     op.request_left = true;
-    start += op.header.size() + (op.op == wire::opcode::write ? op.length : 0);
+    start += request_bytes(op);
   }
 }
 
-// The leaving requests are all out. Each one's failpoint runs before any
-// answer is read, so no answer can end an exchange this loop still looks
-// at. False when the lane broke instead.
-bool lane::requests_sent() {
-  FL_ASSERT(!sending_ && leaving_ > 0 && leaving_ <= inflight_.size());
-  const std::size_t first = inflight_.size() - leaving_;
-  for (std::size_t i = first; i < inflight_.size(); ++i) {
-    if (auto injected = FAULTLANE_FAILPOINT_KEY("client.after_request_sent",
-                                                inflight_[i]->remote_registration)) {
-      leaving_ = 0;
+// The leaving requests whose every byte is among the `sent` bytes are out:
+// each one's failpoint runs, oldest first, before its answer can be read,
+// so no answer ends an exchange this loop still looks at. False when the
+// lane broke instead.
+bool lane::requests_out(std::size_t sent) {
+  requests_left(sent);
+  while (leaving_ > 0) {
+    const auto& op = *inflight_[inflight_.size() - leaving_];
+    const std::size_t end = group_out_ + request_bytes(op);
+    if (end > sent) break;
+    group_out_ = end;
+    --leaving_;
+    if (auto injected =
+            FAULTLANE_FAILPOINT_KEY("client.after_request_sent", op.remote_registration)) {
       abort_status_ = *injected;
       break_connection(*injected);
       return false;
     }
   }
-  leaving_ = 0;
-  if (!receiving_) read_head();
   return true;
-}
-
-void lane::read_head() {
-  FL_ASSERT(!receiving_ && !broken_ && !inflight_.empty() && head_request_sent());
-  if (!carry_.empty()) return read_head_from_carry();
-  read_answers();
-}
-
-// Bytes already received past the previous answer (see on_response) are
-// the start of this one: its header, then a READ's payload, then perhaps
-// the answers after it, which stay carried.
-void lane::read_head_from_carry() {
-  auto& op = *inflight_.front();
-  const std::size_t header = std::min(carry_.size(), response_.size());
-  std::copy_n(carry_.begin(), header, response_.begin());
-  std::size_t used = header;
-  std::size_t payload = 0;
-  if (header == response_.size() && op.op == wire::opcode::read) {
-    payload = std::min<std::size_t>(carry_.size() - used, op.length);
-    std::copy_n(carry_.begin() + static_cast<std::ptrdiff_t>(used), payload, op.local);
-    used += payload;
-  }
-  carry_.erase(carry_.begin(), carry_.begin() + static_cast<std::ptrdiff_t>(used));
-  if (header == response_.size()) return on_response({}, payload);
-  FL_ASSERT(carry_.empty());
-  receiving_ = true;
-  asio::async_read(socket_, asio::buffer(response_.data() + header, response_.size() - header),
-                   progress_condition(),
-                   guarded([this](std::error_code e, std::size_t) { on_response(e, 0); }));
-}
-
-// The answers of every exchange whose request left, with one scatter read
-// into their headers and READ payloads (straight into the callers'
-// buffers): a lane's eight answers that arrived together cost one system
-// call, not eight, and their exchanges end together, so the requests
-// behind them leave together too. An ok answer is exactly its header and
-// payload, so each byte lands where it belongs; an error answer has no
-// payload, so the bytes after it landed one answer too early, and
-// on_answers carries them over to the answers they belong to (a copy, as
-// rare as refusals: docs/architecture.md, "The hot path"). (A started
-// read, not a readiness wait: Asio 1.22 re-arms the descriptor with
-// epoll_ctl for every wait, while a started read costs one speculative
-// recv, which finds the answers whenever they are already there.)
-void lane::read_answers() {
-  FL_ASSERT(!receiving_ && carry_.empty() && head_request_sent());
-  const std::size_t ready = std::min(inflight_.size() - leaving_, answer_headers_.size());
-  std::size_t buffers = 0;
-  for (std::size_t i = 0; i < ready; ++i) {
-    const auto& op = *inflight_[i];
-    scatter_[buffers++] = asio::buffer(answer_headers_[i]);
-    if (op.op == wire::opcode::read) scatter_[buffers++] = asio::buffer(op.local, op.length);
-  }
-  receiving_ = true;
-  socket_.async_read_some(std::span(scatter_.data(), buffers),
-                          guarded([this](std::error_code ec, std::size_t n) {
-                            receiving_ = false;
-                            if (ec || broken_) return break_connection(io_failure());
-                            deadline_.push(milliseconds(rt_.config.progress_timeout_ms));
-                            on_answers(n);
-                          }));
-}
-
-// `n` bytes of answers arrived, from answer_headers_[0] on. Each whole
-// answer ends its exchange, the oldest first; the lane goes on (reads
-// again, sends what the freed room allows) once, after the last.
-void lane::on_answers(std::size_t n) {
-  FL_ASSERT(n > 0 && !answering_);
-  answering_ = true;
-  struct done {
-    bool& flag;
-    ~done() { flag = false; }  // also when an answer's handling throws
-  } scope{answering_};
-  std::size_t left = n;
-  for (std::size_t k = 0;; ++k) {
-    FL_ASSERT(k < answer_headers_.size() && !inflight_.empty());
-    const auto& op = *inflight_.front();
-    const std::size_t header = std::min(left, response_.size());
-    std::copy_n(answer_headers_[k].begin(), header, response_.begin());
-    left -= header;
-    if (header < response_.size()) {
-      // Cut inside a header: the rest of it, then on as for one answer.
-      answering_ = false;
-      receiving_ = true;
-      asio::async_read(socket_, asio::buffer(response_.data() + header, response_.size() - header),
-                       progress_condition(),
-                       guarded([this](std::error_code e, std::size_t) { on_response(e, 0); }));
-      return;
-    }
-    std::size_t payload = 0;
-    if (op.op == wire::opcode::read) {
-      payload = std::min<std::size_t>(left, op.length);
-      left -= payload;
-    }
-    if (left == 0) {
-      // The last answer this read brought, whole or not: on_response reads
-      // the rest of a payload, or ends the exchange and goes on.
-      answering_ = false;
-      return on_response({}, payload);
-    }
-    // More answers follow. After an error answer they sit one answer too
-    // early: they become the carried bytes, behind the error header's own.
-    const auto peek = wire::decode_response(response_);
-    if (!peek.ok() || peek.value().status != wire::wire_status::ok) {
-      carry_rest(k, left);
-      answering_ = false;
-      return on_response({}, payload);  // puts the payload part in front of carry_
-    }
-    FL_ASSERT(op.op != wire::opcode::read || payload == op.length);
-    on_response({}, payload);
-    // It ended the exchange; a broken lane settled or is settling.
-    if (broken_ || state_ != state::busy || inflight_.empty()) return;
-  }
-}
-
-// The `left` bytes that a scatter read put after answer k's header and
-// payload buffers, in order, become carry_.
-void lane::carry_rest(std::size_t k, std::size_t left) {
-  FL_ASSERT(carry_.empty());
-  for (std::size_t i = 1; left > 0; ++i) {
-    FL_ASSERT(i < inflight_.size() && k + i < answer_headers_.size());
-    const auto& later = *inflight_[i];
-    auto take = [&](const std::byte* from, std::size_t size) {
-      const std::size_t m = std::min(left, size);
-      carry_.insert(carry_.end(), from, from + m);
-      left -= m;
-    };
-    take(answer_headers_[k + i].data(), answer_headers_[k + i].size());
-    if (later.op == wire::opcode::read) take(later.local, later.length);
-  }
-}
-
-void lane::on_response(const std::error_code& ec, std::size_t payload_have) {
-  receiving_ = false;
-  FL_ASSERT(state_ == state::busy && !inflight_.empty());
-  // An answer that arrived after the connection broke is not trusted: the
-  // lane is settling everything in flight already.
-  if (ec || broken_) return break_connection(io_failure());
-  (void)FAULTLANE_FAILPOINT("client.on_response");
-  auto& op = *inflight_.front();
-  auto decoded = wire::decode_response(response_);
-  if (!decoded.ok()) return break_connection(status::protocol_error);
-  const auto& reply = decoded.value();
-  if (reply.request_id == 0 && wire::is_header_rejection(reply.status) && payload_have == 0) {
-    // The target could not decode a header (it was damaged on the way): it
-    // answers without an id, executes nothing, and closes. The answer is
-    // the oldest exchange's, and definite, only when nothing else was sent:
-    // an earlier answer dropped on the way would make it a later one's.
-    const bool alone = inflight_.size() == 1;
-    return break_connection(status::protocol_error, alone ? fate::not_executed : fate::unknown);
-  }
-  // A header rejection names no request; with an id it is not an answer a
-  // target sends, so it says nothing about what ran.
-  if (reply.request_id != op.request_id || wire::is_header_rejection(reply.status)) {
-    return break_connection(status::protocol_error);
-  }
-  if (reply.status != wire::wire_status::ok) {
-    if (payload_have > 0) {
-      // Past an error header come the next answers, or, with nothing else
-      // in flight, garbage.
-      if (inflight_.size() == 1) return break_connection(status::protocol_error);
-      carry_.insert(carry_.begin(), op.local, op.local + payload_have);
-    }
-    // A definite answer: the target did not execute, and goes on with the
-    // next request on this connection.
-    return complete_head(wire::status_for(reply.status), 0, fate::not_executed);
-  }
-  if (reply.committed_bytes != op.length) return break_connection(status::protocol_error);
-  if (op.op == wire::opcode::write || payload_have == op.length) {
-    return complete_head(status::ok, op.length, fate::unknown);
-  }
-  receiving_ = true;
-  const std::size_t rest = op.length - payload_have;
-  watermark_.begin(socket_, rest, op.length);
-  auto condition = [this](const std::error_code& e, std::size_t n) -> std::size_t {
-    if (e) return 0;
-    deadline_.push(milliseconds(rt_.config.progress_timeout_ms));
-    watermark_.progress(socket_, n);
-    return limits::io_chunk_bytes_max;
-  };
-  asio::async_read(socket_, asio::buffer(op.local + payload_have, rest), condition,
-                   guarded([this](std::error_code e, std::size_t) {
-                     watermark_.end(socket_);
-                     on_payload(e);
-                   }));
-}
-
-void lane::on_payload(const std::error_code& ec) {
-  receiving_ = false;
-  FL_ASSERT(state_ == state::busy && !inflight_.empty());
-  if (ec || broken_) return break_connection(io_failure());
-  complete_head(status::ok, inflight_.front()->length, fate::unknown);
 }
 
 status lane::io_failure() const {

@@ -181,6 +181,18 @@ void server_session::drain_body() {
 bool server_session::receive_write_body() {
   FL_ASSERT(lease_ && request_.op == wire::opcode::write);
   state_ = session_state::receiving_body;
+  // READ answers held leave before this WRITE changes any buffer: a READ
+  // sent before it reads what was there before it.
+  if (answer_bytes_ > 0) {
+    send_answers(then::land_body);
+    return false;
+  }
+  return land_body();
+}
+
+bool server_session::land_body() {
+  FL_ASSERT(lease_ && answer_bytes_ == 0);
+  state_ = session_state::receiving_body;
   body_have_ = take_staged(lease_.data(), lease_.size());
   if (body_have_ == lease_.size()) return write_landed();
   send_answers(then::receive_body);
@@ -277,6 +289,9 @@ void server_session::after_answers(then next) {
   FL_ASSERT(answers_used_ == 0);
   switch (next) {
     case then::serve: return serve();
+    case then::land_body:
+      if (land_body()) serve();
+      return;
     case then::receive_body: return read_write_body();
     case then::drain_body: return drain_body();
     case then::close: return end();

@@ -82,7 +82,7 @@ class server_session : public std::enable_shared_from_this<server_session> {
     lease payload;  // a READ's, until its answer left
   };
   // What runs once the answers held have left.
-  enum class then { serve, receive_body, drain_body, close };
+  enum class then { serve, land_body, receive_body, drain_body, close };
 
   std::chrono::milliseconds progress() const {
     return std::chrono::milliseconds(rt_.config.progress_timeout_ms);
@@ -139,6 +139,9 @@ class server_session : public std::enable_shared_from_this<server_session> {
   // A WRITE's body lands straight in the registered buffer; what the
   // staging read took of it is copied there first.
   bool receive_write_body();
+  // What the read-ahead took of the body lands; true when that was all of
+  // it (the WRITE ran), false when the rest is being read.
+  bool land_body();
 
   void read_write_body();
 

@@ -1,0 +1,231 @@
+// lane, reading answers: one scatter read for every answer that arrived,
+// each ending its exchange in order, and bytes that landed one answer too
+// early (after a refusal) carried over to the answers they belong to. See
+// lane_exchange.cpp for the requests, and docs/architecture.md ("One frame
+// exchange", "The hot path").
+#include <asio/read.hpp>
+
+#include <algorithm>
+#include <span>
+
+#include "client.hpp"
+#include "faultlane/core/failpoint.hpp"
+
+namespace faultlane::detail {
+
+using namespace std::chrono;
+
+void lane::read_head() {
+  FL_ASSERT(!receiving_ && !broken_ && !inflight_.empty() && head_request_sent());
+  if (!carry_.empty()) return read_head_from_carry();
+  read_answers();
+}
+
+// Bytes already received past the previous answer (see on_response) are
+// the start of this one: its header, then a READ's payload, then perhaps
+// the answers after it, which stay carried.
+void lane::read_head_from_carry() {
+  auto& op = *inflight_.front();
+  const std::size_t header = std::min(carry_.size(), response_.size());
+  std::copy_n(carry_.begin(), header, response_.begin());
+  std::size_t used = header;
+  std::size_t payload = 0;
+  if (header == response_.size() && op.op == wire::opcode::read) {
+    payload = std::min<std::size_t>(carry_.size() - used, op.length);
+    std::copy_n(carry_.begin() + static_cast<std::ptrdiff_t>(used), payload, op.local);
+    used += payload;
+  }
+  carry_.erase(carry_.begin(), carry_.begin() + static_cast<std::ptrdiff_t>(used));
+  if (header == response_.size()) return on_response({}, payload);
+  FL_ASSERT(carry_.empty());
+  receiving_ = true;
+  asio::async_read(socket_, asio::buffer(response_.data() + header, response_.size() - header),
+                   progress_condition(),
+                   guarded([this](std::error_code e, std::size_t) { on_response(e, 0); }));
+}
+
+// The answers of every exchange whose request left, with one scatter read
+// into their headers and READ payloads (straight into the callers'
+// buffers): a lane's eight answers that arrived together cost one system
+// call, not eight, and their exchanges end together, so the requests
+// behind them leave together too. An ok answer is exactly its header and
+// payload, so each byte lands where it belongs; an error answer has no
+// payload, so the bytes after it landed one answer too early, and
+// on_answers carries them over to the answers they belong to (a copy, as
+// rare as refusals: docs/architecture.md, "The hot path"). (A started
+// read, not a readiness wait: Asio 1.22 re-arms the descriptor with
+// epoll_ctl for every wait, while a started read costs one speculative
+// recv, which finds the answers whenever they are already there.)
+void lane::read_answers() {
+  FL_ASSERT(!receiving_ && carry_.empty() && head_request_sent());
+  const std::size_t ready = std::min(inflight_.size() - leaving_, answer_headers_.size());
+  std::size_t buffers = 0;
+  for (std::size_t i = 0; i < ready; ++i) {
+    const auto& op = *inflight_[i];
+    // Two READs into overlapping buffers: a refusal before them would move
+    // bytes into both, and the later would overwrite what the earlier
+    // holds for carrying. The read ends before the second.
+    if (op.op == wire::opcode::read && i > 0 && overlaps_a_read_before(i)) break;
+    scatter_[buffers++] = asio::buffer(answer_headers_[i]);
+    if (op.op == wire::opcode::read) scatter_[buffers++] = asio::buffer(op.local, op.length);
+  }
+  receiving_ = true;
+  socket_.async_read_some(std::span(scatter_.data(), buffers),
+                          guarded([this](std::error_code ec, std::size_t n) {
+                            receiving_ = false;
+                            if (ec || broken_) return break_connection(io_failure());
+                            deadline_.push(milliseconds(rt_.config.progress_timeout_ms));
+                            on_answers(n);
+                          }));
+}
+
+bool lane::overlaps_a_read_before(std::size_t i) const {
+  const auto& op = *inflight_[i];
+  for (std::size_t j = 0; j < i; ++j) {
+    const auto& before = *inflight_[j];
+    if (before.op == wire::opcode::read && op.local < before.local + before.length &&
+        before.local < op.local + op.length) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// `n` bytes of answers arrived, from answer_headers_[0] on. Each whole
+// answer ends its exchange, the oldest first; the lane goes on (reads
+// again, sends what the freed room allows) once, after the last.
+void lane::on_answers(std::size_t n) {
+  FL_ASSERT(n > 0 && !answering_);
+  answering_ = true;
+  struct done {
+    bool& flag;
+    ~done() { flag = false; }  // also when an answer's handling throws
+  } scope{answering_};
+  std::size_t left = n;
+  for (std::size_t k = 0;; ++k) {
+    FL_ASSERT(k < answer_headers_.size() && !inflight_.empty());
+    const auto& op = *inflight_.front();
+    const std::size_t header = std::min(left, response_.size());
+    std::copy_n(answer_headers_[k].begin(), header, response_.begin());
+    left -= header;
+    if (header < response_.size()) {
+      // Cut inside a header: the rest of it, then on as for one answer.
+      answering_ = false;
+      receiving_ = true;
+      asio::async_read(socket_, asio::buffer(response_.data() + header, response_.size() - header),
+                       progress_condition(),
+                       guarded([this](std::error_code e, std::size_t) { on_response(e, 0); }));
+      // The room the answers before it freed is used now, not after it.
+      return continue_exchanges();
+    }
+    std::size_t payload = 0;
+    if (op.op == wire::opcode::read) {
+      payload = std::min<std::size_t>(left, op.length);
+      left -= payload;
+    }
+    if (left == 0) {
+      // The last answer this read brought, whole or not: on_response reads
+      // the rest of a payload, or ends the exchange and goes on.
+      answering_ = false;
+      on_response({}, payload);
+      // A payload still coming: the room the answers before it freed is
+      // used now, not after it (a no-op when the exchange ended and went
+      // on already).
+      if (receiving_ && !broken_ && state_ == state::busy) continue_exchanges();
+      return;
+    }
+    // More answers follow. After an error answer they sit one answer too
+    // early: they become the carried bytes, behind the error header's own.
+    const auto peek = wire::decode_response(response_);
+    if (!peek.ok() || peek.value().status != wire::wire_status::ok) {
+      carry_rest(k, left);
+      answering_ = false;
+      return on_response({}, payload);  // puts the payload part in front of carry_
+    }
+    FL_ASSERT(op.op != wire::opcode::read || payload == op.length);
+    on_response({}, payload);
+    // It ended the exchange; a broken lane settled or is settling.
+    if (broken_ || state_ != state::busy || inflight_.empty()) return;
+  }
+}
+
+// The `left` bytes that a scatter read put after answer k's header and
+// payload buffers, in order, become carry_.
+void lane::carry_rest(std::size_t k, std::size_t left) {
+  FL_ASSERT(carry_.empty());
+  for (std::size_t i = 1; left > 0; ++i) {
+    FL_ASSERT(i < inflight_.size() && k + i < answer_headers_.size());
+    const auto& later = *inflight_[i];
+    auto take = [&](const std::byte* from, std::size_t size) {
+      const std::size_t m = std::min(left, size);
+      carry_.insert(carry_.end(), from, from + m);
+      left -= m;
+    };
+    take(answer_headers_[k + i].data(), answer_headers_[k + i].size());
+    if (later.op == wire::opcode::read) take(later.local, later.length);
+  }
+}
+
+void lane::on_response(const std::error_code& ec, std::size_t payload_have) {
+  receiving_ = false;
+  FL_ASSERT(state_ == state::busy && !inflight_.empty());
+  // An answer that arrived after the connection broke is not trusted: the
+  // lane is settling everything in flight already.
+  if (ec || broken_) return break_connection(io_failure());
+  (void)FAULTLANE_FAILPOINT("client.on_response");
+  auto& op = *inflight_.front();
+  auto decoded = wire::decode_response(response_);
+  if (!decoded.ok()) return break_connection(status::protocol_error);
+  const auto& reply = decoded.value();
+  if (reply.request_id == 0 && wire::is_header_rejection(reply.status) && payload_have == 0) {
+    // The target could not decode a header (it was damaged on the way): it
+    // answers without an id, executes nothing, and closes. The answer is
+    // the oldest exchange's, and definite, only when nothing else was sent:
+    // an earlier answer dropped on the way would make it a later one's.
+    const bool alone = inflight_.size() == 1;
+    return break_connection(status::protocol_error, alone ? fate::not_executed : fate::unknown);
+  }
+  // A header rejection names no request; with an id it is not an answer a
+  // target sends, so it says nothing about what ran.
+  if (reply.request_id != op.request_id || wire::is_header_rejection(reply.status)) {
+    return break_connection(status::protocol_error);
+  }
+  if (reply.status != wire::wire_status::ok) {
+    if (payload_have > 0) {
+      // Past an error header come the next answers, or, with nothing else
+      // in flight, garbage.
+      if (inflight_.size() == 1) return break_connection(status::protocol_error);
+      carry_.insert(carry_.begin(), op.local, op.local + payload_have);
+    }
+    // A definite answer: the target did not execute, and goes on with the
+    // next request on this connection.
+    return complete_head(wire::status_for(reply.status), 0, fate::not_executed);
+  }
+  if (reply.committed_bytes != op.length) return break_connection(status::protocol_error);
+  if (op.op == wire::opcode::write || payload_have == op.length) {
+    return complete_head(status::ok, op.length, fate::unknown);
+  }
+  receiving_ = true;
+  const std::size_t rest = op.length - payload_have;
+  watermark_.begin(socket_, rest, op.length);
+  auto condition = [this](const std::error_code& e, std::size_t n) -> std::size_t {
+    if (e) return 0;
+    deadline_.push(milliseconds(rt_.config.progress_timeout_ms));
+    watermark_.progress(socket_, n);
+    return limits::io_chunk_bytes_max;
+  };
+  asio::async_read(socket_, asio::buffer(op.local + payload_have, rest), condition,
+                   guarded([this](std::error_code e, std::size_t) {
+                     watermark_.end(socket_);
+                     on_payload(e);
+                   }));
+}
+
+void lane::on_payload(const std::error_code& ec) {
+  receiving_ = false;
+  FL_ASSERT(state_ == state::busy && !inflight_.empty());
+  if (ec || broken_) return break_connection(io_failure());
+  complete_head(status::ok, inflight_.front()->length, fate::unknown);
+}
+
+}  // namespace faultlane::detail
