@@ -73,6 +73,11 @@ class server_session : public std::enable_shared_from_this<server_session> {
   // request is served: a large READ's answer leaves alone.
   static constexpr std::size_t answers_max = 32;
   static constexpr std::size_t answer_bytes_max = 256u << 10;
+  // A WRITE body with at most this much still to come after the
+  // read-ahead is read together with the requests behind it; a larger one
+  // lands alone (and under the receive watermark from 1 MiB), its answers
+  // held sent first.
+  static constexpr std::size_t small_body_rest_max = 64u << 10;
   // A refused WRITE's body is read and dropped this much at a time.
   static constexpr std::size_t drain_buffer_bytes = 64u << 10;
 
@@ -142,6 +147,7 @@ class server_session : public std::enable_shared_from_this<server_session> {
   // What the read-ahead took of the body lands; true when that was all of
   // it (the WRITE ran), false when the rest is being read.
   bool land_body();
+  void read_small_body();
 
   void read_write_body();
 
