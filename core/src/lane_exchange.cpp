@@ -155,7 +155,10 @@ void lane::write_requests(std::size_t sent) {
                         if (!requests_out(total)) return;
                         if (total < group_bytes_) {
                           gather_rest_ = rest_of(gather_rest_, m);
-                          return write_requests(total);
+                          write_requests(total);
+                          // All out now: what waited behind the write goes.
+                          if (!sending_ && !broken_ && state_ == state::busy) continue_exchanges();
+                          return;
                         }
                         if (state_ == state::busy) continue_exchanges();
                       }));

@@ -195,21 +195,48 @@ bool server_session::land_body() {
   state_ = session_state::receiving_body;
   body_have_ = take_staged(lease_.data(), lease_.size());
   if (body_have_ == lease_.size()) return write_landed();
-  if (lease_.size() - body_have_ <= small_body_rest_max) {
-    read_small_body();
+  if (lease_.size() - body_have_ > small_body_rest_max) {
+    send_answers(then::receive_body);
     return false;
   }
-  send_answers(then::receive_body);
+  // Usually the rest is here already: it lands, the requests behind it
+  // are staged, and the answers held stay held, to leave together.
+  if (take_small_body_now()) return write_landed();
+  if (state_ == session_state::ended) return false;
+  // Not all here: the answers held leave before the session waits, so a
+  // body that stalls holds back only what comes after it.
+  send_answers(then::small_body);
   return false;
 }
 
-// The rest of a small WRITE body, and the requests behind it, in one read:
-// body bytes straight into the registered buffer, what follows into the
-// emptied staging buffer. The answers held wait for it (the body is on its
-// way: the initiator sent it with its header), so WRITEs cut by the
-// read-ahead are still answered together.
-void server_session::read_small_body() {
+bool server_session::take_small_body_now() {
   FL_ASSERT(lease_ && body_have_ < lease_.size() && staged() == 0);
+  staged_begin_ = 0;
+  staged_end_ = 0;
+  std::array<asio::mutable_buffer, 2> in{
+      asio::buffer(lease_.data() + body_have_, lease_.size() - body_have_), asio::buffer(staging_)};
+  std::error_code ec;
+  const std::size_t n = socket_.read_some(in, ec);
+  if (ec == asio::error::would_block || ec == asio::error::try_again) return false;
+  if (ec) {
+    end();
+    return false;
+  }
+  small_body_read(n);
+  return body_have_ == lease_.size();
+}
+
+void server_session::small_body_read(std::size_t n) {
+  FL_ASSERT(n > 0);
+  deadline_.push(progress());
+  const std::size_t body = std::min(n, lease_.size() - body_have_);
+  body_have_ += body;
+  staged_end_ = n - body;
+  if (staged_end_ > 0) (void)FAULTLANE_FAILPOINT("server.on_header");
+}
+
+void server_session::read_small_body() {
+  FL_ASSERT(lease_ && body_have_ < lease_.size() && answers_used_ == 0);
   state_ = session_state::receiving_body;
   staged_begin_ = 0;
   staged_end_ = 0;
@@ -219,14 +246,8 @@ void server_session::read_small_body() {
   socket_.async_read_some(in, guarded([this](std::error_code ec, std::size_t n) {
                             io_pending_ = false;
                             FL_ASSERT(state_ == session_state::receiving_body);
-                            if (ec) {
-                              release_lease();
-                              return end();
-                            }
-                            deadline_.push(progress());
-                            const std::size_t body = std::min(n, lease_.size() - body_have_);
-                            body_have_ += body;
-                            staged_end_ = n - body;
+                            if (ec) return end();
+                            small_body_read(n);
                             if (body_have_ < lease_.size()) return read_small_body();
                             (void)write_landed();
                             serve();
@@ -327,6 +348,7 @@ void server_session::after_answers(then next) {
       if (land_body()) serve();
       return;
     case then::receive_body: return read_write_body();
+    case then::small_body: return read_small_body();
     case then::drain_body: return drain_body();
     case then::close: return end();
   }

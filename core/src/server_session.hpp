@@ -87,7 +87,7 @@ class server_session : public std::enable_shared_from_this<server_session> {
     lease payload;  // a READ's, until its answer left
   };
   // What runs once the answers held have left.
-  enum class then { serve, land_body, receive_body, drain_body, close };
+  enum class then { serve, land_body, receive_body, small_body, drain_body, close };
 
   std::chrono::milliseconds progress() const {
     return std::chrono::milliseconds(rt_.config.progress_timeout_ms);
@@ -147,7 +147,13 @@ class server_session : public std::enable_shared_from_this<server_session> {
   // What the read-ahead took of the body lands; true when that was all of
   // it (the WRITE ran), false when the rest is being read.
   bool land_body();
+  // The rest of a small WRITE body, and the requests behind it, in one
+  // scatter read: body bytes straight into the registered buffer, what
+  // follows into the emptied staging buffer. take_small_body_now does not
+  // wait (true when the body is all in); read_small_body waits.
+  bool take_small_body_now();
   void read_small_body();
+  void small_body_read(std::size_t n);
 
   void read_write_body();
 

@@ -336,6 +336,35 @@ TEST(transport_pipeline, the_target_serves_requests_that_arrive_together_in_orde
   EXPECT_TRUE(target->shutdown().ok());
 }
 
+// A WRITE body that stalls part way holds back only what comes after it:
+// the answer of a WRITE before it, held to leave with others, leaves
+// before the target waits for the rest.
+TEST(transport_pipeline, a_stalled_write_body_does_not_hold_back_the_answers_before_it) {
+  auto target = start(loopback_config());
+  std::vector<std::byte> memory(64u << 10);
+  auto id =
+      target->register_buffer(memory.data(), memory.size(), permission::remote_read_write).value();
+  const auto first = pattern(16, 51);
+  const auto second = pattern(20000, 52);  // crosses the read-ahead; the rest is small
+  std::vector<std::byte> out;
+  append(out, {wire::opcode::write, 0, 1, id, 0, first.size()}, first);
+  append(out, {wire::opcode::write, 0, 2, id, 1000, second.size()}, second);
+  const std::size_t stall_at = out.size() - 10000;  // inside the second body
+  byte_client client(target->descriptor().endpoints[0]);
+  client.send(std::span(out).first(stall_at));
+  ASSERT_TRUE(client.readable_within(5000ms)) << "the first WRITE's answer waited for the second";
+  auto a = client.answer();
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->request_id, 1u);
+  EXPECT_EQ(a->status, wire::wire_status::ok);
+  client.send(std::span(out).subspan(stall_at));
+  a = client.answer();
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->request_id, 2u);
+  EXPECT_EQ(a->status, wire::wire_status::ok);
+  EXPECT_TRUE(target->shutdown().ok());
+}
+
 // Every header must arrive within the progress timeout, not only a
 // connection's first: a header cut short after a request was served ends
 // the session, while the connection idle between requests has no deadline.
