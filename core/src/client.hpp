@@ -40,6 +40,11 @@ class lane : public std::enable_shared_from_this<lane> {
 
   // All of these run on the lane's shard.
   void enqueue(op_chain ops);
+  // Takes `ops` when this thread is running one of this lane's handlers (a
+  // completion callback submitting the next operation): they are enqueued
+  // as that handler returns, with no event-loop turn in between and no
+  // re-entry into the lane mid-handler. False otherwise; the caller posts.
+  bool take_from_own_handler(op_chain& ops);
   // Fail queued work with `why` (in-flight work is cut off and ends
   // through its handler), close; no reconnect after.
   void shutdown(status why = status::shutting_down);
@@ -67,11 +72,21 @@ class lane : public std::enable_shared_from_this<lane> {
   template <typename Fn>
   auto guarded(Fn fn) {
     return [self = shared_from_this(), fn = std::move(fn)](auto&&... args) mutable {
-      run_guarded(
-          self->rt_, [&] { fn(std::forward<decltype(args)>(args)...); },
-          [&] { self->on_handler_exception(); });
+      self->run_handler([&] { fn(std::forward<decltype(args)>(args)...); });
     };
   }
+  // Every handler of this lane runs through here: behind the runtime's
+  // guard, marked as this lane's on its thread so that work its callbacks
+  // hand the lane waits in deferred_ until `fn` returns.
+  template <typename Fn>
+  void run_handler(Fn&& fn) noexcept {
+    lane* const outer = running_here_;
+    running_here_ = this;
+    run_guarded(rt_, std::forward<Fn>(fn), [this] { on_handler_exception(); });
+    running_here_ = outer;
+    if (!deferred_.empty()) take_deferred();
+  }
+  void take_deferred() noexcept;
   // A completion condition that moves the progress deadline on every chunk.
   auto progress_condition() {
     return [this](const std::error_code& ec, std::size_t) -> std::size_t {
@@ -177,6 +192,12 @@ class lane : public std::enable_shared_from_this<lane> {
   };
   std::optional<breakage> broken_;  // set from break_connection until settle_broken
   std::optional<status> abort_status_;
+  // Ops handed over by this lane's own handlers (take_from_own_handler),
+  // oldest first; enqueued when the handler returns.
+  op_chain deferred_;
+  bool taking_deferred_ = false;
+  // The lane whose handler this thread is running, if any.
+  static thread_local lane* running_here_;
 };
 
 class peer_group : public std::enable_shared_from_this<peer_group> {
@@ -191,11 +212,14 @@ class peer_group : public std::enable_shared_from_this<peer_group> {
   const std::shared_ptr<lane>& next_lane();
   // Any thread: the next lane of `rail` (per-rail rotation).
   std::shared_ptr<lane> lane_for_rail(std::size_t rail);
-  // The hop to the lane's shard, one post for the whole chain.
+  // The hop to the lane's shard, one post for the whole chain; none when
+  // the lane's own handler hands it work (lane::take_from_own_handler).
   static void dispatch(runtime& rt, const std::shared_ptr<lane>& l, op_chain ops);
   static void dispatch(runtime& rt, const std::shared_ptr<lane>& l, op_ptr op) {
     dispatch(rt, l, op_chain(std::move(op)));
   }
+  // Always the post, even from the lane's own handler.
+  static void post_to_lane(runtime& rt, const std::shared_ptr<lane>& l, op_chain ops);
   // On `shard`, for the lanes it owns (the transport runs these on every
   // shard). Shutdown: fail queued work and close, no reconnect after.
   void shutdown_on(std::size_t shard, status why = status::shutting_down);

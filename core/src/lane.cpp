@@ -31,11 +31,7 @@ lane::lane(runtime& rt, peer_group& group, std::size_t index, std::size_t shard)
       shard_(shard),
       socket_(rt.pool->context(shard)),
       deadline_(
-          rt.pool->context(shard),
-          [this] {
-            run_guarded(
-                rt_, [this] { on_deadline(); }, [this] { on_handler_exception(); });
-          },
+          rt.pool->context(shard), [this] { run_handler([this] { on_deadline(); }); },
           [this] {
             bump(rt_.stats.stale_handlers_dropped);
             if (rt_.observer) rt_.observer->stale_handler_dropped(event());
@@ -115,14 +111,33 @@ void lane::enqueue(op_chain ops) {
   if (!queued) return;
   // Starting the next exchanges may send and settle synchronously; a
   // handler exception there is handled as in any other handler.
+  run_handler([this, start_by] {
+    (void)FAULTLANE_FAILPOINT("lane.enqueue");
+    pump();
+    if (start_by != steady_clock::time_point{} && !queue_.empty()) arm_start_deadline(start_by);
+  });
+}
+
+thread_local lane* lane::running_here_ = nullptr;
+
+bool lane::take_from_own_handler(op_chain& ops) {
+  if (running_here_ != this) return false;
+  while (!ops.empty()) deferred_.push_back(ops.pop_front());
+  return true;
+}
+
+// One round inline: work handed over while that round runs (a callback
+// that resubmits every op the round settles at once) takes the post, so
+// a lane that fails everything cannot hold its thread.
+void lane::take_deferred() noexcept {
+  if (taking_deferred_) return;  // the round below posts what came meanwhile
+  taking_deferred_ = true;
+  bump(rt_.stats.handoffs_inline);
   run_guarded(
-      rt_,
-      [this, start_by] {
-        (void)FAULTLANE_FAILPOINT("lane.enqueue");
-        pump();
-        if (start_by != steady_clock::time_point{} && !queue_.empty()) arm_start_deadline(start_by);
-      },
-      [this] { on_handler_exception(); });
+      rt_, [this] { enqueue(op_chain(std::move(deferred_))); }, [this] { on_handler_exception(); });
+  taking_deferred_ = false;
+  if (!deferred_.empty())
+    peer_group::post_to_lane(rt_, shared_from_this(), op_chain(std::move(deferred_)));
 }
 
 // One timer for the earliest start deadline of the work still queued.
@@ -404,6 +419,7 @@ void lane::shutdown(status why) {
 // Besides settling, this breaks a cycle: a sliced READ's task holds its
 // lanes, and a lane holds the task's op.
 void lane::release_work() noexcept {
+  { op_chain unrun(std::move(deferred_)); }  // settles each as a dropped op
   fail_queue(status::shutting_down);
   auto cut = std::move(inflight_);
   inflight_.clear();

@@ -33,6 +33,12 @@ peer_group::peer_group(runtime& rt, segment_id id, segment_descriptor descriptor
 // The hop to the lane's shard; enqueue() guards what it runs.
 void peer_group::dispatch(runtime& rt, const std::shared_ptr<lane>& l, op_chain ops) {
   FL_ASSERT(!ops.empty() && ops.front().memory);
+  if (l->take_from_own_handler(ops)) return;
+  post_to_lane(rt, l, std::move(ops));
+}
+
+void peer_group::post_to_lane(runtime& rt, const std::shared_ptr<lane>& l, op_chain ops) {
+  FL_ASSERT(!ops.empty() && ops.front().memory);
   // The handler's memory comes from the transport's pool too: a hand-off
   // from a thread outside the pool allocates nothing (Asio recycles only
   // on its own threads).

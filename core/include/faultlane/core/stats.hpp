@@ -33,6 +33,8 @@ namespace faultlane {
   X(requests_pipelined, "requests sent while an earlier exchange on their lane was unanswered") \
   X(request_sends,                                                                              \
     "socket writes of requests (one write carries every request a lane has room for)")          \
+  X(handoffs_inline,                                                                            \
+    "hand-offs a lane took from its own completion callbacks, with no event-loop turn")         \
   X(sessions_live, "gauge: accepted target-side sessions still open")                           \
   X(sessions_accepted, "connections accepted by a listener")                                    \
   X(sessions_rejected_limit, "connections refused over max_connections or while closing")       \
