@@ -140,6 +140,15 @@ struct batch_of {
 
 inline const std::vector<std::byte> sixteen = testing::pattern(16, 5);
 
+// Connects the one lane to `peer`: a READ, accepted and answered. Call it
+// inside ASSERT_NO_FATAL_FAILURE.
+inline void connect_lane(scripted_peer& peer, transport& t, segment_id seg) {
+  batch_of first(t, seg, "r");
+  ASSERT_TRUE(peer.accept());
+  peer.answer_ok(peer.next_request().value(), sixteen);
+  ASSERT_EQ(first.codes(), std::vector<status>{status::ok});
+}
+
 // An answer, and a READ's payload after it, as bytes.
 inline std::vector<std::byte> answer_bytes(wire::wire_status s, std::uint64_t request_id,
                                            std::uint64_t committed,

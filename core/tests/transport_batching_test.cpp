@@ -21,12 +21,7 @@ TEST(transport_pipeline, a_batch_leaves_a_connected_lane_in_one_write) {
   scripted_peer peer;
   auto initiator = start(one_lane(8));
   auto seg = initiator->open_segment(peer.descriptor()).value();
-  {
-    batch_of first(*initiator, seg, "r");
-    ASSERT_TRUE(peer.accept());
-    peer.answer_ok(peer.next_request().value(), sixteen);
-    ASSERT_EQ(first.codes(), std::vector<status>{status::ok});
-  }
+  ASSERT_NO_FATAL_FAILURE(connect_lane(peer, *initiator, seg));
   const auto before = initiator->stats().request_sends;
   batch_of work(*initiator, seg, "rwrwrwrw");
   std::vector<wire::request_frame> got;
@@ -112,12 +107,7 @@ TEST(transport_pipeline, answers_that_arrive_together_free_their_room_together) 
   scripted_peer peer;
   auto initiator = start(one_lane(8));
   auto seg = initiator->open_segment(peer.descriptor()).value();
-  {
-    batch_of first(*initiator, seg, "r");
-    ASSERT_TRUE(peer.accept());
-    peer.answer_ok(peer.next_request().value(), sixteen);
-    ASSERT_EQ(first.codes(), std::vector<status>{status::ok});
-  }
+  ASSERT_NO_FATAL_FAILURE(connect_lane(peer, *initiator, seg));
   const auto before = initiator->stats().request_sends;
   batch_of work(*initiator, seg, "rrrrrrrrrrrrrrrr");  // 16: eight wait for room
   std::vector<std::byte> answers;
