@@ -104,10 +104,10 @@ constexpr std::uint64_t stream_block_bytes_min = 1u << 20;
 // One measured configuration: faultlane, its baseline and (bulk blocks) the
 // one-way stream, in interleaved rounds.
 struct outcome {
-  measurement fl, raw, stream;
-  summary fs, bs, ss;
+  measurement fl, raw, stream, block_stream;
+  summary fs, bs, ss, bss;
   bool baseline = false;
-  bool with_stream = false;  // bulk runs: plain TCP one way, the ceiling
+  bool with_stream = false;  // bulk runs: plain TCP one way, both ways of buffering it
 };
 outcome measure(const options& o);
 // The run's JSON document (docs/benchmarks.md); a sweep lists one per point.
@@ -115,8 +115,12 @@ std::string json_record(const options& o, const outcome& r);
 
 measurement run_baseline(const options& o);
 // Plain TCP one way with nothing to wait for, over `lanes` connections: the
-// ceiling a request/response loop is held against (like iperf3).
-measurement run_stream(const options& o);
+// ceiling a request/response loop is held against. `step`: from and into
+// one step's buffer, which stays in the caches (as iperf3's does); `block`:
+// through buffers the block's size, the memory a transfer touches.
+enum class stream_buffers { step, block };
+std::size_t stream_footprint(const options& o, stream_buffers buffers);
+measurement run_stream(const options& o, stream_buffers buffers);
 measurement run_faultlane(const options& o);
 int run_target(const options& o);  // serves until SIGINT/SIGTERM
 int run_rpc_points(const options& o);

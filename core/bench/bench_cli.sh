@@ -57,11 +57,21 @@ grep -q '"failures_by_status": {"connection_failed": ' "$tmp/none.json" || fail 
 grep -q '"ratio_bytes_per_s": null, "ratio_mean_latency": null' "$tmp/alone.json" ||
   fail "ratios not null: $(cat "$tmp/alone.json")"
 
+# Bulk blocks: both streams run, each with its ratio (the block stream
+# through buffers the block's size); below 1 MiB neither does.
+out=$("$bench" --block-size 2M --batch 1 --duration 0.2 --rounds 1 --warmup 0 \
+  --json "$tmp/bulk.json") || fail "bulk run"
+grep -q "tcp stream .*from and into 512 KiB buffers" <<<"$out" || fail "no stream line: $out"
+grep -q "block strm .*through 2 MiB buffers" <<<"$out" || fail "no block stream line: $out"
+grep -Eq '"block_stream_bytes_per_s": [0-9]+, "ratio_block_stream_bytes_per_s": [0-9.]+' \
+  "$tmp/bulk.json" || fail "block stream JSON: $(cat "$tmp/bulk.json")"
+
 # --verify: the baseline moves patterned bytes and checks them as well.
 out=$("$bench" --op mix --block-size 64K --batch 4 --duration 0.2 --rounds 1 --warmup 0 \
   --verify --json "$tmp/verify.json")
 grep -q "mismatches 0 (baseline, verified too: 0)" <<<"$out" || fail "verify line: $out"
 grep -q '"baseline_mismatches": 0' "$tmp/verify.json" || fail "verify JSON"
+grep -q '"block_stream_bytes_per_s": null' "$tmp/verify.json" || fail "a 64K run measured a stream"
 
 # The steady state allocates nothing (docs/architecture.md, "Memory in the
 # steady state"): single-frame READs, WRITEs and a mix make no allocation

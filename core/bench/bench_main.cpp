@@ -88,6 +88,13 @@ std::string rate(double bytes_per_s) {
   return fmt::format("{:.1f} MB/s", bytes_per_s / 1e6);
 }
 
+// 512 KiB, 64 MiB: whole binary units where they fit.
+std::string size_text(std::uint64_t bytes) {
+  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
+  if (bytes >= (1u << 10) && bytes % (1u << 10) == 0) return fmt::format("{} KiB", bytes >> 10);
+  return fmt::format("{} B", bytes);
+}
+
 void print_row(const char* name, const summary& s) {
   std::printf("  %-10s %12s %12.0f %10.1f %10.1f %10.1f %10.1f\n", name,
               rate(s.bytes_per_s).c_str(), s.ops_per_s, s.mean_us, s.p50_us, s.p99_us, s.p999_us);
@@ -139,7 +146,10 @@ outcome measure(const options& o) {
   for (std::size_t i = 0; i < o.rounds; ++i) {
     merge(r.fl, run_faultlane(round));
     if (r.baseline) merge(r.raw, o.via_relay ? run_faultlane(direct) : run_baseline(round));
-    if (r.with_stream) merge(r.stream, run_stream(round));
+    if (r.with_stream) {
+      merge(r.stream, run_stream(round, stream_buffers::step));
+      merge(r.block_stream, run_stream(round, stream_buffers::block));
+    }
     if (long_run) {
       std::fprintf(stderr, "faultlane-bench: round %zu/%zu: %llu ops, %llu failed so far\n", i + 1,
                    o.rounds, static_cast<unsigned long long>(r.fl.ops),
@@ -149,6 +159,7 @@ outcome measure(const options& o) {
   r.fs = summarize(r.fl);
   r.bs = summarize(r.raw);
   r.ss = summarize(r.stream);
+  r.bss = summarize(r.block_stream);
   return r;
 }
 
@@ -166,11 +177,19 @@ void print(const options& o, const outcome& r) {
                 r.fs.bytes_per_s / std::max(r.bs.bytes_per_s, 1e-9), reference,
                 r.fs.mean_us / std::max(r.bs.mean_us, 1e-9), reference);
     if (r.with_stream) {
-      std::printf("  tcp stream %12s  (one way, nothing to wait for: the ceiling)\n",
-                  rate(r.ss.bytes_per_s).c_str());
+      std::printf("  tcp stream %12s  (one way, nothing to wait for, from and into %s buffers)\n",
+                  rate(r.ss.bytes_per_s).c_str(),
+                  size_text(stream_footprint(o, stream_buffers::step)).c_str());
       std::printf("  ratio      throughput %.3f x tcp stream (raw tcp: %.3f x)\n",
                   r.fs.bytes_per_s / std::max(r.ss.bytes_per_s, 1e-9),
                   r.bs.bytes_per_s / std::max(r.ss.bytes_per_s, 1e-9));
+      std::printf(
+          "  block strm %12s  (the same through %s buffers: the memory a transfer touches)\n",
+          rate(r.bss.bytes_per_s).c_str(),
+          size_text(stream_footprint(o, stream_buffers::block)).c_str());
+      std::printf("  ratio      throughput %.3f x block stream (raw tcp: %.3f x)\n",
+                  r.fs.bytes_per_s / std::max(r.bss.bytes_per_s, 1e-9),
+                  r.bs.bytes_per_s / std::max(r.bss.bytes_per_s, 1e-9));
     }
     if (o.via_relay) {
       std::printf("  added      p50 %+.1f us, p99 %+.1f us by the relay\n",
@@ -210,7 +229,8 @@ std::string json_record(const options& o, const outcome& r) {
       R"("verify": {}, "via_relay": {}}}, "faultlane": {}, "baseline": {}, )"
       R"("ratio_bytes_per_s": {}, "ratio_mean_latency": {}, "ratio_p99_latency": {}, )"
       R"("ratio_ops_per_s": {}, "ratio_cpu_s_per_gb": {}, "stream_bytes_per_s": {}, )"
-      R"("ratio_stream_bytes_per_s": {}, "ops": {}, )"
+      R"("ratio_stream_bytes_per_s": {}, "block_stream_bytes_per_s": {}, )"
+      R"("ratio_block_stream_bytes_per_s": {}, "ops": {}, )"
       R"("failures": {}, "failures_by_status": {}, "mismatches": {}, "baseline_mismatches": {}}})",
       to_string(o.op), o.block_bytes, o.batch, o.threads, o.workers, o.lanes, o.lane_inflight,
       o.rails, o.duration_s, o.rounds, o.verify ? "true" : "false", o.via_relay ? "true" : "false",
@@ -220,6 +240,9 @@ std::string json_record(const options& o, const outcome& r) {
       ratio(r.fs.cpu_s_per_gb, r.bs.cpu_s_per_gb),
       r.with_stream ? fmt::format("{:.0f}", r.ss.bytes_per_s) : std::string("null"),
       r.with_stream ? fmt::format("{:.4f}", r.fs.bytes_per_s / std::max(r.ss.bytes_per_s, 1e-9))
+                    : std::string("null"),
+      r.with_stream ? fmt::format("{:.0f}", r.bss.bytes_per_s) : std::string("null"),
+      r.with_stream ? fmt::format("{:.4f}", r.fs.bytes_per_s / std::max(r.bss.bytes_per_s, 1e-9))
                     : std::string("null"),
       r.fl.ops, r.fl.failures, failure_json(r.fl), r.fl.mismatches,
       r.baseline && o.verify ? std::to_string(r.raw.mismatches) : std::string("null"));

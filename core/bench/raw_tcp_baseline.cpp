@@ -257,20 +257,28 @@ void connect_pairs(const options& o, std::size_t connections, std::vector<int>& 
 
 // The stream reference: what plain TCP moves one way with nothing to wait
 // for (as iperf3 does): one sender per connection writing `step` bytes at
-// a time, one receiver reading as fast as they come.
-void stream_one(int from, int to, std::atomic<int>& phase, measurement& m) {
-  std::thread sender([from, &phase] {
-    std::vector<char> chunk(step_bytes(), 's');
+// a time, one receiver reading as fast as they come. Both walk through
+// buffers of `footprint` bytes: a step's worth stays in the caches, as
+// iperf3's 128 KiB buffer does; a block's worth touches the memory a
+// transfer of that block touches.
+void stream_one(int from, int to, std::size_t footprint, std::atomic<int>& phase, measurement& m) {
+  std::thread sender([from, footprint, &phase] {
+    std::vector<char> source(footprint, 's');
+    std::size_t at = 0;
     while (phase.load(std::memory_order_relaxed) < 2) {
-      if (!send_all(from, chunk.data(), chunk.size())) return;
+      const std::size_t n = std::min(step_bytes(), footprint - at);
+      if (!send_all(from, source.data() + at, n)) return;
+      at = (at + n) % footprint;
     }
     ::shutdown(from, SHUT_WR);
   });
-  std::vector<char> sink(step_bytes());
+  std::vector<char> sink(footprint);
+  std::size_t at = 0;
   set_watermark(to, bulk_watermark);
   while (true) {
-    ssize_t k = ::recv(to, sink.data(), sink.size(), 0);
+    ssize_t k = ::recv(to, sink.data() + at, std::min(step_bytes(), footprint - at), 0);
     if (k <= 0) break;
+    at = (at + static_cast<std::size_t>(k)) % footprint;
     if (phase.load(std::memory_order_relaxed) == 1) m.bytes += static_cast<std::uint64_t>(k);
   }
   sender.join();
@@ -278,13 +286,20 @@ void stream_one(int from, int to, std::atomic<int>& phase, measurement& m) {
 
 }  // namespace
 
-measurement run_stream(const options& o) {
+std::size_t stream_footprint(const options& o, stream_buffers buffers) {
+  return buffers == stream_buffers::step ? step_bytes()
+                                         : std::max<std::size_t>(o.block_bytes, step_bytes());
+}
+
+measurement run_stream(const options& o, stream_buffers buffers) {
+  const std::size_t footprint = stream_footprint(o, buffers);
   auto pairs = connected_pairs(o.lanes);
   std::atomic<int> phase{0};
   std::vector<measurement> per(pairs.size());
   std::vector<std::thread> receivers;
   for (std::size_t i = 0; i < pairs.size(); ++i) {
-    receivers.emplace_back([&, i] { stream_one(pairs[i].first, pairs[i].second, phase, per[i]); });
+    receivers.emplace_back(
+        [&, i] { stream_one(pairs[i].first, pairs[i].second, footprint, phase, per[i]); });
   }
   measurement total;
   total.seconds = run_phases(o, phase, total);

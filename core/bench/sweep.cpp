@@ -135,7 +135,7 @@ bool write_file(const std::string& path, const std::string& text) {
 }
 
 // Points that run, and about how long they take: each side (faultlane, the
-// baseline, and for bulk blocks the stream) measures --duration plus a
+// baseline, and for bulk blocks the two streams) measures --duration plus a
 // warm-up per round.
 std::pair<std::size_t, double> plan(const options& o) {
   std::size_t settings = 0;
@@ -146,7 +146,7 @@ std::pair<std::size_t, double> plan(const options& o) {
   const double per_side = o.duration_s + o.warmup_s * static_cast<double>(o.rounds);
   double seconds = 0;
   for (auto block : o.sweep_blocks) {
-    const double sides = o.skip_baseline ? 1 : block >= stream_block_bytes_min ? 3 : 2;
+    const double sides = o.skip_baseline ? 1 : block >= stream_block_bytes_min ? 4 : 2;
     seconds += static_cast<double>(per_block) * sides * per_side;
   }
   return {per_block * o.sweep_blocks.size(), seconds};
