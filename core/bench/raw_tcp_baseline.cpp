@@ -103,6 +103,7 @@ void no_delay(int fd) {
 struct request {
   std::uint64_t is_write;
   std::uint64_t length;
+  std::uint64_t slot;  // which of the connection's blocks, as a faultlane request's offset
 };
 
 // With --verify the baseline touches every byte as faultlane's run does:
@@ -117,18 +118,28 @@ std::vector<char> patterned(std::uint64_t bytes, std::uint64_t seed) {
   return out;
 }
 
-void serve(int fd, std::uint64_t block, bool verify) {
-  std::vector<char> buffer = verify ? patterned(block, read_seed) : std::vector<char>(block, 'b');
+// Serves one connection from `slots` blocks of its own (READs) and into
+// as many (WRITEs): a faultlane target serves each request slot from its
+// own place in the registered region, so the baseline touches as much
+// memory as it does, not one block the caches keep.
+void serve(int fd, std::uint64_t block, std::size_t slots, bool verify) {
+  std::vector<char> source(slots * block, 'b');
+  if (verify) {
+    for (std::size_t i = 0; i < slots; ++i) {
+      fill_pattern(reinterpret_cast<std::byte*>(source.data() + i * block), block, read_seed);
+    }
+  }
   std::vector<char> expected_write = verify ? patterned(block, write_seed) : std::vector<char>();
-  std::vector<char> received(block);
+  std::vector<char> received(slots * block);
   request r{};
   while (recv_all(fd, &r, sizeof(r))) {
+    if (r.slot >= slots || r.length > block) break;
     if (r.is_write != 0) {
-      if (!recv_all(fd, received.data(), r.length)) break;
-      std::uint64_t ack =
-          verify && std::memcmp(received.data(), expected_write.data(), r.length) != 0 ? 1 : 0;
+      char* into = received.data() + r.slot * block;
+      if (!recv_all(fd, into, r.length)) break;
+      std::uint64_t ack = verify && std::memcmp(into, expected_write.data(), r.length) != 0 ? 1 : 0;
       if (!send_all(fd, &ack, sizeof(ack))) break;
-    } else if (!send_all(fd, buffer.data(), r.length)) {
+    } else if (!send_all(fd, source.data() + r.slot * block, r.length)) {
       break;
     }
   }
@@ -161,7 +172,7 @@ void run_striped(const options& o, const std::vector<int>& clients, std::atomic<
         if (stop->load()) return;
         bool measuring = phase.load(std::memory_order_relaxed) == 1;
         auto start = clock_type::now();
-        request r{0, part};
+        request r{0, part, 0};
         bool ok = send_all(clients[c], &r, sizeof(r)) && recv_all(clients[c], buffer.data(), part);
         bool wrong = ok && o.verify && std::memcmp(buffer.data(), expected.data(), part) != 0;
         sync->arrive_and_wait();  // the op ends when every part landed
@@ -180,12 +191,19 @@ void run_striped(const options& o, const std::vector<int>& clients, std::atomic<
 }
 
 // One pipelining driver: `depth` requests out, then their answers, over and
-// over, timing each answer from the start of its round.
-void drive_connection(const options& o, int fd, std::size_t depth, std::atomic<int>& phase,
-                      measurement& m) {
-  std::vector<char> buffer =
-      o.verify ? patterned(o.block_bytes, write_seed) : std::vector<char>(o.block_bytes, 'c');
-  std::vector<char> received(o.block_bytes);
+// over, timing each answer from the start of its round. Requests take the
+// connection's `slots` blocks in turn, each with a buffer of its own here
+// and at the server, as a faultlane batch's requests each have theirs.
+void drive_connection(const options& o, int fd, std::size_t depth, std::size_t slots,
+                      std::atomic<int>& phase, measurement& m) {
+  std::vector<char> outgoing(slots * o.block_bytes, 'c');
+  if (o.verify) {
+    for (std::size_t i = 0; i < slots; ++i) {
+      fill_pattern(reinterpret_cast<std::byte*>(outgoing.data() + i * o.block_bytes), o.block_bytes,
+                   write_seed);
+    }
+  }
+  std::vector<char> received(slots * o.block_bytes);
   auto expected = o.verify ? patterned(o.block_bytes, read_seed) : std::vector<char>();
   std::uint64_t ack = 0;
   std::uint64_t n = 0;
@@ -196,18 +214,18 @@ void drive_connection(const options& o, int fd, std::size_t depth, std::atomic<i
     for (std::size_t k = 0; k < depth; ++k) {
       bool is_write = o.op == operation::write || (o.op == operation::mix && (n + k) % 2 == 1);
       writes[k] = is_write;
-      request r{is_write ? 1u : 0u, o.block_bytes};
+      const std::uint64_t slot = (n + k) % slots;
+      request r{is_write ? 1u : 0u, o.block_bytes, slot};
       if (!send_all(fd, &r, sizeof(r))) return;
-      if (is_write && !send_all(fd, buffer.data(), o.block_bytes)) return;
+      if (is_write && !send_all(fd, outgoing.data() + slot * o.block_bytes, o.block_bytes)) return;
     }
     for (std::size_t k = 0; k < depth; ++k) {
-      bool ok = writes[k] ? recv_all(fd, &ack, sizeof(ack))
-                          : recv_all(fd, received.data(), o.block_bytes);
+      char* into = received.data() + ((n + k) % slots) * o.block_bytes;
+      bool ok = writes[k] ? recv_all(fd, &ack, sizeof(ack)) : recv_all(fd, into, o.block_bytes);
       if (!ok) return;
       if (o.verify) {
-        m.mismatches += writes[k]
-                            ? ack != 0
-                            : std::memcmp(received.data(), expected.data(), o.block_bytes) != 0;
+        m.mismatches +=
+            writes[k] ? ack != 0 : std::memcmp(into, expected.data(), o.block_bytes) != 0;
       }
       if (measuring) {
         m.latency_us.push_back(
@@ -245,13 +263,13 @@ std::vector<std::pair<int, int>> connected_pairs(std::size_t n) {
 }
 
 // `connections` loopback connections, each with a serving thread.
-void connect_pairs(const options& o, std::size_t connections, std::vector<int>& clients,
-                   std::vector<std::thread>& servers) {
+void connect_pairs(const options& o, std::size_t connections, std::size_t slots,
+                   std::vector<int>& clients, std::vector<std::thread>& servers) {
   for (auto [accepted, fd] : connected_pairs(connections)) {
     no_delay(fd);
     no_delay(accepted);
     clients.push_back(fd);
-    servers.emplace_back(serve, accepted, o.block_bytes, o.verify);
+    servers.emplace_back(serve, accepted, o.block_bytes, slots, o.verify);
   }
 }
 
@@ -313,9 +331,12 @@ measurement run_stream(const options& o, stream_buffers buffers) {
 measurement run_baseline(const options& o) {
   const std::size_t connections = o.lanes;
   const std::size_t in_flight = o.batch * o.threads;
+  // The faultlane run gives each of its in_flight requests a block of its
+  // own at both ends; so does the baseline, spread over its connections.
+  const std::size_t slots = std::max<std::size_t>(1, (in_flight + connections - 1) / connections);
   std::vector<int> clients;
   std::vector<std::thread> servers;
-  connect_pairs(o, connections, clients, servers);
+  connect_pairs(o, connections, slots, clients, servers);
 
   std::atomic<int> phase{0};  // 0 warmup, 1 measure, 2 stop
   std::vector<measurement> per(connections);
@@ -332,7 +353,7 @@ measurement run_baseline(const options& o) {
       depth = std::min(depth, o.lane_inflight);
       if (depth == 0) continue;
       drivers.emplace_back(
-          [&, c, depth] { drive_connection(o, clients[c], depth, phase, per[c]); });
+          [&, c, depth] { drive_connection(o, clients[c], depth, slots, phase, per[c]); });
     }
   }
   measurement total;
