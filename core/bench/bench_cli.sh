@@ -94,6 +94,12 @@ if [ "$sanitizer" != address ]; then
     fail "allocation run, batch 32"
   n=$(per_op "$tmp/alloc.json")
   at_most "$n" 0.03125 || fail "batch 32: '$n' allocations per op, above one per batch"
+  # Busy-polling io threads keep Asio's handler memory as well.
+  "$bench" --op read --block-size 4K --batch 1 --busy-poll-us 20 --duration 0.5 --rounds 1 \
+    --warmup 0.2 --no-baseline --json "$tmp/alloc.json" >/dev/null ||
+    fail "allocation run, busy polling"
+  n=$(per_op "$tmp/alloc.json")
+  at_most "$n" 0.0005 || fail "busy polling: '$n' allocations per op, not 0"
 fi
 
 # --sweep: its lists and what it excludes, then a small grid whose JSON and

@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 
+#include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 
 #include <chrono>
@@ -17,6 +18,8 @@ namespace {
 
 thread_local const io_pool* current_pool = nullptr;
 thread_local std::size_t current_shard = 0;
+// Set on a shard's thread when its pool busy-polls.
+thread_local io_pool* polling_pool = nullptr;
 
 }  // namespace
 
@@ -68,24 +71,41 @@ void io_pool::run_shard(std::size_t index) {
   current_shard = index;
   // Handlers report their own failures (the transport wraps each one); an
   // exception reaching here is a bug in a handler that was not wrapped.
-  auto& context = shards_[index]->context;
-  if (busy_poll_us_ == 0) {
-    context.run();
-  } else {
-    const auto spin = std::chrono::microseconds(busy_poll_us_);
-    while (!context.stopped()) {
-      auto until = std::chrono::steady_clock::now() + spin;
-      bool ran = false;
-      while (!context.stopped() && std::chrono::steady_clock::now() < until) {
-        if (context.poll() > 0) {
-          ran = true;
-          break;
-        }
-      }
-      if (!ran && !context.stopped()) context.run_one();
-    }
-  }
+  //
+  // Busy polling stays inside this one run(): a thread that called poll()
+  // or run_one() in a loop would leave Asio's per-thread handler memory at
+  // every call, and allocate for every socket operation.
+  if (busy_poll_us_ > 0) polling_pool = this;
+  shards_[index]->context.run();
+  polling_pool = nullptr;
   current_pool = nullptr;
+}
+
+void io_pool::handler_ran() noexcept {
+  io_pool* pool = polling_pool;
+  if (pool == nullptr) return;
+  auto& s = *pool->shards_[current_shard];
+  s.last_event = std::chrono::steady_clock::now();
+  if (!s.polling) pool->poll_again(s);
+}
+
+// Queues the polling handler: while it is queued, the scheduler checks the
+// reactor without blocking before it runs it, and it queues itself again
+// until busy_poll_us passed since the last event.
+void io_pool::poll_again(shard& s) noexcept {
+  s.polling = true;
+  try {
+    asio::post(s.context, [this, &s] {
+      if (std::chrono::steady_clock::now() - s.last_event <
+          std::chrono::microseconds(busy_poll_us_)) {
+        poll_again(s);
+      } else {
+        s.polling = false;
+      }
+    });
+  } catch (...) {
+    s.polling = false;  // out of memory: block as without polling
+  }
 }
 
 asio::io_context& io_pool::context(std::size_t shard_index) noexcept {

@@ -92,6 +92,7 @@ void run_guarded(runtime& rt, Fn&& fn, Recover&& recover) noexcept {
     rt.mark_failed();
     recover();
   }
+  io_pool::handler_ran();
 }
 
 template <typename Fn>

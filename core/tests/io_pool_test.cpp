@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <pthread.h>
+#include <time.h>
 
 #include <asio/post.hpp>
 #include <chrono>
@@ -122,6 +123,78 @@ TEST(io_pool, stop_with_queued_handlers_returns_and_drops_them) {
   pool->stop();  // idempotent
   pool.reset();
   EXPECT_EQ(token.use_count(), 1);  // queued handlers were destroyed, not leaked
+}
+
+// The CPU time the shard's thread has used so far, through a clock id
+// taken on that thread.
+struct shard_cpu {
+  explicit shard_cpu(io_pool& pool) {
+    std::promise<clockid_t> id;
+    asio::post(pool.context(0), [&id] {
+      clockid_t c{};
+      pthread_getcpuclockid(pthread_self(), &c);
+      id.set_value(c);
+    });
+    clock = id.get_future().get();
+  }
+  std::chrono::nanoseconds used() const {
+    timespec t{};
+    clock_gettime(clock, &t);
+    return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+  }
+  clockid_t clock{};
+};
+
+// After an event (a handler that reports itself, as every handler of the
+// transfer core does) a busy-polling shard's thread keeps polling, so it
+// uses CPU with nothing to do; once busy_poll_us passed with no further
+// event it blocks again and uses none.
+TEST(io_pool, busy_polling_polls_for_its_window_after_an_event_then_blocks) {
+  auto created = io_pool::create(1, limits::busy_poll_us_max);  // 10 ms
+  ASSERT_TRUE(created.ok());
+  auto pool = std::move(created).value();
+  shard_cpu cpu(*pool);
+  // Events every 2 ms, inside the window, for about 100 ms of wall time: a
+  // thread that polls between them uses most of that time (20 ms is asked
+  // for, leaving room for a loaded machine); one that blocked would use
+  // next to none. Tried again on a machine too loaded to run it at all.
+  bool polled = false;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (!polled && std::chrono::steady_clock::now() < deadline) {
+    const auto start = cpu.used();
+    for (int i = 0; i < 50; ++i) {
+      asio::post(pool->context(0), [] { io_pool::handler_ran(); });
+      std::this_thread::sleep_for(2ms);
+    }
+    polled = cpu.used() - start >= 20ms;
+  }
+  EXPECT_TRUE(polled) << "the thread did not poll between events";
+  // The window closes: over some 100 ms of wall time the thread then uses
+  // under 5 ms.
+  bool blocked = false;
+  while (!blocked && std::chrono::steady_clock::now() < deadline) {
+    const auto start = cpu.used();
+    std::this_thread::sleep_for(100ms);
+    blocked = cpu.used() - start < 5ms;
+  }
+  EXPECT_TRUE(blocked) << "the thread kept polling after its window";
+}
+
+// handler_ran() off a pool thread, or on a pool that does not poll, does
+// nothing: no polling starts.
+TEST(io_pool, a_pool_that_does_not_poll_blocks_after_an_event) {
+  auto pool = make_pool(1);
+  shard_cpu cpu(*pool);
+  io_pool::handler_ran();  // not a pool thread
+  std::promise<void> ran;
+  asio::post(pool->context(0), [&ran] {
+    io_pool::handler_ran();
+    ran.set_value();
+  });
+  ran.get_future().wait();
+  const auto start = cpu.used();
+  std::this_thread::sleep_for(100ms);
+  EXPECT_LT(cpu.used() - start, 5ms);
 }
 
 }  // namespace

@@ -64,15 +64,22 @@ bool counting() {
 #endif
 }
 
+transport_config polling_every(std::uint32_t busy_poll_us) {
+  auto config = loopback_config();
+  config.busy_poll_us = busy_poll_us;
+  return config;
+}
+
 struct loopback_pair {
   std::vector<std::byte> remote = std::vector<std::byte>(64 * 4096);  // outlives the target
-  std::unique_ptr<transport> target = start(loopback_config());
+  std::unique_ptr<transport> target;
   std::unique_ptr<transport> initiator;
   registration_id id = 0;
   segment_id seg = 0;
 
-  explicit loopback_pair(std::size_t lanes) {
-    auto config = loopback_config();
+  explicit loopback_pair(std::size_t lanes, std::uint32_t busy_poll_us = 0)
+      : target(start(polling_every(busy_poll_us))) {
+    auto config = polling_every(busy_poll_us);
     config.connections_per_peer = lanes;
     initiator = start(config);
     id = target->register_buffer(remote.data(), remote.size(), permission::remote_read_write)
@@ -124,6 +131,22 @@ TEST(transport_memory, single_frame_tasks_allocate_nothing_in_the_steady_state) 
   // the process (both transports' threads run here), not one per task. A
   // task that allocated would read 1 000; at most 1 per 100 tasks passes.
   EXPECT_LE(allocated, 10u) << "allocations in 1000 single-frame tasks";
+  EXPECT_EQ(called.load(), 1300);
+}
+
+// Busy-polling io threads keep Asio's per-thread handler memory too: they
+// poll from inside one run() (a thread that called poll() in a loop
+// allocated for every socket operation, two per task).
+TEST(transport_memory, single_frame_tasks_allocate_nothing_with_busy_polling) {
+  SKIP_UNLESS_COUNTED();
+  loopback_pair p(2, 50);
+  std::array<transfer_request, 1> one{};
+  std::array<std::byte, 4096> local{};
+  std::atomic<int> called{0};
+  run_batches(p, one, local, 300, called);
+  const auto before = allocations.load();
+  run_batches(p, one, local, 1000, called);
+  EXPECT_LE(allocations.load() - before, 10u) << "allocations in 1000 single-frame tasks";
   EXPECT_EQ(called.load(), 1300);
 }
 

@@ -14,6 +14,7 @@
 #include <asio/io_context.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -33,7 +34,9 @@ class io_pool {
   // busy_poll_us > 0: before blocking in the kernel, each io thread keeps
   // polling its io_context for that long after its last event. It trades
   // CPU for latency (a wake-up costs several microseconds); 0 blocks at
-  // once.
+  // once. The thread stays inside one run() either way: polling is a
+  // handler that posts itself while the window is open, so Asio's
+  // per-thread handler memory is kept and reused, as without polling.
   static result<std::unique_ptr<io_pool>> create(std::size_t worker_count,
                                                  std::uint32_t busy_poll_us = 0);
 
@@ -49,6 +52,11 @@ class io_pool {
   // True on one of this pool's threads; shard index through `shard`.
   bool on_pool_thread(std::size_t* shard = nullptr) const noexcept;
 
+  // On a busy-polling shard's thread: an event was handled, so the thread
+  // polls without blocking for busy_poll_us from now (every handler the
+  // transfer core runs calls it, through run_guarded). A no-op elsewhere.
+  static void handler_ran() noexcept;
+
   // Stops every shard and joins every thread. Handlers still queued never
   // run; they are destroyed with the pool. Idempotent. Must not be called
   // from a pool thread (it would join itself).
@@ -60,7 +68,12 @@ class io_pool {
     asio::io_context context{1};
     asio::executor_work_guard<asio::io_context::executor_type> guard{context.get_executor()};
     std::thread thread;
+    // Busy polling, touched by the shard's thread only: the polling
+    // handler is queued, and when the last event was handled.
+    bool polling = false;
+    std::chrono::steady_clock::time_point last_event{};
   };
+  void poll_again(shard& s) noexcept;
 
   io_pool(std::size_t worker_count, std::uint32_t busy_poll_us);
   void run_shard(std::size_t index);
