@@ -1,6 +1,6 @@
 // The raw-TCP baseline: the same bytes, block size and connection count as
 // the faultlane run, over plain blocking sockets with no framing beyond a
-// 16-byte request, no registry and no event loop. Each connection has a
+// 24-byte request, no registry and no event loop. Each connection has a
 // client thread and a server thread; the client keeps `depth` requests in
 // flight (the faultlane run's batch x threads, spread over its lanes).
 #include <arpa/inet.h>
@@ -14,8 +14,10 @@
 #include <atomic>
 #include <barrier>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -40,7 +42,8 @@ void check(bool ok, const char* what) {
 std::size_t step_bytes() {
   static const std::size_t step = [] {
     const char* env = std::getenv("FAULTLANE_BASELINE_STEP");
-    return env ? static_cast<std::size_t>(std::strtoull(env, nullptr, 10)) : std::size_t{512} << 10;
+    const std::size_t chosen = env ? static_cast<std::size_t>(std::strtoull(env, nullptr, 10)) : 0;
+    return chosen > 0 ? chosen : std::size_t{512} << 10;  // unset, 0 or not a number
   }();
   return step;
 }
@@ -118,26 +121,52 @@ std::vector<char> patterned(std::uint64_t bytes, std::uint64_t seed) {
   return out;
 }
 
+bool has_reads(const options& o) { return o.op != operation::write; }
+bool has_writes(const options& o) { return o.op != operation::read; }
+
+// `slots` blocks, slot i holding the pattern seeded `seed + i` when
+// verifying (a block served from or landed in the wrong slot shows), or
+// none when the run's op never uses them.
+std::vector<char> slot_blocks(const options& o, std::size_t slots, bool used, std::uint64_t seed) {
+  if (!used) return {};
+  std::vector<char> out(slots * o.block_bytes, 'b');
+  for (std::size_t i = 0; o.verify && i < slots; ++i) {
+    fill_pattern(reinterpret_cast<std::byte*>(out.data() + i * o.block_bytes), o.block_bytes,
+                 seed + i);
+  }
+  return out;
+}
+
+// Whether `n` bytes at `got` are the start of slot `slot`'s pattern.
+bool holds_pattern(const char* got, std::uint64_t n, std::uint64_t seed,
+                   std::vector<char>& scratch) {
+  scratch.resize(n);
+  fill_pattern(reinterpret_cast<std::byte*>(scratch.data()), n, seed);
+  return std::memcmp(got, scratch.data(), n) == 0;
+}
+
 // Serves one connection from `slots` blocks of its own (READs) and into
 // as many (WRITEs): a faultlane target serves each request slot from its
 // own place in the registered region, so the baseline touches as much
 // memory as it does, not one block the caches keep.
-void serve(int fd, std::uint64_t block, std::size_t slots, bool verify) {
-  std::vector<char> source(slots * block, 'b');
-  if (verify) {
-    for (std::size_t i = 0; i < slots; ++i) {
-      fill_pattern(reinterpret_cast<std::byte*>(source.data() + i * block), block, read_seed);
-    }
-  }
-  std::vector<char> expected_write = verify ? patterned(block, write_seed) : std::vector<char>();
-  std::vector<char> received(slots * block);
+void serve(int fd, const options& o, std::size_t slots) {
+  const std::uint64_t block = o.block_bytes;
+  std::vector<char> source = slot_blocks(o, slots, has_reads(o), read_seed);
+  std::vector<char> received = slot_blocks(o, slots, has_writes(o), 0);
+  std::vector<char> scratch;
   request r{};
   while (recv_all(fd, &r, sizeof(r))) {
-    if (r.slot >= slots || r.length > block) break;
+    if (r.slot >= slots || r.length > block || (r.is_write != 0 ? received : source).empty()) {
+      std::fprintf(stderr, "baseline: a request for slot %llu of %zu, %llu bytes: closing\n",
+                   static_cast<unsigned long long>(r.slot), slots,
+                   static_cast<unsigned long long>(r.length));
+      break;
+    }
     if (r.is_write != 0) {
       char* into = received.data() + r.slot * block;
       if (!recv_all(fd, into, r.length)) break;
-      std::uint64_t ack = verify && std::memcmp(into, expected_write.data(), r.length) != 0 ? 1 : 0;
+      std::uint64_t ack =
+          o.verify && !holds_pattern(into, r.length, write_seed + r.slot, scratch) ? 1 : 0;
       if (!send_all(fd, &ack, sizeof(ack))) break;
     } else if (!send_all(fd, source.data() + r.slot * block, r.length)) {
       break;
@@ -196,15 +225,9 @@ void run_striped(const options& o, const std::vector<int>& clients, std::atomic<
 // and at the server, as a faultlane batch's requests each have theirs.
 void drive_connection(const options& o, int fd, std::size_t depth, std::size_t slots,
                       std::atomic<int>& phase, measurement& m) {
-  std::vector<char> outgoing(slots * o.block_bytes, 'c');
-  if (o.verify) {
-    for (std::size_t i = 0; i < slots; ++i) {
-      fill_pattern(reinterpret_cast<std::byte*>(outgoing.data() + i * o.block_bytes), o.block_bytes,
-                   write_seed);
-    }
-  }
-  std::vector<char> received(slots * o.block_bytes);
-  auto expected = o.verify ? patterned(o.block_bytes, read_seed) : std::vector<char>();
+  std::vector<char> outgoing = slot_blocks(o, slots, has_writes(o), write_seed);
+  std::vector<char> received = slot_blocks(o, slots, has_reads(o), 0);
+  std::vector<char> scratch;
   std::uint64_t ack = 0;
   std::uint64_t n = 0;
   std::vector<bool> writes(depth);
@@ -220,12 +243,13 @@ void drive_connection(const options& o, int fd, std::size_t depth, std::size_t s
       if (is_write && !send_all(fd, outgoing.data() + slot * o.block_bytes, o.block_bytes)) return;
     }
     for (std::size_t k = 0; k < depth; ++k) {
-      char* into = received.data() + ((n + k) % slots) * o.block_bytes;
+      char* into = writes[k] ? nullptr : received.data() + ((n + k) % slots) * o.block_bytes;
       bool ok = writes[k] ? recv_all(fd, &ack, sizeof(ack)) : recv_all(fd, into, o.block_bytes);
       if (!ok) return;
       if (o.verify) {
         m.mismatches +=
-            writes[k] ? ack != 0 : std::memcmp(into, expected.data(), o.block_bytes) != 0;
+            writes[k] ? ack != 0
+                      : !holds_pattern(into, o.block_bytes, read_seed + (n + k) % slots, scratch);
       }
       if (measuring) {
         m.latency_us.push_back(
@@ -269,7 +293,7 @@ void connect_pairs(const options& o, std::size_t connections, std::size_t slots,
     no_delay(fd);
     no_delay(accepted);
     clients.push_back(fd);
-    servers.emplace_back(serve, accepted, o.block_bytes, slots, o.verify);
+    servers.emplace_back(serve, accepted, std::cref(o), slots);
   }
 }
 
@@ -279,24 +303,23 @@ void connect_pairs(const options& o, std::size_t connections, std::size_t slots,
 // buffers of `footprint` bytes: a step's worth stays in the caches, as
 // iperf3's 128 KiB buffer does; a block's worth touches the memory a
 // transfer of that block touches.
-void stream_one(int from, int to, std::size_t footprint, std::atomic<int>& phase, measurement& m) {
-  std::thread sender([from, footprint, &phase] {
-    std::vector<char> source(footprint, 's');
+void stream_one(int from, int to, std::vector<char>& source, std::vector<char>& sink,
+                std::atomic<int>& phase, measurement& m) {
+  std::thread sender([from, &source, &phase] {
     std::size_t at = 0;
     while (phase.load(std::memory_order_relaxed) < 2) {
-      const std::size_t n = std::min(step_bytes(), footprint - at);
+      const std::size_t n = std::min(step_bytes(), source.size() - at);
       if (!send_all(from, source.data() + at, n)) return;
-      at = (at + n) % footprint;
+      at = (at + n) % source.size();
     }
     ::shutdown(from, SHUT_WR);
   });
-  std::vector<char> sink(footprint);
   std::size_t at = 0;
   set_watermark(to, bulk_watermark);
   while (true) {
-    ssize_t k = ::recv(to, sink.data() + at, std::min(step_bytes(), footprint - at), 0);
+    ssize_t k = ::recv(to, sink.data() + at, std::min(step_bytes(), sink.size() - at), 0);
     if (k <= 0) break;
-    at = (at + static_cast<std::size_t>(k)) % footprint;
+    at = (at + static_cast<std::size_t>(k)) % sink.size();
     if (phase.load(std::memory_order_relaxed) == 1) m.bytes += static_cast<std::uint64_t>(k);
   }
   sender.join();
@@ -314,10 +337,14 @@ measurement run_stream(const options& o, stream_buffers buffers) {
   auto pairs = connected_pairs(o.lanes);
   std::atomic<int> phase{0};
   std::vector<measurement> per(pairs.size());
+  // Touched before the clock starts, even with no warm-up.
+  std::vector<std::vector<char>> sources(pairs.size(), std::vector<char>(footprint, 's'));
+  std::vector<std::vector<char>> sinks(pairs.size(), std::vector<char>(footprint, 0));
   std::vector<std::thread> receivers;
   for (std::size_t i = 0; i < pairs.size(); ++i) {
-    receivers.emplace_back(
-        [&, i] { stream_one(pairs[i].first, pairs[i].second, footprint, phase, per[i]); });
+    receivers.emplace_back([&, i] {
+      stream_one(pairs[i].first, pairs[i].second, sources[i], sinks[i], phase, per[i]);
+    });
   }
   measurement total;
   total.seconds = run_phases(o, phase, total);
@@ -333,7 +360,10 @@ measurement run_baseline(const options& o) {
   const std::size_t in_flight = o.batch * o.threads;
   // The faultlane run gives each of its in_flight requests a block of its
   // own at both ends; so does the baseline, spread over its connections.
-  const std::size_t slots = std::max<std::size_t>(1, (in_flight + connections - 1) / connections);
+  // (A READ striped over the connections is one op: one slot, whose part
+  // each connection serves.)
+  const std::size_t slots =
+      striped(o) ? 1 : std::max<std::size_t>(1, (in_flight + connections - 1) / connections);
   std::vector<int> clients;
   std::vector<std::thread> servers;
   connect_pairs(o, connections, slots, clients, servers);

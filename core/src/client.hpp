@@ -15,6 +15,7 @@
 #include <asio/steady_timer.hpp>
 
 #include <array>
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <memory_resource>
@@ -43,8 +44,15 @@ class lane : public std::enable_shared_from_this<lane> {
   // Takes `ops` when this thread is running one of this lane's handlers (a
   // completion callback submitting the next operation): they are enqueued
   // as that handler returns, with no event-loop turn in between and no
-  // re-entry into the lane mid-handler. False otherwise; the caller posts.
+  // re-entry into the lane mid-handler. False otherwise (and while ops
+  // taken so are being enqueued, or a posted hand-off to this lane waits);
+  // the caller posts.
   bool take_from_own_handler(op_chain& ops);
+  // The posted hand-off's bookkeeping (peer_group::post_to_lane).
+  void hand_off_posted() noexcept { posted_pending_.fetch_add(1, std::memory_order_relaxed); }
+  void posted_hand_off_arrived() noexcept {
+    posted_pending_.fetch_sub(1, std::memory_order_relaxed);
+  }
   // Fail queued work with `why` (in-flight work is cut off and ends
   // through its handler), close; no reconnect after.
   void shutdown(status why = status::shutting_down);
@@ -81,6 +89,7 @@ class lane : public std::enable_shared_from_this<lane> {
   template <typename Fn>
   void run_handler(Fn&& fn) noexcept {
     lane* const outer = running_here_;
+    FL_ASSERT(outer != this);  // a lane's handlers never nest
     running_here_ = this;
     run_guarded(rt_, std::forward<Fn>(fn), [this] { on_handler_exception(); });
     running_here_ = outer;
@@ -196,8 +205,12 @@ class lane : public std::enable_shared_from_this<lane> {
   // oldest first; enqueued when the handler returns.
   op_chain deferred_;
   bool taking_deferred_ = false;
+  // Hand-offs posted to this lane and not yet enqueued (any thread): while
+  // there are any, nothing is taken inline, so work never overtakes work a
+  // thread handed this lane before it.
+  std::atomic<std::uint32_t> posted_pending_{0};
   // The lane whose handler this thread is running, if any.
-  static thread_local lane* running_here_;
+  static inline constinit thread_local lane* running_here_ = nullptr;
 };
 
 class peer_group : public std::enable_shared_from_this<peer_group> {

@@ -46,6 +46,7 @@ lane_event lane::event() const { return {group_.id(), index_, rail_, epoch_}; }
 // Runs inside the guard's recovery: must not throw.
 void lane::on_handler_exception() noexcept {
   abort_status_ = status::runtime_failed;
+  while (!deferred_.empty()) retire(deferred_.pop_front(), status::runtime_failed, 0);
   if (connect_pending_) {
     // Closing the socket makes the connect's handler end it.
     std::error_code ignored;
@@ -118,26 +119,27 @@ void lane::enqueue(op_chain ops) {
   });
 }
 
-thread_local lane* lane::running_here_ = nullptr;
-
 bool lane::take_from_own_handler(op_chain& ops) {
-  if (running_here_ != this) return false;
+  // While a round of taken work is enqueued, what its callbacks hand back
+  // is posted at once: the stack stays flat, other handlers on the thread
+  // run in between, and the post happens under submit's lock, so a
+  // close_segment cannot get between the submit and the hand-off.
+  if (running_here_ != this || taking_deferred_ ||
+      posted_pending_.load(std::memory_order_relaxed) != 0) {
+    return false;
+  }
+  bump(rt_.stats.handoffs_inline);
   while (!ops.empty()) deferred_.push_back(ops.pop_front());
   return true;
 }
 
-// One round inline: work handed over while that round runs (a callback
-// that resubmits every op the round settles at once) takes the post, so
-// a lane that fails everything cannot hold its thread.
 void lane::take_deferred() noexcept {
-  if (taking_deferred_) return;  // the round below posts what came meanwhile
+  FL_ASSERT(!taking_deferred_ && !deferred_.empty());
   taking_deferred_ = true;
-  bump(rt_.stats.handoffs_inline);
   run_guarded(
       rt_, [this] { enqueue(op_chain(std::move(deferred_))); }, [this] { on_handler_exception(); });
   taking_deferred_ = false;
-  if (!deferred_.empty())
-    peer_group::post_to_lane(rt_, shared_from_this(), op_chain(std::move(deferred_)));
+  FL_ASSERT(deferred_.empty());  // nothing is taken while a round runs
 }
 
 // One timer for the earliest start deadline of the work still queued.

@@ -43,10 +43,17 @@ void peer_group::post_to_lane(runtime& rt, const std::shared_ptr<lane>& l, op_ch
   // from a thread outside the pool allocates nothing (Asio recycles only
   // on its own threads).
   pooled_allocator<std::byte> memory(ops.front().memory);
-  asio::post(rt.pool->context(l->shard()),
-             asio::bind_allocator(std::move(memory), [l, ops = std::move(ops)]() mutable {
-               l->enqueue(std::move(ops));
-             }));
+  l->hand_off_posted();
+  try {
+    asio::post(rt.pool->context(l->shard()),
+               asio::bind_allocator(std::move(memory), [l, ops = std::move(ops)]() mutable {
+                 l->posted_hand_off_arrived();
+                 l->enqueue(std::move(ops));
+               }));
+  } catch (...) {
+    l->posted_hand_off_arrived();
+    throw;
+  }
 }
 
 const std::shared_ptr<lane>& peer_group::next_lane() {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <optional>
 
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/testing/transport_fixture.hpp"
@@ -26,9 +27,14 @@ class read_chain {
              std::function<bool(status)> go_on)
       : t_(t), seg_(seg), id_(id), n_(n), go_on_(std::move(go_on)), back_(n), keep_(n) {}
 
+  // The codes, or none if the chain stalled (its callbacks may still run:
+  // declare the chain before the transports, so it outlives them).
   std::vector<status> run() {
     next(0);
-    EXPECT_EQ(done_.get_future().wait_for(30s), std::future_status::ready) << "the chain stalled";
+    if (done_.get_future().wait_for(30s) != std::future_status::ready) {
+      ADD_FAILURE() << "the chain stalled";
+      return {};
+    }
     return codes_;
   }
   const std::vector<std::byte>& bytes(int k) const { return back_[k]; }
@@ -59,24 +65,26 @@ class read_chain {
 
 constexpr int chain_length = 200;
 
+// Declared before the transports, so that it outlives them.
 struct served_memory {
-  explicit served_memory(transport& target)
-      : bytes(pattern(4096, 3)),
-        id(target.register_buffer(bytes.data(), bytes.size(), permission::remote_read).value()) {}
-  std::vector<std::byte> bytes;
-  registration_id id;
+  registration_id serve_on(transport& target) {
+    return target.register_buffer(bytes.data(), bytes.size(), permission::remote_read).value();
+  }
+  std::vector<std::byte> bytes = pattern(4096, 3);
 };
 
 // One lane: every READ but the first (submitted from this thread) is
 // handed over from the lane's own callback.
 TEST(transport_handoff, a_callback_hands_its_own_lane_the_next_op_inline) {
+  served_memory memory;
+  std::optional<read_chain> chain;
   auto target = start(loopback_config());
   auto initiator = start(pipeline_testing::one_lane(8));
-  served_memory memory(*target);
+  const auto id = memory.serve_on(*target);
   auto seg = initiator->open_segment(target->descriptor()).value();
-  read_chain chain(*initiator, seg, memory.id, chain_length, [](status) { return true; });
-  EXPECT_EQ(chain.run(), std::vector<status>(chain_length, status::ok));
-  for (int k = 0; k < chain_length; ++k) ASSERT_EQ(chain.bytes(k), memory.bytes) << "READ " << k;
+  chain.emplace(*initiator, seg, id, chain_length, [](status) { return true; });
+  ASSERT_EQ(chain->run(), std::vector<status>(chain_length, status::ok));
+  for (int k = 0; k < chain_length; ++k) ASSERT_EQ(chain->bytes(k), memory.bytes) << "READ " << k;
   EXPECT_EQ(initiator->stats().handoffs_inline, static_cast<std::uint64_t>(chain_length - 1));
   EXPECT_TRUE(initiator->shutdown().ok());
   EXPECT_TRUE(target->shutdown().ok());
@@ -86,19 +94,94 @@ TEST(transport_handoff, a_callback_hands_its_own_lane_the_next_op_inline) {
 // handler and submits to the other, which is posted (taking it inline
 // would enqueue on a lane from another lane's handler).
 TEST(transport_handoff, work_for_another_lane_on_the_same_thread_is_posted) {
+  served_memory memory;
+  std::optional<read_chain> chain;
   auto target = start(loopback_config());
   auto config = pipeline_testing::one_lane(8);
   config.connections_per_peer = 2;
   config.worker_count = 1;
   auto initiator = start(config);
-  served_memory memory(*target);
+  const auto id = memory.serve_on(*target);
   auto seg = initiator->open_segment(target->descriptor()).value();
-  read_chain chain(*initiator, seg, memory.id, chain_length, [](status) { return true; });
-  EXPECT_EQ(chain.run(), std::vector<status>(chain_length, status::ok));
-  for (int k = 0; k < chain_length; ++k) ASSERT_EQ(chain.bytes(k), memory.bytes) << "READ " << k;
+  chain.emplace(*initiator, seg, id, chain_length, [](status) { return true; });
+  ASSERT_EQ(chain->run(), std::vector<status>(chain_length, status::ok));
+  for (int k = 0; k < chain_length; ++k) ASSERT_EQ(chain->bytes(k), memory.bytes) << "READ " << k;
   EXPECT_EQ(initiator->stats().handoffs_inline, 0u);
   EXPECT_TRUE(initiator->shutdown().ok());
   EXPECT_TRUE(target->shutdown().ok());
+}
+
+// Eight chains on one lane, so that answers read together end several
+// exchanges in one handler and several callbacks hand work over at once:
+// every READ lands its bytes, and no more hand-offs are taken inline than
+// were made from callbacks.
+TEST(transport_handoff, several_callbacks_in_one_handler_hand_over_together) {
+  served_memory memory;
+  std::vector<std::optional<read_chain>> chains(8);
+  auto target = start(loopback_config());
+  auto initiator = start(pipeline_testing::one_lane(8));
+  const auto id = memory.serve_on(*target);
+  auto seg = initiator->open_segment(target->descriptor()).value();
+  for (auto& c : chains) c.emplace(*initiator, seg, id, chain_length, [](status) { return true; });
+  std::vector<std::future<std::vector<status>>> runs;
+  for (auto& c : chains) runs.push_back(std::async(std::launch::async, [&c] { return c->run(); }));
+  for (std::size_t i = 0; i < chains.size(); ++i) {
+    ASSERT_EQ(runs[i].get(), std::vector<status>(chain_length, status::ok)) << "chain " << i;
+    for (int k = 0; k < chain_length; ++k) {
+      ASSERT_EQ(chains[i]->bytes(k), memory.bytes) << "chain " << i << ", READ " << k;
+    }
+  }
+  const auto taken = initiator->stats().handoffs_inline;
+  EXPECT_GT(taken, 0u);
+  EXPECT_LE(taken, chains.size() * (chain_length - 1));
+  EXPECT_TRUE(initiator->shutdown().ok());
+  EXPECT_TRUE(target->shutdown().ok());
+}
+
+// A callback holds its lane's thread until this thread has posted another
+// READ (Z) to the lane, then submits its own (Y). Y must not overtake Z:
+// a thread's hand-offs reach a lane in the order it made them, so Y is
+// posted behind Z rather than taken inline.
+TEST(transport_handoff, work_taken_inline_never_overtakes_work_posted_before_it) {
+  using namespace pipeline_testing;
+  scripted_peer peer;
+  std::vector<std::byte> x(16), y(16), z(16);
+  std::promise<void> in_callback;
+  std::promise<void> z_posted;
+  auto z_was_posted = z_posted.get_future().share();
+  std::promise<std::shared_ptr<transfer_batch>> y_submitted;
+  auto initiator = start(one_lane(8));
+  auto seg = initiator->open_segment(peer.descriptor()).value();
+  ASSERT_NO_FATAL_FAILURE(connect_lane(peer, *initiator, seg));
+  auto rx = read_req(seg, 1, 0, x.data(), 16);
+  auto x_batch = initiator->submit(std::span(&rx, 1), [&](std::size_t, status, std::uint64_t) {
+    in_callback.set_value();
+    if (z_was_posted.wait_for(10s) != std::future_status::ready) return;
+    auto ry = read_req(seg, 1, 32, y.data(), 16);
+    y_submitted.set_value(initiator->submit(std::span(&ry, 1)).value());
+  });
+  ASSERT_TRUE(x_batch.ok());
+  auto first = peer.next_request();
+  ASSERT_TRUE(first);
+  peer.answer_ok(*first, sixteen);
+  ASSERT_EQ(in_callback.get_future().wait_for(10s), std::future_status::ready);
+  auto rz = read_req(seg, 1, 16, z.data(), 16);
+  auto z_batch = initiator->submit(std::span(&rz, 1)).value();
+  z_posted.set_value();
+  auto second = peer.next_request();
+  auto third = peer.next_request();
+  ASSERT_TRUE(second && third);
+  EXPECT_EQ(second->remote_offset, 16u) << "Y left before Z, which was handed over first";
+  EXPECT_EQ(third->remote_offset, 32u);
+  peer.answer_ok(*second, sixteen);
+  peer.answer_ok(*third, sixteen);
+  ASSERT_TRUE(z_batch->wait(10s));
+  ASSERT_TRUE(x_batch.value()->wait(10s));
+  auto y_batch = y_submitted.get_future().get();
+  ASSERT_TRUE(y_batch->wait(10s));
+  EXPECT_EQ(z_batch->status(0).code, status::ok);
+  EXPECT_EQ(y_batch->status(0).code, status::ok);
+  EXPECT_TRUE(initiator->shutdown().ok());
 }
 
 #if defined(FAULTLANE_FAILPOINTS_ENABLED)
@@ -108,20 +191,22 @@ TEST(transport_handoff, work_for_another_lane_on_the_same_thread_is_posted) {
 // hand over is posted, so other handlers on the thread run in between and
 // the stack never grows with the chain.
 TEST(transport_handoff, work_failed_at_once_and_handed_back_takes_the_post_every_other_time) {
+  served_memory memory;
+  std::optional<read_chain> chain;
   auto target = start(loopback_config());
   auto config = pipeline_testing::one_lane(8);
   config.reconnect_cooldown_ms = 60000;
   auto initiator = start(config);
-  served_memory memory(*target);
+  const auto id = memory.serve_on(*target);
   auto seg = initiator->open_segment(target->descriptor()).value();
   constexpr int failures = 2000;
   std::vector<status> codes;
   {
     failpoint::scoped fail("lane.set_non_blocking",
                            {.act = failpoint::action::return_error, .count = 1});
-    read_chain chain(*initiator, seg, memory.id, failures,
-                     [](status s) { return s == status::connection_failed; });
-    codes = chain.run();
+    chain.emplace(*initiator, seg, id, failures,
+                  [](status s) { return s == status::connection_failed; });
+    codes = chain->run();
   }
   EXPECT_EQ(codes, std::vector<status>(failures, status::connection_failed));
   const auto taken = initiator->stats().handoffs_inline;
