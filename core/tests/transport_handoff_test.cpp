@@ -6,6 +6,8 @@
 // the same work again and again.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <functional>
 #include <future>
 #include <optional>
 
@@ -65,50 +67,63 @@ class read_chain {
 
 constexpr int chain_length = 200;
 
-// Declared before the transports, so that it outlives them.
-struct served_memory {
-  registration_id serve_on(transport& target) {
-    return target.register_buffer(bytes.data(), bytes.size(), permission::remote_read).value();
+// A target serving one 4 KiB block to an initiator the test configures,
+// and room for chains. The block and the chains come first, so they
+// outlive both transports (a stalled chain's callbacks may still run while
+// the transports go).
+struct chain_setup {
+  explicit chain_setup(const transport_config& initiator_config, std::size_t chain_count = 1)
+      : chains(chain_count),
+        target(start(loopback_config())),
+        initiator(start(initiator_config)),
+        id(target->register_buffer(bytes.data(), bytes.size(), permission::remote_read).value()),
+        seg(initiator->open_segment(target->descriptor()).value()) {}
+
+  read_chain& chain(int n, std::function<bool(status)> go_on, std::size_t i = 0) {
+    return chains[i].emplace(*initiator, seg, id, n, std::move(go_on));
   }
+  void expect_chain_read_the_block(std::size_t i, int n) const {
+    for (int k = 0; k < n; ++k)
+      ASSERT_EQ(chains[i]->bytes(k), bytes) << "chain " << i << ", READ " << k;
+  }
+  void shut_down() {
+    EXPECT_TRUE(initiator->shutdown().ok());
+    EXPECT_TRUE(target->shutdown().ok());
+  }
+  std::uint64_t taken() const { return initiator->stats().handoffs_inline; }
+
   std::vector<std::byte> bytes = pattern(4096, 3);
+  std::vector<std::optional<read_chain>> chains;
+  std::unique_ptr<transport> target;
+  std::unique_ptr<transport> initiator;
+  registration_id id;
+  segment_id seg;
 };
+
+bool always(status) { return true; }
 
 // One lane: every READ but the first (submitted from this thread) is
 // handed over from the lane's own callback.
 TEST(transport_handoff, a_callback_hands_its_own_lane_the_next_op_inline) {
-  served_memory memory;
-  std::optional<read_chain> chain;
-  auto target = start(loopback_config());
-  auto initiator = start(pipeline_testing::one_lane(8));
-  const auto id = memory.serve_on(*target);
-  auto seg = initiator->open_segment(target->descriptor()).value();
-  chain.emplace(*initiator, seg, id, chain_length, [](status) { return true; });
-  ASSERT_EQ(chain->run(), std::vector<status>(chain_length, status::ok));
-  for (int k = 0; k < chain_length; ++k) ASSERT_EQ(chain->bytes(k), memory.bytes) << "READ " << k;
-  EXPECT_EQ(initiator->stats().handoffs_inline, static_cast<std::uint64_t>(chain_length - 1));
-  EXPECT_TRUE(initiator->shutdown().ok());
-  EXPECT_TRUE(target->shutdown().ok());
+  chain_setup s(pipeline_testing::one_lane(8));
+  ASSERT_EQ(s.chain(chain_length, always).run(), std::vector<status>(chain_length, status::ok));
+  s.expect_chain_read_the_block(0, chain_length);
+  EXPECT_EQ(s.taken(), static_cast<std::uint64_t>(chain_length - 1));
+  s.shut_down();
 }
 
 // Two lanes on one io thread take turns: each callback runs in one lane's
 // handler and submits to the other, which is posted (taking it inline
 // would enqueue on a lane from another lane's handler).
 TEST(transport_handoff, work_for_another_lane_on_the_same_thread_is_posted) {
-  served_memory memory;
-  std::optional<read_chain> chain;
-  auto target = start(loopback_config());
   auto config = pipeline_testing::one_lane(8);
   config.connections_per_peer = 2;
   config.worker_count = 1;
-  auto initiator = start(config);
-  const auto id = memory.serve_on(*target);
-  auto seg = initiator->open_segment(target->descriptor()).value();
-  chain.emplace(*initiator, seg, id, chain_length, [](status) { return true; });
-  ASSERT_EQ(chain->run(), std::vector<status>(chain_length, status::ok));
-  for (int k = 0; k < chain_length; ++k) ASSERT_EQ(chain->bytes(k), memory.bytes) << "READ " << k;
-  EXPECT_EQ(initiator->stats().handoffs_inline, 0u);
-  EXPECT_TRUE(initiator->shutdown().ok());
-  EXPECT_TRUE(target->shutdown().ok());
+  chain_setup s(config);
+  ASSERT_EQ(s.chain(chain_length, always).run(), std::vector<status>(chain_length, status::ok));
+  s.expect_chain_read_the_block(0, chain_length);
+  EXPECT_EQ(s.taken(), 0u);
+  s.shut_down();
 }
 
 // Eight chains on one lane, so that answers read together end several
@@ -116,26 +131,20 @@ TEST(transport_handoff, work_for_another_lane_on_the_same_thread_is_posted) {
 // every READ lands its bytes, and no more hand-offs are taken inline than
 // were made from callbacks.
 TEST(transport_handoff, several_callbacks_in_one_handler_hand_over_together) {
-  served_memory memory;
-  std::vector<std::optional<read_chain>> chains(8);
-  auto target = start(loopback_config());
-  auto initiator = start(pipeline_testing::one_lane(8));
-  const auto id = memory.serve_on(*target);
-  auto seg = initiator->open_segment(target->descriptor()).value();
-  for (auto& c : chains) c.emplace(*initiator, seg, id, chain_length, [](status) { return true; });
+  constexpr std::size_t chains = 8;
+  chain_setup s(pipeline_testing::one_lane(8), chains);
   std::vector<std::future<std::vector<status>>> runs;
-  for (auto& c : chains) runs.push_back(std::async(std::launch::async, [&c] { return c->run(); }));
-  for (std::size_t i = 0; i < chains.size(); ++i) {
-    ASSERT_EQ(runs[i].get(), std::vector<status>(chain_length, status::ok)) << "chain " << i;
-    for (int k = 0; k < chain_length; ++k) {
-      ASSERT_EQ(chains[i]->bytes(k), memory.bytes) << "chain " << i << ", READ " << k;
-    }
+  for (std::size_t i = 0; i < chains; ++i) {
+    auto& c = s.chain(chain_length, always, i);
+    runs.push_back(std::async(std::launch::async, [&c] { return c.run(); }));
   }
-  const auto taken = initiator->stats().handoffs_inline;
-  EXPECT_GT(taken, 0u);
-  EXPECT_LE(taken, chains.size() * (chain_length - 1));
-  EXPECT_TRUE(initiator->shutdown().ok());
-  EXPECT_TRUE(target->shutdown().ok());
+  for (std::size_t i = 0; i < chains; ++i) {
+    ASSERT_EQ(runs[i].get(), std::vector<status>(chain_length, status::ok)) << "chain " << i;
+    s.expect_chain_read_the_block(i, chain_length);
+  }
+  EXPECT_GT(s.taken(), 0u);
+  EXPECT_LE(s.taken(), chains * (chain_length - 1));
+  s.shut_down();
 }
 
 // A callback holds its lane's thread until this thread has posted another
@@ -149,6 +158,7 @@ TEST(transport_handoff, work_taken_inline_never_overtakes_work_posted_before_it)
   std::promise<void> in_callback;
   std::promise<void> z_posted;
   auto z_was_posted = z_posted.get_future().share();
+  std::atomic<bool> go_on{false};  // set with z_posted; a test that failed first leaves it
   std::promise<std::shared_ptr<transfer_batch>> y_submitted;
   auto initiator = start(one_lane(8));
   auto seg = initiator->open_segment(peer.descriptor()).value();
@@ -156,7 +166,7 @@ TEST(transport_handoff, work_taken_inline_never_overtakes_work_posted_before_it)
   auto rx = read_req(seg, 1, 0, x.data(), 16);
   auto x_batch = initiator->submit(std::span(&rx, 1), [&](std::size_t, status, std::uint64_t) {
     in_callback.set_value();
-    if (z_was_posted.wait_for(10s) != std::future_status::ready) return;
+    if (z_was_posted.wait_for(10s) != std::future_status::ready || !go_on) return;
     auto ry = read_req(seg, 1, 32, y.data(), 16);
     y_submitted.set_value(initiator->submit(std::span(&ry, 1)).value());
   });
@@ -167,6 +177,7 @@ TEST(transport_handoff, work_taken_inline_never_overtakes_work_posted_before_it)
   ASSERT_EQ(in_callback.get_future().wait_for(10s), std::future_status::ready);
   auto rz = read_req(seg, 1, 16, z.data(), 16);
   auto z_batch = initiator->submit(std::span(&rz, 1)).value();
+  go_on = true;
   z_posted.set_value();
   auto second = peer.next_request();
   auto third = peer.next_request();
@@ -177,7 +188,9 @@ TEST(transport_handoff, work_taken_inline_never_overtakes_work_posted_before_it)
   peer.answer_ok(*third, sixteen);
   ASSERT_TRUE(z_batch->wait(10s));
   ASSERT_TRUE(x_batch.value()->wait(10s));
-  auto y_batch = y_submitted.get_future().get();
+  auto y_future = y_submitted.get_future();
+  ASSERT_EQ(y_future.wait_for(10s), std::future_status::ready);
+  auto y_batch = y_future.get();
   ASSERT_TRUE(y_batch->wait(10s));
   EXPECT_EQ(z_batch->status(0).code, status::ok);
   EXPECT_EQ(y_batch->status(0).code, status::ok);
@@ -191,30 +204,21 @@ TEST(transport_handoff, work_taken_inline_never_overtakes_work_posted_before_it)
 // hand over is posted, so other handlers on the thread run in between and
 // the stack never grows with the chain.
 TEST(transport_handoff, work_failed_at_once_and_handed_back_takes_the_post_every_other_time) {
-  served_memory memory;
-  std::optional<read_chain> chain;
-  auto target = start(loopback_config());
   auto config = pipeline_testing::one_lane(8);
   config.reconnect_cooldown_ms = 60000;
-  auto initiator = start(config);
-  const auto id = memory.serve_on(*target);
-  auto seg = initiator->open_segment(target->descriptor()).value();
+  chain_setup s(config);
   constexpr int failures = 2000;
   std::vector<status> codes;
   {
     failpoint::scoped fail("lane.set_non_blocking",
                            {.act = failpoint::action::return_error, .count = 1});
-    chain.emplace(*initiator, seg, id, failures,
-                  [](status s) { return s == status::connection_failed; });
-    codes = chain->run();
+    codes = s.chain(failures, [](status c) { return c == status::connection_failed; }).run();
   }
   EXPECT_EQ(codes, std::vector<status>(failures, status::connection_failed));
-  const auto taken = initiator->stats().handoffs_inline;
-  EXPECT_GE(taken, failures / 2 - 1u);
-  EXPECT_LE(taken, failures / 2 + 1u) << "a round's hand-backs were taken inline too";
-  EXPECT_EQ(initiator->stats().connects, 0u);
-  EXPECT_TRUE(initiator->shutdown().ok());
-  EXPECT_TRUE(target->shutdown().ok());
+  EXPECT_GE(s.taken(), failures / 2 - 1u);
+  EXPECT_LE(s.taken(), failures / 2 + 1u) << "a round's hand-backs were taken inline too";
+  EXPECT_EQ(s.initiator->stats().connects, 0u);
+  s.shut_down();
 }
 #endif
 
