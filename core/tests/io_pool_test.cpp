@@ -164,6 +164,7 @@ TEST(io_pool, busy_polling_polls_for_its_window_after_an_event_then_blocks) {
     const auto start = cpu.used();
     for (int i = 0; i < 50; ++i) {
       asio::post(pool->context(0), [] { io_pool::handler_ran(); });
+      // sleep-ok: spaces the events inside the polling window; nothing waits on it.
       std::this_thread::sleep_for(2ms);
     }
     polled = cpu.used() - start >= 20ms;
@@ -174,6 +175,7 @@ TEST(io_pool, busy_polling_polls_for_its_window_after_an_event_then_blocks) {
   bool blocked = false;
   while (!blocked && std::chrono::steady_clock::now() < deadline) {
     const auto start = cpu.used();
+    // sleep-ok: the wall-time window the thread's CPU time is measured over.
     std::this_thread::sleep_for(100ms);
     blocked = cpu.used() - start < 5ms;
   }
@@ -193,6 +195,7 @@ TEST(io_pool, a_pool_that_does_not_poll_blocks_after_an_event) {
   });
   ran.get_future().wait();
   const auto start = cpu.used();
+  // sleep-ok: the wall-time window the thread's CPU time is measured over.
   std::this_thread::sleep_for(100ms);
   EXPECT_LT(cpu.used() - start, 5ms);
 }
