@@ -99,7 +99,9 @@ if [ "$sanitizer" != address ]; then
     --warmup 0.2 --no-baseline --json "$tmp/alloc.json" >/dev/null ||
     fail "allocation run, busy polling"
   n=$(per_op "$tmp/alloc.json")
-  at_most "$n" 0.0005 || fail "busy polling: '$n' allocations per op, not 0"
+  # Looser than the runs above (four polling threads on a loaded machine
+  # make few operations); the defect it guards against made 2 per op.
+  at_most "$n" 0.005 || fail "busy polling: '$n' allocations per op, not 0"
 fi
 
 # --sweep: its lists and what it excludes, then a small grid whose JSON and

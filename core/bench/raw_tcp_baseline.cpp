@@ -19,6 +19,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -43,7 +44,8 @@ std::size_t step_bytes() {
   static const std::size_t step = [] {
     const char* env = std::getenv("FAULTLANE_BASELINE_STEP");
     const std::size_t chosen = env ? static_cast<std::size_t>(std::strtoull(env, nullptr, 10)) : 0;
-    return chosen > 0 ? chosen : std::size_t{512} << 10;  // unset, 0 or not a number
+    // Unset, 0, not a number or above 64 MiB (-1 reads as 2^64 - 1): the default.
+    return chosen > 0 && chosen <= (std::size_t{64} << 20) ? chosen : std::size_t{512} << 10;
   }();
   return step;
 }
@@ -124,18 +126,40 @@ std::vector<char> patterned(std::uint64_t bytes, std::uint64_t seed) {
 bool has_reads(const options& o) { return o.op != operation::write; }
 bool has_writes(const options& o) { return o.op != operation::read; }
 
-// `slots` blocks, slot i holding the pattern seeded `seed + i` when
-// verifying (a block served from or landed in the wrong slot shows), or
-// none when the run's op never uses them.
-std::vector<char> slot_blocks(const options& o, std::size_t slots, bool used, std::uint64_t seed) {
+// Slot `slot`'s pattern: READ and WRITE slots never share one.
+std::uint64_t slot_seed(std::uint64_t base, std::uint64_t slot) { return base << 32 | slot; }
+
+// `slots` blocks, or none when the run's op never uses them; with --verify
+// and a `seed`, slot i holds the pattern slot_seed(*seed, i), so a block
+// served from or landed in the wrong slot shows.
+std::vector<char> slot_blocks(const options& o, std::size_t slots, bool used,
+                              std::optional<std::uint64_t> seed = std::nullopt) {
   if (!used) return {};
   std::vector<char> out(slots * o.block_bytes, 'b');
-  for (std::size_t i = 0; o.verify && i < slots; ++i) {
+  for (std::size_t i = 0; o.verify && seed && i < slots; ++i) {
     fill_pattern(reinterpret_cast<std::byte*>(out.data() + i * o.block_bytes), o.block_bytes,
-                 seed + i);
+                 slot_seed(*seed, i));
   }
   return out;
 }
+
+// One connection's blocks, at both ends, built before any thread starts
+// (so none is touched for the first time while the clock runs).
+struct connection_memory {
+  connection_memory(const options& o, std::size_t slots)
+      : slots(slots),
+        served(slot_blocks(o, slots, has_reads(o), read_seed)),
+        landed(slot_blocks(o, slots, has_writes(o))),
+        sent(slot_blocks(o, slots, has_writes(o), write_seed)),
+        received(slot_blocks(o, slots, has_reads(o))) {
+    scratch_server.reserve(o.verify ? o.block_bytes : 0);
+    scratch_client.reserve(o.verify ? o.block_bytes : 0);
+  }
+  std::size_t slots;
+  std::vector<char> served, landed;  // the server's: READ sources, WRITE destinations
+  std::vector<char> sent, received;  // the client's: WRITE sources, READ destinations
+  std::vector<char> scratch_server, scratch_client;  // expected patterns, with --verify
+};
 
 // Whether `n` bytes at `got` are the start of slot `slot`'s pattern.
 bool holds_pattern(const char* got, std::uint64_t n, std::uint64_t seed,
@@ -149,26 +173,25 @@ bool holds_pattern(const char* got, std::uint64_t n, std::uint64_t seed,
 // as many (WRITEs): a faultlane target serves each request slot from its
 // own place in the registered region, so the baseline touches as much
 // memory as it does, not one block the caches keep.
-void serve(int fd, const options& o, std::size_t slots) {
+void serve(int fd, const options& o, connection_memory& memory) {
   const std::uint64_t block = o.block_bytes;
-  std::vector<char> source = slot_blocks(o, slots, has_reads(o), read_seed);
-  std::vector<char> received = slot_blocks(o, slots, has_writes(o), 0);
-  std::vector<char> scratch;
   request r{};
   while (recv_all(fd, &r, sizeof(r))) {
-    if (r.slot >= slots || r.length > block || (r.is_write != 0 ? received : source).empty()) {
+    if (r.slot >= memory.slots || r.length > block ||
+        (r.is_write != 0 ? memory.landed : memory.served).empty()) {
       std::fprintf(stderr, "baseline: a request for slot %llu of %zu, %llu bytes: closing\n",
-                   static_cast<unsigned long long>(r.slot), slots,
+                   static_cast<unsigned long long>(r.slot), memory.slots,
                    static_cast<unsigned long long>(r.length));
       break;
     }
     if (r.is_write != 0) {
-      char* into = received.data() + r.slot * block;
+      char* into = memory.landed.data() + r.slot * block;
       if (!recv_all(fd, into, r.length)) break;
-      std::uint64_t ack =
-          o.verify && !holds_pattern(into, r.length, write_seed + r.slot, scratch) ? 1 : 0;
+      const bool wrong = o.verify && !holds_pattern(into, r.length, slot_seed(write_seed, r.slot),
+                                                    memory.scratch_server);
+      std::uint64_t ack = wrong ? 1 : 0;
       if (!send_all(fd, &ack, sizeof(ack))) break;
-    } else if (!send_all(fd, source.data() + r.slot * block, r.length)) {
+    } else if (!send_all(fd, memory.served.data() + r.slot * block, r.length)) {
       break;
     }
   }
@@ -193,7 +216,8 @@ void run_striped(const options& o, const std::vector<int>& clients, std::atomic<
     drivers.emplace_back([&o, &clients, &phase, &m, sync, stop, mismatches, c, parts] {
       std::uint64_t part = o.block_bytes / parts + (c < o.block_bytes % parts ? 1 : 0);
       std::vector<char> buffer(part, 'c');
-      auto expected = o.verify ? patterned(o.block_bytes, read_seed) : std::vector<char>();
+      auto expected =
+          o.verify ? patterned(o.block_bytes, slot_seed(read_seed, 0)) : std::vector<char>();
       while (true) {
         // Part 0 decides for everyone whether another op runs.
         if (c == 0) stop->store(phase.load(std::memory_order_relaxed) >= 2);
@@ -223,11 +247,9 @@ void run_striped(const options& o, const std::vector<int>& clients, std::atomic<
 // over, timing each answer from the start of its round. Requests take the
 // connection's `slots` blocks in turn, each with a buffer of its own here
 // and at the server, as a faultlane batch's requests each have theirs.
-void drive_connection(const options& o, int fd, std::size_t depth, std::size_t slots,
+void drive_connection(const options& o, int fd, std::size_t depth, connection_memory& memory,
                       std::atomic<int>& phase, measurement& m) {
-  std::vector<char> outgoing = slot_blocks(o, slots, has_writes(o), write_seed);
-  std::vector<char> received = slot_blocks(o, slots, has_reads(o), 0);
-  std::vector<char> scratch;
+  const std::size_t slots = memory.slots;
   std::uint64_t ack = 0;
   std::uint64_t n = 0;
   std::vector<bool> writes(depth);
@@ -240,16 +262,19 @@ void drive_connection(const options& o, int fd, std::size_t depth, std::size_t s
       const std::uint64_t slot = (n + k) % slots;
       request r{is_write ? 1u : 0u, o.block_bytes, slot};
       if (!send_all(fd, &r, sizeof(r))) return;
-      if (is_write && !send_all(fd, outgoing.data() + slot * o.block_bytes, o.block_bytes)) return;
+      if (is_write && !send_all(fd, memory.sent.data() + slot * o.block_bytes, o.block_bytes)) {
+        return;
+      }
     }
     for (std::size_t k = 0; k < depth; ++k) {
-      char* into = writes[k] ? nullptr : received.data() + ((n + k) % slots) * o.block_bytes;
+      char* into = writes[k] ? nullptr : memory.received.data() + ((n + k) % slots) * o.block_bytes;
       bool ok = writes[k] ? recv_all(fd, &ack, sizeof(ack)) : recv_all(fd, into, o.block_bytes);
       if (!ok) return;
       if (o.verify) {
         m.mismatches +=
             writes[k] ? ack != 0
-                      : !holds_pattern(into, o.block_bytes, read_seed + (n + k) % slots, scratch);
+                      : !holds_pattern(into, o.block_bytes, slot_seed(read_seed, (n + k) % slots),
+                                       memory.scratch_client);
       }
       if (measuring) {
         m.latency_us.push_back(
@@ -287,13 +312,14 @@ std::vector<std::pair<int, int>> connected_pairs(std::size_t n) {
 }
 
 // `connections` loopback connections, each with a serving thread.
-void connect_pairs(const options& o, std::size_t connections, std::size_t slots,
+void connect_pairs(const options& o, std::vector<connection_memory>& memory,
                    std::vector<int>& clients, std::vector<std::thread>& servers) {
-  for (auto [accepted, fd] : connected_pairs(connections)) {
+  std::size_t c = 0;
+  for (auto [accepted, fd] : connected_pairs(memory.size())) {
     no_delay(fd);
     no_delay(accepted);
     clients.push_back(fd);
-    servers.emplace_back(serve, accepted, std::cref(o), slots);
+    servers.emplace_back(serve, accepted, std::cref(o), std::ref(memory[c++]));
   }
 }
 
@@ -358,15 +384,25 @@ measurement run_stream(const options& o, stream_buffers buffers) {
 measurement run_baseline(const options& o) {
   const std::size_t connections = o.lanes;
   const std::size_t in_flight = o.batch * o.threads;
+  // Spread the faultlane run's in-flight count over the connections, no
+  // more on one than a faultlane lane may carry.
+  auto depth_of = [&](std::size_t c) {
+    return std::min(in_flight / connections + (c < in_flight % connections ? 1 : 0),
+                    o.lane_inflight);
+  };
   // The faultlane run gives each of its in_flight requests a block of its
   // own at both ends; so does the baseline, spread over its connections.
-  // (A READ striped over the connections is one op: one slot, whose part
-  // each connection serves.)
+  // (A READ striped over the connections is one op: one slot each.)
   const std::size_t slots =
       striped(o) ? 1 : std::max<std::size_t>(1, (in_flight + connections - 1) / connections);
+  std::vector<connection_memory> memory;
+  memory.reserve(connections);
+  for (std::size_t c = 0; c < connections; ++c) {
+    memory.emplace_back(o, striped(o) || depth_of(c) > 0 ? slots : 0);
+  }
   std::vector<int> clients;
   std::vector<std::thread> servers;
-  connect_pairs(o, connections, slots, clients, servers);
+  connect_pairs(o, memory, clients, servers);
 
   std::atomic<int> phase{0};  // 0 warmup, 1 measure, 2 stop
   std::vector<measurement> per(connections);
@@ -377,13 +413,10 @@ measurement run_baseline(const options& o) {
     run_striped(o, clients, phase, per[0], drivers);
   } else {
     for (std::size_t c = 0; c < connections; ++c) {
-      // Spread the faultlane run's in-flight count over the connections,
-      // no more on one than a faultlane lane may carry.
-      std::size_t depth = in_flight / connections + (c < in_flight % connections ? 1 : 0);
-      depth = std::min(depth, o.lane_inflight);
+      const std::size_t depth = depth_of(c);
       if (depth == 0) continue;
       drivers.emplace_back(
-          [&, c, depth] { drive_connection(o, clients[c], depth, slots, phase, per[c]); });
+          [&, c, depth] { drive_connection(o, clients[c], depth, memory[c], phase, per[c]); });
     }
   }
   measurement total;

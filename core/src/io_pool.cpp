@@ -85,19 +85,27 @@ void io_pool::handler_ran() noexcept {
   io_pool* pool = polling_pool;
   if (pool == nullptr) return;
   auto& s = *pool->shards_[current_shard];
-  s.last_event = std::chrono::steady_clock::now();
-  if (!s.polling) pool->poll_again(s);
+  s.handled = true;
+  if (!s.polling) {
+    s.last_event = std::chrono::steady_clock::now();
+    pool->poll_again(s);
+  }
 }
 
 // Queues the polling handler: while it is queued, the scheduler checks the
 // reactor without blocking before it runs it, and it queues itself again
-// until busy_poll_us passed since the last event.
+// until busy_poll_us passed since the last event. The clock is read once
+// per round, not per handler.
 void io_pool::poll_again(shard& s) noexcept {
   s.polling = true;
   try {
     asio::post(s.context, [this, &s] {
-      if (std::chrono::steady_clock::now() - s.last_event <
-          std::chrono::microseconds(busy_poll_us_)) {
+      const auto now = std::chrono::steady_clock::now();
+      if (s.handled) {
+        s.handled = false;
+        s.last_event = now;
+      }
+      if (now - s.last_event < std::chrono::microseconds(busy_poll_us_)) {
         poll_again(s);
       } else {
         s.polling = false;

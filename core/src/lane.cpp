@@ -46,7 +46,6 @@ lane_event lane::event() const { return {group_.id(), index_, rail_, epoch_}; }
 // Runs inside the guard's recovery: must not throw.
 void lane::on_handler_exception() noexcept {
   abort_status_ = status::runtime_failed;
-  while (!deferred_.empty()) retire(deferred_.pop_front(), status::runtime_failed, 0);
   if (connect_pending_) {
     // Closing the socket makes the connect's handler end it.
     std::error_code ignored;
@@ -60,6 +59,8 @@ void lane::on_handler_exception() noexcept {
     close_socket(status::runtime_failed);
   }
   fail_queue(status::runtime_failed);
+  // What this lane's callbacks handed it came after its queue.
+  while (!deferred_.empty()) retire(deferred_.pop_front(), status::runtime_failed, 0);
 }
 
 // A throw between start_connect's count and the end of on_connected, with
@@ -85,34 +86,35 @@ void lane::uncount_connecting() noexcept {
   rt_.stats.lanes_connecting.fetch_sub(1, std::memory_order_relaxed);
 }
 
+// Runs as one of the lane's handlers from its first line: settling an op
+// (closed lane, cancelled task), queueing one and starting the next
+// exchanges may each run callbacks or throw.
 void lane::enqueue(op_chain ops) {
-  auto start_by = steady_clock::time_point{};
-  bool queued = false;
-  while (!ops.empty()) {
-    auto op = ops.pop_front();
-    FL_ASSERT(!op->retired);
-    if (state_ == state::closed) {
-      retire(std::move(op), status::shutting_down, 0);
-      continue;
+  run_handler([this, &ops] {
+    auto start_by = steady_clock::time_point{};
+    bool queued = false;
+    while (!ops.empty()) {
+      auto op = ops.pop_front();
+      FL_ASSERT(!op->retired);
+      if (state_ == state::closed) {
+        retire(std::move(op), status::shutting_down, 0);
+        continue;
+      }
+      // A sibling slice failed before this one got here: its cancel_task ran
+      // on this shard already (or will find nothing), so end it now rather
+      // than queue it behind other work.
+      if (op->task->cancelled.load(std::memory_order_acquire)) {
+        retire(std::move(op), status::cancelled, 0);
+        continue;
+      }
+      if (op->start_by != steady_clock::time_point{} &&
+          (start_by == steady_clock::time_point{} || op->start_by < start_by)) {
+        start_by = op->start_by;
+      }
+      queue_.push_back(std::move(op));
+      queued = true;
     }
-    // A sibling slice failed before this one got here: its cancel_task ran
-    // on this shard already (or will find nothing), so end it now rather
-    // than queue it behind other work.
-    if (op->task->cancelled.load(std::memory_order_acquire)) {
-      retire(std::move(op), status::cancelled, 0);
-      continue;
-    }
-    if (op->start_by != steady_clock::time_point{} &&
-        (start_by == steady_clock::time_point{} || op->start_by < start_by)) {
-      start_by = op->start_by;
-    }
-    queue_.push_back(std::move(op));
-    queued = true;
-  }
-  if (!queued) return;
-  // Starting the next exchanges may send and settle synchronously; a
-  // handler exception there is handled as in any other handler.
-  run_handler([this, start_by] {
+    if (!queued) return;
     (void)FAULTLANE_FAILPOINT("lane.enqueue");
     pump();
     if (start_by != steady_clock::time_point{} && !queue_.empty()) arm_start_deadline(start_by);
@@ -136,8 +138,7 @@ bool lane::take_from_own_handler(op_chain& ops) {
 void lane::take_deferred() noexcept {
   FL_ASSERT(!taking_deferred_ && !deferred_.empty());
   taking_deferred_ = true;
-  run_guarded(
-      rt_, [this] { enqueue(op_chain(std::move(deferred_))); }, [this] { on_handler_exception(); });
+  enqueue(op_chain(std::move(deferred_)));  // a handler of its own, guarded
   taking_deferred_ = false;
   FL_ASSERT(deferred_.empty());  // nothing is taken while a round runs
 }

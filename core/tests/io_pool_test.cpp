@@ -169,11 +169,13 @@ TEST(io_pool, busy_polling_polls_for_its_window_after_an_event_then_blocks) {
     }
     polled = cpu.used() - start >= 20ms;
   }
-  EXPECT_TRUE(polled) << "the thread did not poll between events";
+  ASSERT_TRUE(polled) << "the thread did not poll between events";
   // The window closes: over some 100 ms of wall time the thread then uses
-  // under 5 ms.
+  // under 5 ms (the first window may still hold the last 10 ms of polling;
+  // the next ones do not).
   bool blocked = false;
-  while (!blocked && std::chrono::steady_clock::now() < deadline) {
+  const auto closes_by = std::chrono::steady_clock::now() + 20s;
+  while (!blocked && std::chrono::steady_clock::now() < closes_by) {
     const auto start = cpu.used();
     // sleep-ok: the wall-time window the thread's CPU time is measured over.
     std::this_thread::sleep_for(100ms);
@@ -182,22 +184,33 @@ TEST(io_pool, busy_polling_polls_for_its_window_after_an_event_then_blocks) {
   EXPECT_TRUE(blocked) << "the thread kept polling after its window";
 }
 
-// handler_ran() off a pool thread, or on a pool that does not poll, does
-// nothing: no polling starts.
-TEST(io_pool, a_pool_that_does_not_poll_blocks_after_an_event) {
-  auto pool = make_pool(1);
-  shard_cpu cpu(*pool);
+// handler_ran() reaches only the calling thread's own pool: an event
+// handled on a pool that does not poll (or off any pool) starts no polling,
+// there or on a polling pool in the same process.
+TEST(io_pool, an_event_on_a_pool_that_does_not_poll_starts_no_polling_anywhere) {
+  auto quiet = make_pool(1);
+  auto created = io_pool::create(1, limits::busy_poll_us_max);
+  ASSERT_TRUE(created.ok());
+  auto polling = std::move(created).value();
+  shard_cpu quiet_cpu(*quiet);
+  shard_cpu polling_cpu(*polling);
   io_pool::handler_ran();  // not a pool thread
-  std::promise<void> ran;
-  asio::post(pool->context(0), [&ran] {
-    io_pool::handler_ran();
-    ran.set_value();
-  });
-  ran.get_future().wait();
-  const auto start = cpu.used();
-  // sleep-ok: the wall-time window the thread's CPU time is measured over.
-  std::this_thread::sleep_for(100ms);
-  EXPECT_LT(cpu.used() - start, 5ms);
+  // Events on the quiet pool for about 100 ms, then a window of 100 ms:
+  // neither thread may use more than a sliver of it. Tried again when a
+  // loaded machine makes one window noisy.
+  bool idle = false;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (!idle && std::chrono::steady_clock::now() < deadline) {
+    const auto quiet_start = quiet_cpu.used();
+    const auto polling_start = polling_cpu.used();
+    for (int i = 0; i < 50; ++i) {
+      asio::post(quiet->context(0), [] { io_pool::handler_ran(); });
+      // sleep-ok: spaces the events; nothing waits on it.
+      std::this_thread::sleep_for(2ms);
+    }
+    idle = quiet_cpu.used() - quiet_start < 10ms && polling_cpu.used() - polling_start < 5ms;
+  }
+  EXPECT_TRUE(idle) << "an event on a pool that does not poll started polling";
 }
 
 }  // namespace

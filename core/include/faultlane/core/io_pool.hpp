@@ -53,8 +53,9 @@ class io_pool {
   bool on_pool_thread(std::size_t* shard = nullptr) const noexcept;
 
   // On a busy-polling shard's thread: an event was handled, so the thread
-  // polls without blocking for busy_poll_us from now (every handler the
-  // transfer core runs calls it, through run_guarded). A no-op elsewhere.
+  // polls without blocking for busy_poll_us from now (the transfer core's
+  // handlers call it through run_guarded: its socket, timer and hand-off
+  // handlers and the user's callbacks). A no-op elsewhere.
   static void handler_ran() noexcept;
 
   // Stops every shard and joins every thread. Handlers still queued never
@@ -71,6 +72,7 @@ class io_pool {
     // Busy polling, touched by the shard's thread only: the polling
     // handler is queued, and when the last event was handled.
     bool polling = false;
+    bool handled = false;  // a handler ran since the polling handler last looked
     std::chrono::steady_clock::time_point last_event{};
   };
   void poll_again(shard& s) noexcept;
