@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <optional>
 
 #include "faultlane/sim/runner.hpp"
 #include "properties.hpp"
@@ -52,6 +54,38 @@ void caught_and_shrunk(property_spec p, const std::string& planted, const std::s
     for (const auto& c : r.checkers) again = again || (c.name == checker && !c.passed());
   }
   EXPECT_TRUE(again) << out.yaml_path << " did not fail " << checker << " again";
+}
+
+// The "at most 3 faults" above rests on this: shrinking can empty any
+// slot of the fault, failpoint and event lists, not only the last one. A
+// property that fails whenever a schedule holds a reset must shrink, from
+// every seed, to that one reset alone. (With slots rapidcheck cannot empty,
+// the faults drawn before the reset stayed in the counterexample.)
+TEST(e2e_shrinking, any_fault_failpoint_or_event_can_go) {
+  gen_options g;
+  g.failpoints_max = 2;
+  g.events_max = 3;
+  const auto has_reset = [](const schedule& s) {
+    return std::any_of(s.faults.begin(), s.faults.end(),
+                       [](const fault_draw& f) { return f.kind == relays::fault_kind::reset; });
+  };
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    std::optional<schedule> last_failing;
+    const bool held = check_with_defaults(
+        "e2e_shrinking", 300, 60,
+        [&] {
+          const auto s = *gen_schedule(g);
+          if (!has_reset(s)) return;
+          last_failing = s;
+          RC_FAIL("a reset");
+        },
+        seed);
+    ASSERT_FALSE(held) << "seed " << seed << ": no schedule held a reset";
+    ASSERT_TRUE(last_failing);
+    EXPECT_EQ(last_failing->faults.size(), 1u) << "seed " << seed;
+    EXPECT_TRUE(last_failing->failpoints.empty()) << "seed " << seed;
+    EXPECT_TRUE(last_failing->events.empty()) << "seed " << seed;
+  }
 }
 
 TEST(e2e_planted, a_task_finalized_twice_fails_exactly_once) {
