@@ -34,6 +34,7 @@ struct options {
   std::uint32_t busy_poll_us = 0;
   std::uint32_t progress_timeout_ms = 0;  // 0: the core's default
   bool via_relay = false;                 // faultlane through a pass-through relay, against direct
+  std::uint32_t relay_busy_poll_us = 0;   // --via-relay: the relays' relay_config::busy_poll_us
   double duration_s = 4.0;                // each side: faultlane, then the baseline
   double warmup_s = 0.2;                  // per round, before measuring
   std::size_t rounds = 4;                 // faultlane and baseline alternate this many times

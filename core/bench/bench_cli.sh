@@ -32,6 +32,8 @@ expect_bad --warmup -1 -- "'-1' is not 0 to"
 expect_bad --op jump -- "jump not in {read,write,mix}"
 expect_bad --rails 2 -- "--rails must not exceed --lanes"
 expect_bad --via-relay --rpc -- "--via-relay excludes --rpc"
+expect_bad --relay-busy-poll-us 50 -- "--relay-busy-poll-us requires --via-relay"
+expect_bad --via-relay --relay-busy-poll-us 10001 -- "from 0 to 10000"
 expect_bad --mode initiator -- "needs --peer, --registration and --incarnation"
 expect_bad --lanes -- "--lanes"
 "$bench" --version | grep -q "^faultlane-bench " || fail "--version"
@@ -102,6 +104,13 @@ if [ "$sanitizer" != address ]; then
   # Looser than the runs above (four polling threads on a loaded machine
   # make few operations); the defect it guards against made 2 per op.
   at_most "$n" 0.005 || fail "busy polling: '$n' allocations per op, not 0"
+  # So does a polling relay (the count is the process's, relay included).
+  "$bench" --op read --block-size 4K --batch 1 --via-relay --relay-busy-poll-us 100 \
+    --duration 0.5 --rounds 1 --warmup 0.2 --no-baseline --json "$tmp/alloc.json" >/dev/null ||
+    fail "allocation run, polling relay"
+  grep -q '"relay_busy_poll_us": 100}' "$tmp/alloc.json" || fail "JSON: $(cat "$tmp/alloc.json")"
+  n=$(per_op "$tmp/alloc.json")
+  at_most "$n" 0.005 || fail "polling relay: '$n' allocations per op, not 0"
 fi
 
 # --sweep: its lists and what it excludes, then a small grid whose JSON and

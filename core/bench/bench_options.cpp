@@ -13,6 +13,7 @@
 
 #include "bench.hpp"
 #include "faultlane/core/limits.hpp"
+#include "faultlane/relays/limits.hpp"
 
 namespace faultlane::bench {
 namespace {
@@ -253,6 +254,9 @@ void define(CLI::App& app, options& o) {
                "measure faultlane only (ratios are null in the JSON)");
   auto* relay = app.add_flag("--via-relay", o.via_relay,
                              "faultlane through a pass-through relay, against faultlane direct");
+  count(app, "--relay-busy-poll-us", o.relay_busy_poll_us, 0, relays::busy_poll_us_max,
+        "the relay's thread polls N us before blocking (default 0)")
+      ->needs(relay);
   app.add_option("--json", o.json_path, "write the results as JSON");
   auto* sweep = define_sweep(app, o);
   for (auto* single : {block, workers, lanes, rails, relay}) sweep->excludes(single);

@@ -289,6 +289,7 @@ measurement run_faultlane(const options& o) {
       rc.listen = {e.address, 0};
       rc.upstream = {e.address, e.port};
       rc.upstream_source = e.address;
+      rc.busy_poll_us = o.relay_busy_poll_us;
       auto bound = in_between->add_relay(rc);
       if (!bound.ok()) die("relay: " + bound.error().message);
       e.port = bound.value().port;

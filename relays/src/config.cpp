@@ -8,6 +8,8 @@
 #include <set>
 #include <sstream>
 
+#include "faultlane/relays/limits.hpp"
+
 namespace faultlane::relays {
 namespace {
 
@@ -97,6 +99,7 @@ result<relay_config> parse_one(const YAML::Node& node, std::uint64_t seed, std::
                                            "seed",
                                            "allow_non_loopback",
                                            "active_faults_max",
+                                           "busy_poll_us",
                                            "on_upstream_failure"};
   if (!node.IsMap()) return bad(node, "each relay is a mapping");
   if (auto r = check_keys(node, known, "relay"); !r.ok()) return r.error();
@@ -120,11 +123,17 @@ result<relay_config> parse_one(const YAML::Node& node, std::uint64_t seed, std::
   auto tap = value<std::string>(node, "tap", "", "a file path");
   auto anywhere = value<bool>(node, "allow_non_loopback", false, "true or false");
   auto cap = value<std::size_t>(node, "active_faults_max", c.active_faults_max, "a whole number");
+  auto poll_us = value<std::uint32_t>(node, "busy_poll_us", 0, "a whole number of microseconds");
   auto proto = choice(node, "protocol", std::pair{"faultlane", protocol::faultlane},
                       std::pair{"raw", protocol::raw});
   auto closing = choice(node, "on_upstream_failure", std::pair{"reset", close_mode::reset},
                         std::pair{"fin", close_mode::fin});
-  if (auto* e = first_error(source, rail, own_seed, tap, anywhere, cap, proto, closing)) return *e;
+  if (auto* e = first_error(source, rail, own_seed, tap, anywhere, cap, poll_us, proto, closing))
+    return *e;
+  if (poll_us.value() > busy_poll_us_max) {
+    return bad(node["busy_poll_us"],
+               fmt::format("busy_poll_us must be at most {}", busy_poll_us_max));
+  }
   if (!source.value().empty()) c.upstream_source = source.value();
   c.rail = rail.value();
   c.seed = own_seed.value();
@@ -132,6 +141,7 @@ result<relay_config> parse_one(const YAML::Node& node, std::uint64_t seed, std::
   c.tap_path = tap.value();
   c.allow_non_loopback = anywhere.value();
   c.active_faults_max = cap.value();
+  c.busy_poll_us = poll_us.value();
   c.proto = proto.value();
   c.on_upstream_failure = closing.value();
   if (auto r = read_faults(node, c); !r.ok()) return r.error();

@@ -81,6 +81,31 @@ void consume_sigpipe() {
   }
 }
 
+// Queues the polling handler: while it is queued, the scheduler checks the
+// sockets without blocking before it runs it, and it queues itself again
+// until config.busy_poll_us passed with no byte read. It runs inside the
+// thread's one run(), so Asio's per-thread handler memory is reused and
+// polling allocates nothing. The clock is read once per round.
+void relay_state::poll_again() noexcept {
+  polling = true;
+  try {
+    asio::post(context, [this] {
+      const auto now = clock_type::now();
+      if (bytes_read_since_poll) {
+        bytes_read_since_poll = false;
+        last_event = now;
+      }
+      if (now - last_event < std::chrono::microseconds(config.busy_poll_us)) {
+        poll_again();
+      } else {
+        polling = false;
+      }
+    });
+  } catch (...) {
+    polling = false;  // out of memory: sleep as without polling
+  }
+}
+
 }  // namespace detail
 
 // --- relay ------------------------------------------------------------------------------
@@ -153,6 +178,9 @@ result<void> relay::check(const relay_config& config) {
   }
   if (config.buffer_bytes < buffer_bytes_min) {
     return error{status::invalid_argument, fmt::format("buffer_bytes below {}", buffer_bytes_min)};
+  }
+  if (config.busy_poll_us > busy_poll_us_max) {
+    return error{status::invalid_argument, fmt::format("busy_poll_us above {}", busy_poll_us_max)};
   }
   for (const auto& f : config.faults) {
     if (auto r = validate(f); !r.ok()) return r.error();

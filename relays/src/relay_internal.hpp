@@ -66,6 +66,11 @@ struct relay_state {
   std::atomic<std::size_t> active_effects{0};
   std::atomic<std::size_t> active_peak{0};
   std::atomic<std::size_t> live{0};
+  // Busy polling (config.busy_poll_us > 0; io thread only): bytes read are
+  // the events that open and extend the window (see poll_again).
+  bool polling = false;
+  bool bytes_read_since_poll = false;
+  clock_type::time_point last_event;
 
   address current_upstream() const {
     std::lock_guard lock(upstream_mutex);
@@ -103,6 +108,14 @@ struct relay_state {
     FL_ASSERT(before > 0);  // only a slot taken is given back
   }
   void fired(installed_fault& f, const tap_record& where);
+  // Bytes were read (io thread): with busy polling, the thread polls for
+  // busy_poll_us from the next polling round on instead of sleeping.
+  void bytes_read() noexcept {
+    if (config.busy_poll_us == 0) return;
+    bytes_read_since_poll = true;
+    if (!polling) poll_again();
+  }
+  void poll_again() noexcept;
   // Counts an upstream connect failure and writes it to stderr unless one
   // was written in the last connect_failure_log_gap (io thread only).
   void note_connect_failure(const std::string& upstream, const std::error_code& ec);
@@ -113,6 +126,7 @@ struct relay_state {
 // library user who never ignored it is safe too, and takes a pending one
 // off after a failed splice.
 void block_sigpipe();
+void run_io(relay_state& s);
 void consume_sigpipe();
 
 // The probability draw: a pure function of (seed, fault, connection, frame),

@@ -193,6 +193,11 @@ TEST(relay_cli, bad_input_names_the_problem_and_exits_2) {
     std::ofstream f(yaml);
     f << "relays:\n  - upstream: 127.0.0.1:9\n    faults:\n      - {type: stall, dir: sideways}\n";
   }
+  auto poll_yaml = ::testing::TempDir() + "faultlane_relay_bad_poll.yaml";
+  {
+    std::ofstream f(poll_yaml);
+    f << "relays:\n  - upstream: 127.0.0.1:9\n    busy_poll_us: 10001\n";
+  }
   for (const auto& b :
        {bad_case{{"--upstream", "127.0.0.1"}, "HOST:PORT"},
         bad_case{{"--listen", "127.0.0.1:0"}, "--upstream is required"},
@@ -209,6 +214,10 @@ TEST(relay_cli, bad_input_names_the_problem_and_exits_2) {
         bad_case{{"--upstream", "127.0.0.1:9", "--seed", "nan"}, "not a whole number"},
         bad_case{{"--upstream", "127.0.0.1:9", "--rail", "5000"}, "not in range 0 to 1023"},
         bad_case{{"--upstream", "127.0.0.1:9", "--protocol", "http"}, "faultlane,raw"},
+        bad_case{{"--upstream", "127.0.0.1:9", "--busy-poll-us", "10001"},
+                 "not in range 0 to 10000"},
+        bad_case{{"--config", poll_yaml}, "line 3: busy_poll_us must be at most 10000"},
+        bad_case{{"--config", yaml, "--busy-poll-us", "5"}, "excludes"},
         bad_case{{"--config", yaml, "--upstream", "127.0.0.1:9"}, "excludes"},
         bad_case{{"--upstream", "127.0.0.1:9", "--api", "192.0.2.1:8474"}, "not a loopback"},
         bad_case{{"--upstream", "127.0.0.1:9", "extra"}, "unknown flag or argument: extra"},
@@ -220,6 +229,7 @@ TEST(relay_cli, bad_input_names_the_problem_and_exits_2) {
     EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 1) << "one line: " << output;
   }
   std::remove(yaml.c_str());
+  std::remove(poll_yaml.c_str());
 }
 
 // The text between each `open` and the next `close` after it.

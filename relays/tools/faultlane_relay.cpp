@@ -24,6 +24,7 @@
 
 #include "faultlane/relays/api.hpp"
 #include "faultlane/relays/config.hpp"
+#include "faultlane/relays/limits.hpp"
 #include "faultlane/relays/relay.hpp"
 
 namespace relays = faultlane::relays;
@@ -44,6 +45,7 @@ struct flags {
   std::string name = "relay";
   std::string on_upstream_failure = "reset";
   bool allow_non_loopback = false;
+  std::uint32_t busy_poll_us = 0;
   std::string config;
   std::string api;
 };
@@ -79,6 +81,7 @@ faultlane::result<relays::relay_config> relay_from(const flags& f) {
   c.seed = f.seed;
   c.rail = f.rail;
   c.allow_non_loopback = f.allow_non_loopback;
+  c.busy_poll_us = f.busy_poll_us;
   return c;
 }
 
@@ -115,9 +118,14 @@ void define(CLI::App& app, flags& f) {
                  "how a client is closed when the upstream cannot be reached (default reset)")
       ->check(CLI::IsMember({"reset", "fin"}));
   app.add_flag("--allow-non-loopback", f.allow_non_loopback, "permit non-loopback addresses");
+  app.add_option("--busy-poll-us", f.busy_poll_us,
+                 "after traffic, poll N us before sleeping: less added latency, a busy core "
+                 "(default 0)")
+      ->check(CLI::Range(std::uint32_t{0}, relays::busy_poll_us_max));
   auto* config = app.add_option("--config", f.config, "relays from a YAML file (docs/faults.md)");
-  for (const char* name : {"--listen", "--upstream", "--upstream-source", "--fault", "--protocol",
-                           "--tap", "--seed", "--rail", "--name", "--on-upstream-failure"}) {
+  for (const char* name :
+       {"--listen", "--upstream", "--upstream-source", "--fault", "--protocol", "--tap", "--seed",
+        "--rail", "--name", "--on-upstream-failure", "--busy-poll-us"}) {
     config->excludes(app.get_option(name));
   }
   app.add_option("--api", f.api,
@@ -209,6 +217,7 @@ int run(int argc, char** argv) {
           ? relays::close_mode::reset
           : relays::close_mode::fin;
   ac.proxy_defaults.allow_non_loopback = f.allow_non_loopback;
+  ac.proxy_defaults.busy_poll_us = f.busy_poll_us;
 
   sigset_t signals;
   sigemptyset(&signals);

@@ -27,6 +27,9 @@ inline constexpr std::uint32_t connect_failure_log_gap_ms = 10'000;
 // One read of one direction (relay_config::buffer_bytes) at least this.
 inline constexpr std::size_t buffer_bytes_min = 4096;
 
+// relay_config::busy_poll_us at most this (the core's bound for its io threads).
+inline constexpr std::uint32_t busy_poll_us_max = limits::busy_poll_us_max;
+
 // A direction stops reading while more than this waits in its send queue
 // (held back by latency, slicer or bandwidth), and reads again below it.
 inline constexpr std::size_t queued_bytes_max = 8u << 20;
