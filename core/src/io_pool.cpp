@@ -46,7 +46,7 @@ io_pool::io_pool(std::size_t worker_count, std::uint32_t busy_poll_us)
   FL_ASSERT(worker_count <= limits::worker_count_max);
   shards_.reserve(worker_count);
   for (std::size_t i = 0; i < worker_count; ++i) {
-    shards_.push_back(std::make_unique<shard>());
+    shards_.push_back(std::make_unique<shard>(busy_poll_us));
     // Asio builds a context's reactor (an epoll, an eventfd and a timerfd)
     // on its first I/O object. Building it now means a socket created
     // later, when the process is out of descriptors, fails as a socket
@@ -84,36 +84,7 @@ void io_pool::run_shard(std::size_t index) {
 void io_pool::handler_ran() noexcept {
   io_pool* pool = polling_pool;
   if (pool == nullptr) return;
-  auto& s = *pool->shards_[current_shard];
-  s.handled = true;
-  if (!s.polling) {
-    s.last_event = std::chrono::steady_clock::now();
-    pool->poll_again(s);
-  }
-}
-
-// Queues the polling handler: while it is queued, the scheduler checks the
-// reactor without blocking before it runs it, and it queues itself again
-// until busy_poll_us passed since the last event. The clock is read once
-// per round, not per handler.
-void io_pool::poll_again(shard& s) noexcept {
-  s.polling = true;
-  try {
-    asio::post(s.context, [this, &s] {
-      const auto now = std::chrono::steady_clock::now();
-      if (s.handled) {
-        s.handled = false;
-        s.last_event = now;
-      }
-      if (now - s.last_event < std::chrono::microseconds(busy_poll_us_)) {
-        poll_again(s);
-      } else {
-        s.polling = false;
-      }
-    });
-  } catch (...) {
-    s.polling = false;  // out of memory: block as without polling
-  }
+  pool->shards_[current_shard]->polling.event();
 }
 
 asio::io_context& io_pool::context(std::size_t shard_index) noexcept {

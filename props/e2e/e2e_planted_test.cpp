@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include "faultlane/sim/runner.hpp"
@@ -58,34 +59,55 @@ void caught_and_shrunk(property_spec p, const std::string& planted, const std::s
 
 // The "at most 3 faults" above rests on this: shrinking can empty any
 // slot of the fault, failpoint and event lists, not only the last one. A
-// property that fails whenever a schedule holds a reset must shrink, from
-// every seed, to that one reset alone. (With slots rapidcheck cannot empty,
-// the faults drawn before the reset stayed in the counterexample.)
-TEST(e2e_shrinking, any_fault_failpoint_or_event_can_go) {
+// property that fails whenever a schedule holds one kind of element must
+// shrink, from every seed, to that one element alone. (With slots
+// rapidcheck cannot empty, the elements drawn before it stayed in the
+// counterexample.)
+void shrinks_to_the_one(const std::string& what, const std::function<bool(const schedule&)>& bad) {
   gen_options g;
-  g.failpoints_max = 2;
-  g.events_max = 3;
-  const auto has_reset = [](const schedule& s) {
-    return std::any_of(s.faults.begin(), s.faults.end(),
-                       [](const fault_draw& f) { return f.kind == relays::fault_kind::reset; });
-  };
+  g.faults_max = 4;
+  g.failpoints_max = 4;
+  g.events_max = 4;
   for (std::uint64_t seed = 1; seed <= 12; ++seed) {
     std::optional<schedule> last_failing;
     const bool held = check_with_defaults(
-        "e2e_shrinking", 300, 60,
+        "e2e_shrinking." + what, 300, 60,
         [&] {
           const auto s = *gen_schedule(g);
-          if (!has_reset(s)) return;
+          if (!bad(s)) return;
           last_failing = s;
-          RC_FAIL("a reset");
+          RC_FAIL(what);
         },
         seed);
-    ASSERT_FALSE(held) << "seed " << seed << ": no schedule held a reset";
+    ASSERT_FALSE(held) << what << ", seed " << seed << ": no schedule held one";
     ASSERT_TRUE(last_failing);
-    EXPECT_EQ(last_failing->faults.size(), 1u) << "seed " << seed;
-    EXPECT_TRUE(last_failing->failpoints.empty()) << "seed " << seed;
-    EXPECT_TRUE(last_failing->events.empty()) << "seed " << seed;
+    EXPECT_EQ(fault_count(*last_failing), 1u) << what << ", seed " << seed;
   }
+}
+
+TEST(e2e_shrinking, any_fault_can_go) {
+  shrinks_to_the_one("a reset", [](const schedule& s) {
+    return std::any_of(s.faults.begin(), s.faults.end(),
+                       [](const fault_draw& f) { return f.kind == relays::fault_kind::reset; });
+  });
+}
+
+TEST(e2e_shrinking, any_event_can_go) {
+  shrinks_to_the_one("a drop_connections", [](const schedule& s) {
+    return std::any_of(s.events.begin(), s.events.end(), [](const event_draw& e) {
+      return e.kind == event_draw_kind::drop_connections;
+    });
+  });
+}
+
+TEST(e2e_shrinking, any_failpoint_can_go) {
+  // The menu's last entry: a pick shrinks toward 0, so only the slot
+  // holding it, emptied or kept, decides.
+  const auto last = failpoint_menu.size() - 1;
+  shrinks_to_the_one("the last failpoint", [last](const schedule& s) {
+    return std::any_of(s.failpoints.begin(), s.failpoints.end(),
+                       [last](const failpoint_draw& d) { return d.pick == last; });
+  });
 }
 
 TEST(e2e_planted, a_task_finalized_twice_fails_exactly_once) {

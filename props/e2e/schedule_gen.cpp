@@ -80,8 +80,9 @@ std::vector<T> some(const rc::Gen<T>& g, std::size_t max) {
   // Each slot holds a value 4 times in 5 and may be emptied on its own, so
   // rapidcheck can drop any one fault or event, not only the last of the
   // list. Whether a slot is filled is an inRange draw, which shrinks toward
-  // 0 = empty; rapidcheck's element, elementOf and weightedOneOf never
-  // shrink, so a slot drawn through them would stay filled for good.
+  // 0 = empty; rapidcheck's element and elementOf never shrink, and
+  // weightedOneOf never shrinks its choice, so a slot filled through them
+  // stayed filled for good.
   auto n = *uniform_in_range<std::size_t>(0, max + 1);
   const auto slot = rc::gen::exec([g] {
     std::optional<T> v;

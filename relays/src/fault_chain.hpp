@@ -96,7 +96,7 @@ class fault_chain {
   void note_received(std::size_t n) {
     received_ += n;
     relay_.received[static_cast<std::size_t>(dir_)].fetch_add(n, std::memory_order_relaxed);
-    relay_.bytes_read();
+    relay_.polling.event();
   }
   void keep(const std::byte* data, std::size_t n);
   bool try_fire(fault_state& s, std::uint64_t frame);

@@ -81,31 +81,6 @@ void consume_sigpipe() {
   }
 }
 
-// Queues the polling handler: while it is queued, the scheduler checks the
-// sockets without blocking before it runs it, and it queues itself again
-// until config.busy_poll_us passed with no byte read. It runs inside the
-// thread's one run(), so Asio's per-thread handler memory is reused and
-// polling allocates nothing. The clock is read once per round.
-void relay_state::poll_again() noexcept {
-  polling = true;
-  try {
-    asio::post(context, [this] {
-      const auto now = clock_type::now();
-      if (bytes_read_since_poll) {
-        bytes_read_since_poll = false;
-        last_event = now;
-      }
-      if (now - last_event < std::chrono::microseconds(config.busy_poll_us)) {
-        poll_again();
-      } else {
-        polling = false;
-      }
-    });
-  } catch (...) {
-    polling = false;  // out of memory: sleep as without polling
-  }
-}
-
 }  // namespace detail
 
 // --- relay ------------------------------------------------------------------------------
@@ -113,8 +88,7 @@ void relay_state::poll_again() noexcept {
 class relay::impl {
  public:
   explicit impl(relay_config c)
-      : state(std::make_shared<detail::relay_state>()), accept_retry(state->context) {
-    state->config = std::move(c);
+      : state(std::make_shared<detail::relay_state>(std::move(c))), accept_retry(state->context) {
     state->upstream = state->config.upstream;
   }
 

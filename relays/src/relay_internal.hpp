@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "faultlane/core/assert.hpp"
+#include "faultlane/core/poll_window.hpp"
 #include "faultlane/relays/relay.hpp"
 #include "frame_stream.hpp"
 
@@ -38,8 +39,14 @@ class connection;
 
 // Shared by the relay and its connections; lives as long as any of them.
 struct relay_state {
-  relay_config config;
+  explicit relay_state(relay_config c)
+      : config(std::move(c)), polling(context, std::chrono::microseconds(config.busy_poll_us)) {}
+
+  const relay_config config;
   asio::io_context context{1};
+  // config.busy_poll_us > 0: bytes read are the events that keep the
+  // thread polling (io thread only).
+  poll_window polling;
   clock_type::time_point started = clock_type::now();
   tap recorder;
 
@@ -66,11 +73,6 @@ struct relay_state {
   std::atomic<std::size_t> active_effects{0};
   std::atomic<std::size_t> active_peak{0};
   std::atomic<std::size_t> live{0};
-  // Busy polling (config.busy_poll_us > 0; io thread only): bytes read are
-  // the events that open and extend the window (see poll_again).
-  bool polling = false;
-  bool bytes_read_since_poll = false;
-  clock_type::time_point last_event;
 
   address current_upstream() const {
     std::lock_guard lock(upstream_mutex);
@@ -108,14 +110,6 @@ struct relay_state {
     FL_ASSERT(before > 0);  // only a slot taken is given back
   }
   void fired(installed_fault& f, const tap_record& where);
-  // Bytes were read (io thread): with busy polling, the thread polls for
-  // busy_poll_us from the next polling round on instead of sleeping.
-  void bytes_read() noexcept {
-    if (config.busy_poll_us == 0) return;
-    bytes_read_since_poll = true;
-    if (!polling) poll_again();
-  }
-  void poll_again() noexcept;
   // Counts an upstream connect failure and writes it to stderr unless one
   // was written in the last connect_failure_log_gap (io thread only).
   void note_connect_failure(const std::string& upstream, const std::error_code& ec);
@@ -126,7 +120,6 @@ struct relay_state {
 // library user who never ignored it is safe too, and takes a pending one
 // off after a failed splice.
 void block_sigpipe();
-void run_io(relay_state& s);
 void consume_sigpipe();
 
 // The probability draw: a pure function of (seed, fault, connection, frame),

@@ -1,11 +1,13 @@
 // relay_config::busy_poll_us: after traffic the relay's thread polls for
-// its window instead of sleeping, then sleeps again; a relay that does not
-// poll sleeps at once; a polling relay relays every byte and stops.
+// its window instead of sleeping, then sleeps again, on each way a relay
+// moves bytes (splice, write-through, the fault chain); a relay that does
+// not poll sleeps at once; a polling relay relays every byte and stops.
 //
 // The relay's thread is internal, so what is measured is the CPU time of
 // this test's process: besides the relay it holds only threads that block
 // (the echo peer's) or sleep (the test's own), each using next to none.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -26,29 +28,31 @@ std::chrono::nanoseconds process_cpu() {
   return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
 }
 
-// A blocking connection through the relay whose reads give up after 5 s
-// (SO_RCVTIMEO): each round trip costs this process two system calls and
-// no buffer, so its CPU time is the relay's.
+// A connection through the relay that sends one byte and waits at most
+// 5 s for it to come back: each round trip costs this process a send, a
+// poll and a recv and no buffer, so its CPU time is the relay's.
 class round_trips {
  public:
   explicit round_trips(const address& relay) : socket_(context_) {
     socket_.connect({asio::ip::make_address(relay.address), relay.port});
     socket_.set_option(tcp::no_delay(true));
-    const timeval limit{5, 0};
-    setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
   }
-  // One byte there and back, every 5 ms for about 250 ms of wall time; the
-  // process's CPU time over it.
+  // True when the byte came back.
+  bool one() {
+    const char out = static_cast<char>(++sent_);
+    char back = 0;
+    const int fd = socket_.native_handle();
+    if (::send(fd, &out, 1, MSG_NOSIGNAL) != 1) return false;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 5000) != 1) return false;
+    return ::recv(fd, &back, 1, MSG_DONTWAIT) == 1 && back == out;
+  }
+  // One round trip every 5 ms for about 250 ms of wall time; the process's
+  // CPU time over it.
   std::chrono::nanoseconds cpu_over_traffic() {
     const auto start = process_cpu();
     for (int i = 0; i < 50; ++i) {
-      char out = static_cast<char>(i);
-      char back = 0;
-      std::error_code ec;
-      asio::write(socket_, asio::buffer(&out, 1), ec);
-      if (!ec) asio::read(socket_, asio::buffer(&back, 1), ec);
-      EXPECT_FALSE(ec) << ec.message();
-      EXPECT_EQ(back, out);
+      EXPECT_TRUE(one()) << "round trip " << i;
       // sleep-ok: spaces the events inside the polling window; nothing waits on it.
       std::this_thread::sleep_for(5ms);
     }
@@ -58,17 +62,46 @@ class round_trips {
  private:
   asio::io_context context_;
   tcp::socket socket_;
+  unsigned char sent_ = 0;
 };
 
-relay_config echo_relay(const plain_peer& echo, std::uint32_t busy_poll_us) {
-  auto c = config_to(echo.where(), {});
+// Stops the relay with a bound: a stop that never returned would hang the
+// test, so the process ends if the bound passes.
+void stop_within(relay& r, std::chrono::seconds bound) {
+  std::promise<void> stopped;
+  auto done = stopped.get_future();
+  std::thread stopper([&r, &stopped] {
+    r.stop();
+    stopped.set_value();
+  });
+  if (done.wait_for(bound) != std::future_status::ready) {
+    ADD_FAILURE() << "stop() did not return within " << bound.count() << " s";
+    std::_Exit(1);
+  }
+  stopper.join();
+}
+
+// The three ways a direction moves bytes (docs/faults.md, Performance).
+enum class path { splice, write_through_and_chain, tap_chain };
+
+relay_config echo_relay(const plain_peer& echo, std::uint32_t busy_poll_us,
+                        path way = path::splice) {
+  // A frame fault on the way down makes the connection decode frames: the
+  // way up is then written through, the way down runs the fault chain (the
+  // echoed bytes are no faultlane frames, so the fault never fires).
+  auto c = way == path::write_through_and_chain
+               ? config_to(echo.where(), {"drop_frame dir=down opcode=write"}, protocol::faultlane)
+               : config_to(echo.where(), {});
+  c.tap = way == path::tap_chain;
   c.busy_poll_us = busy_poll_us;
   return c;
 }
 
-TEST(relay_busy_poll, polls_for_its_window_after_traffic_then_sleeps) {
+class relay_busy_poll_path : public ::testing::TestWithParam<path> {};
+
+TEST_P(relay_busy_poll_path, polls_for_its_window_after_traffic_then_sleeps) {
   plain_peer echo(plain_peer::mode::echo);
-  auto r = start_relay(echo_relay(echo, busy_poll_us_max));  // 10 ms
+  auto r = start_relay(echo_relay(echo, busy_poll_us_max, GetParam()));  // 10 ms
   ASSERT_TRUE(r);
   round_trips c(r->listen_endpoint());
   // A thread that polls between the round trips uses most of the 250 ms
@@ -80,7 +113,7 @@ TEST(relay_busy_poll, polls_for_its_window_after_traffic_then_sleeps) {
   while (!polled && std::chrono::steady_clock::now() < deadline) {
     polled = c.cpu_over_traffic() >= 60ms;
   }
-  ASSERT_TRUE(polled) << "the relay's thread did not poll between round trips";
+  EXPECT_TRUE(polled) << "the relay's thread did not poll between round trips";
   // The window closes: over 100 ms with no traffic the process then uses
   // under 5 ms (the first try may still hold the last 10 ms of polling).
   bool slept = false;
@@ -92,7 +125,21 @@ TEST(relay_busy_poll, polls_for_its_window_after_traffic_then_sleeps) {
     slept = process_cpu() - start < 5ms;
   }
   EXPECT_TRUE(slept) << "the relay's thread kept polling after its window";
+  stop_within(*r, 10s);
 }
+
+INSTANTIATE_TEST_SUITE_P(relay_busy_poll, relay_busy_poll_path,
+                         ::testing::Values(path::splice, path::write_through_and_chain,
+                                           path::tap_chain),
+                         [](const auto& info) {
+                           switch (info.param) {
+                             case path::splice: return std::string("splice");
+                             case path::write_through_and_chain:
+                               return std::string("write_through_and_chain");
+                             case path::tap_chain: return std::string("tap_chain");
+                           }
+                           return std::string("unknown");
+                         });
 
 // The same traffic through a relay that does not poll: its thread sleeps
 // between round trips, so the process uses a fraction of what polling
@@ -112,8 +159,8 @@ TEST(relay_busy_poll, a_relay_that_does_not_poll_sleeps_between_round_trips) {
 }
 
 // Polling changes when the thread sleeps, not what it relays or whether it
-// stops: 1 MiB in both directions arrives whole, and stop() returns while
-// the window is still open.
+// stops: 1 MiB there and back arrives whole, and stop() returns though a
+// round trip just opened the window.
 TEST(relay_busy_poll, a_polling_relay_relays_every_byte_and_stops_inside_its_window) {
   plain_peer echo(plain_peer::mode::echo);
   auto r = start_relay(echo_relay(echo, busy_poll_us_max));
@@ -123,19 +170,9 @@ TEST(relay_busy_poll, a_polling_relay_relays_every_byte_and_stops_inside_its_win
   c.send(sent);
   auto back = c.read(sent.size(), 10000ms);
   EXPECT_EQ(back.data, sent) << back.end.message();
-  // A stop that never returned would hang the test: it is waited for with
-  // a bound, and the process ends if the bound passes.
-  std::promise<void> stopped;
-  auto done = stopped.get_future();
-  std::thread stopper([&r, &stopped] {
-    r->stop();
-    stopped.set_value();
-  });
-  if (done.wait_for(10s) != std::future_status::ready) {
-    ADD_FAILURE() << "stop() did not return inside the polling window";
-    std::_Exit(1);
-  }
-  stopper.join();
+  round_trips last(r->listen_endpoint());
+  ASSERT_TRUE(last.one());
+  stop_within(*r, 10s);
 }
 
 TEST(relay_busy_poll, yaml_sets_the_window_per_relay) {

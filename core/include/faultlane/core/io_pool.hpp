@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "faultlane/core/poll_window.hpp"
 #include "faultlane/core/status.hpp"
 
 namespace faultlane {
@@ -66,16 +67,13 @@ class io_pool {
 
  private:
   struct shard {
+    explicit shard(std::uint32_t busy_poll_us)
+        : polling(context, std::chrono::microseconds(busy_poll_us)) {}
     asio::io_context context{1};
     asio::executor_work_guard<asio::io_context::executor_type> guard{context.get_executor()};
     std::thread thread;
-    // Busy polling, touched by the shard's thread only: the polling
-    // handler is queued, and when the last event was handled.
-    bool polling = false;
-    bool handled = false;  // a handler ran since the polling handler last looked
-    std::chrono::steady_clock::time_point last_event{};
+    poll_window polling;  // the shard's thread only
   };
-  void poll_again(shard& s) noexcept;
 
   io_pool(std::size_t worker_count, std::uint32_t busy_poll_us);
   void run_shard(std::size_t index);

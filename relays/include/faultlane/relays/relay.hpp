@@ -58,10 +58,12 @@ struct relay_config {
   bool allow_non_loopback = false;
   std::size_t active_faults_max = 1024;
   std::size_t buffer_bytes = 1u << 20;
-  // > 0: after each event the relay's thread polls its sockets without
-  // blocking for this long before it sleeps in the kernel again, so an
-  // answer that comes back within the window wakes no sleeping thread.
-  // Costs a core while traffic flows; at most busy_poll_us_max.
+  // > 0: after it reads bytes, the relay's thread polls its sockets
+  // without blocking for this long (each read extends it) before it sleeps
+  // in the kernel again, so an answer that comes back within the window
+  // finds the thread awake. Each relay has its own thread: it costs a core
+  // per relay while traffic flows, none once it stops. At most
+  // busy_poll_us_max.
   std::uint32_t busy_poll_us = 0;
   close_mode on_upstream_failure = close_mode::reset;
   // Upstream connect failures are written to stderr, once per burst.
