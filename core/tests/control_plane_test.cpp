@@ -14,6 +14,7 @@
 
 #include "faultlane/core/rpc_client.hpp"
 #include "faultlane/core/rpc_server.hpp"
+#include "faultlane/testing/read_within.hpp"
 #include "faultlane/testing/transport_fixture.hpp"
 
 namespace faultlane::rpc {
@@ -85,11 +86,14 @@ class raw_connection {
   };
   answer read_answer() {
     header_bytes_array head{};
-    asio::read(socket_, asio::buffer(head));
+    auto ec = faultlane::testing::read_within(socket_, asio::buffer(head));
+    EXPECT_FALSE(ec) << "no answer: " << ec.message();
     auto h = decode(head, 1u << 30);
     EXPECT_TRUE(h.ok());
+    if (ec || !h.ok()) return {};
     answer a{h.value(), std::vector<std::byte>(h.value().payload_length)};
-    asio::read(socket_, asio::buffer(a.body));
+    ec = faultlane::testing::read_within(socket_, asio::buffer(a.body));
+    EXPECT_FALSE(ec) << "no body: " << ec.message();
     return a;
   }
   // True when the peer closed within `timeout`.

@@ -8,7 +8,6 @@
 #include <sys/socket.h>
 
 #include <asio/ip/tcp.hpp>
-#include <asio/read.hpp>
 #include <asio/write.hpp>
 
 #include <chrono>
@@ -19,9 +18,12 @@
 #include <vector>
 
 #include "faultlane/core/frame.hpp"
+#include "faultlane/testing/read_within.hpp"
 #include "faultlane/testing/transport_fixture.hpp"
 
 namespace faultlane::pipeline_testing {
+
+using faultlane::testing::read_within;
 
 // A target the test drives by hand: it accepts when told, reads whole
 // requests (a WRITE's body included), and sends whatever answer the test
@@ -44,8 +46,6 @@ class scripted_peer {
     socket_ = std::make_unique<asio::ip::tcp::socket>(context_);
     acceptor_.accept(*socket_);
     socket_->non_blocking(false);
-    timeval bound{10, 0};  // every blocking read below ends within 10 s
-    ::setsockopt(socket_->native_handle(), SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof(bound));
     return true;
   }
   // The next request, or nothing if none arrives within `timeout`.
@@ -55,7 +55,7 @@ class scripted_peer {
     if (::poll(&p, 1, static_cast<int>(timeout.count())) != 1) return std::nullopt;
     wire::request_bytes header{};
     std::error_code ec;
-    asio::read(*socket_, asio::buffer(header), ec);
+    ec = read_within(*socket_, asio::buffer(header));
     if (ec) return std::nullopt;
     auto decoded = wire::decode_request(header, 1u << 30);
     EXPECT_TRUE(decoded.ok());
@@ -63,7 +63,7 @@ class scripted_peer {
     auto frame = decoded.value();
     if (frame.op == wire::opcode::write) {
       std::vector<std::byte> body(frame.length);
-      asio::read(*socket_, asio::buffer(body), ec);
+      ec = read_within(*socket_, asio::buffer(body));
       if (ec) return std::nullopt;
     }
     return frame;
@@ -81,7 +81,7 @@ class scripted_peer {
   std::optional<wire::request_frame> next_header() {
     wire::request_bytes header{};
     std::error_code ec;
-    asio::read(*socket_, asio::buffer(header), ec);
+    ec = read_within(*socket_, asio::buffer(header));
     if (ec) return std::nullopt;
     auto decoded = wire::decode_request(header, 1u << 30);
     if (!decoded.ok()) return std::nullopt;
@@ -92,7 +92,8 @@ class scripted_peer {
     std::error_code ec;
     while (n > 0 && !ec) {
       const auto step = std::min(n, sink.size());
-      n -= asio::read(*socket_, asio::buffer(sink.data(), step), ec);
+      ec = read_within(*socket_, asio::buffer(sink.data(), step));
+      n -= step;
     }
     return !ec;
   }
@@ -166,8 +167,6 @@ class byte_client {
  public:
   explicit byte_client(const endpoint& to) : socket_(context_) {
     socket_.connect({asio::ip::make_address(to.address), to.port});
-    timeval bound{10, 0};
-    ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof(bound));
   }
   void send(std::span<const std::byte> bytes) {
     asio::write(socket_, asio::const_buffer(bytes.data(), bytes.size()));
@@ -176,12 +175,12 @@ class byte_client {
   std::optional<wire::response_frame> answer(std::vector<std::byte>* payload = nullptr) {
     wire::response_bytes header{};
     std::error_code ec;
-    asio::read(socket_, asio::buffer(header), ec);
+    ec = read_within(socket_, asio::buffer(header));
     if (ec) return std::nullopt;
     auto decoded = wire::decode_response(header);
     if (!decoded.ok()) return std::nullopt;
     if (payload != nullptr) {
-      asio::read(socket_, asio::buffer(*payload), ec);
+      ec = read_within(socket_, asio::buffer(*payload));
       if (ec) return std::nullopt;
     }
     return decoded.value();
@@ -193,7 +192,7 @@ class byte_client {
   bool closed_by_peer() {
     std::byte one{};
     std::error_code ec;
-    asio::read(socket_, asio::buffer(&one, 1), ec);
+    ec = read_within(socket_, asio::buffer(&one, 1));
     return ec == asio::error::eof || ec == asio::error::connection_reset;
   }
 

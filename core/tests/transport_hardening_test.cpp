@@ -19,6 +19,7 @@
 
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/limits.hpp"
+#include "faultlane/testing/read_within.hpp"
 #include "faultlane/testing/transport_fixture.hpp"
 #include "receive_watermark.hpp"
 
@@ -52,12 +53,12 @@ class scripted_target {
     acceptor_.accept(s, ec);
     if (ec) return;
     wire::request_bytes header;
-    asio::read(s, asio::buffer(header), ec);
+    ec = faultlane::testing::read_within(s, asio::buffer(header));
     if (ec) return;
     auto request = wire::decode_request(header, 1u << 30);
     std::vector<std::byte> body(request.ok() ? request.value().length : 0);
     if (request.ok() && request.value().op == wire::opcode::write)
-      asio::read(s, asio::buffer(body), ec);
+      ec = faultlane::testing::read_within(s, asio::buffer(body));
     auto id = echo_id && request.ok() ? request.value().request_id : 0;
     auto reply = wire::encode(wire::response_frame{answer, id, 0});
     asio::write(s, asio::buffer(reply), ec);
