@@ -16,7 +16,8 @@
 namespace faultlane::testing {
 
 // Reads exactly `into`'s size, waiting at most `timeout` for each piece;
-// timed_out, eof or the socket's error otherwise.
+// timed_out, eof or the socket's error otherwise, in Asio's categories (so
+// `ec == asio::error::connection_reset` holds for a reset).
 inline std::error_code read_within(asio::ip::tcp::socket& s, asio::mutable_buffer into,
                                    std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
   auto* at = static_cast<char*>(into.data());
@@ -25,11 +26,13 @@ inline std::error_code read_within(asio::ip::tcp::socket& s, asio::mutable_buffe
     pollfd p{s.native_handle(), POLLIN, 0};
     const int ready = ::poll(&p, 1, static_cast<int>(timeout.count()));
     if (ready == 0) return asio::error::timed_out;
-    if (ready < 0 && errno != EINTR) return {errno, std::system_category()};
+    if (ready < 0 && errno != EINTR) return {errno, asio::error::get_system_category()};
     if (ready < 0) continue;
     const auto n = ::recv(s.native_handle(), at, left, MSG_DONTWAIT);
     if (n == 0) return asio::error::eof;
-    if (n < 0 && errno != EINTR && errno != EAGAIN) return {errno, std::system_category()};
+    if (n < 0 && errno != EINTR && errno != EAGAIN) {
+      return {errno, asio::error::get_system_category()};  // compares equal to asio's errors
+    }
     if (n < 0) continue;
     at += n;
     left -= static_cast<std::size_t>(n);

@@ -200,11 +200,6 @@ class raw_client {
     }
     return false;
   }
-  std::vector<std::byte> read_exactly(std::size_t n) {
-    std::vector<std::byte> out(n);
-    asio::read(socket_, asio::buffer(out));
-    return out;
-  }
 
  private:
   asio::io_context context_;
