@@ -10,6 +10,8 @@
 #include <chrono>
 #include <future>
 #include <map>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -91,14 +93,15 @@ TEST(stable_hash, is_stable_and_spreads) {
 
 TEST(io_pool, stop_with_queued_handlers_returns_and_drops_them) {
   auto pool = make_pool(2);
-  std::promise<void> entered;
+  // Shared with the handler, which may outlive a failed assertion below.
+  auto entered = std::make_shared<std::promise<void>>();
   std::promise<void> release;
   auto release_future = release.get_future().share();
-  asio::post(pool->context(0), [&entered, release_future] {
-    entered.set_value();
-    release_future.wait();
+  asio::post(pool->context(0), [entered, release_future] {
+    entered->set_value();
+    release_future.wait_for(10s);  // bounded: a failed assertion below never releases it
   });
-  ASSERT_EQ(entered.get_future().wait_for(5s), std::future_status::ready);
+  ASSERT_EQ(entered->get_future().wait_for(5s), std::future_status::ready);
 
   auto token = std::make_shared<int>(0);
   std::atomic<int> ran{0};
@@ -129,13 +132,17 @@ TEST(io_pool, stop_with_queued_handlers_returns_and_drops_them) {
 // taken on that thread.
 struct shard_cpu {
   explicit shard_cpu(io_pool& pool) {
-    std::promise<clockid_t> id;
-    asio::post(pool.context(0), [&id] {
+    auto id = std::make_shared<std::promise<clockid_t>>();  // the handler may run after a throw
+    asio::post(pool.context(0), [id] {
       clockid_t c{};
       pthread_getcpuclockid(pthread_self(), &c);
-      id.set_value(c);
+      id->set_value(c);
     });
-    clock = id.get_future().get();
+    auto taken = id->get_future();
+    if (taken.wait_for(10s) != std::future_status::ready) {
+      throw std::runtime_error("shard 0 ran no handler within 10 s");
+    }
+    clock = taken.get();
   }
   std::chrono::nanoseconds used() const {
     timespec t{};

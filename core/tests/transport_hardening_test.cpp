@@ -38,8 +38,9 @@ class scripted_target {
       : acceptor_(context_, {asio::ip::make_address("127.0.0.1"), 0}),
         thread_([this, answer, echo_id] { serve(answer, echo_id); }) {}
   ~scripted_target() {
-    std::error_code ignored;
-    acceptor_.close(ignored);
+    // Wakes a serve() still waiting for its connection (close would not);
+    // the acceptor closes after the thread is gone.
+    ::shutdown(acceptor_.native_handle(), SHUT_RDWR);
     thread_.join();
   }
   segment_descriptor descriptor() const {
@@ -50,7 +51,7 @@ class scripted_target {
   void serve(wire::wire_status answer, bool echo_id) {
     std::error_code ec;
     asio::ip::tcp::socket s(context_);
-    acceptor_.accept(s, ec);
+    ec = faultlane::testing::accept_within(acceptor_, s);
     if (ec) return;
     wire::request_bytes header;
     ec = faultlane::testing::read_within(s, asio::buffer(header));
@@ -196,7 +197,11 @@ class full_backlog_listener {
   }
   std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
   // Makes room: the next retransmitted SYN is answered.
-  void make_room() { taken_.push_back(acceptor_.accept()); }
+  void make_room() {
+    asio::ip::tcp::socket s(context_);
+    ASSERT_FALSE(faultlane::testing::accept_within(acceptor_, s)) << "no connection to take";
+    taken_.push_back(std::move(s));
+  }
 
  private:
   asio::io_context context_;

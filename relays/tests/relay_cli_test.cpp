@@ -1,8 +1,11 @@
 // faultlane-relay from the command line, as a user runs it: against a plain
 // TCP peer, with a fault, stopped by SIGINT, and with bad input.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,10 +13,15 @@
 
 #include <algorithm>
 
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
 
 #include "faultlane/relays/config.hpp"
 #include "relay_fixture.hpp"
@@ -25,18 +33,24 @@ namespace {
 
 using namespace testing;
 
+// The program under test, its stdout and stderr on one pipe. Every wait on
+// it is bounded: a line within `line_timeout`, an exit within
+// `exit_timeout` (past that it is killed and the test fails).
 struct running_program {
+  static constexpr auto line_timeout = 10s;
+  static constexpr auto exit_timeout = 20s;
   pid_t pid = -1;
-  FILE* out = nullptr;
+  int out = -1;
+  std::string pending;  // read from the pipe, not yet returned as lines
+  bool ended = false;
 
   explicit running_program(std::vector<std::string> args) {
     int fds[2];
-    EXPECT_EQ(::pipe(fds), 0);
+    EXPECT_EQ(::pipe2(fds, O_CLOEXEC), 0);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
     posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
-    posix_spawn_file_actions_addclose(&actions, fds[0]);
     std::vector<char*> argv;
     args.insert(args.begin(), FAULTLANE_RELAY_PROGRAM);
     for (auto& a : args) argv.push_back(a.data());
@@ -44,29 +58,78 @@ struct running_program {
     EXPECT_EQ(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ), 0);
     posix_spawn_file_actions_destroy(&actions);
     ::close(fds[1]);
-    out = fdopen(fds[0], "r");
+    out = fds[0];
   }
   ~running_program() {
     if (pid > 0) {
       ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
+      ::waitpid(pid, nullptr, 0);  // killed: returns at once
     }
-    if (out) fclose(out);
+    if (out >= 0) ::close(out);
   }
+  // The next line with its newline; at end of output what is left (empty
+  // when nothing is); empty, with a test failure, after line_timeout.
   std::string line() {
-    char buf[1024];
-    return fgets(buf, sizeof(buf), out) ? std::string(buf) : std::string();
+    while (true) {
+      if (auto nl = pending.find('\n'); nl != std::string::npos) {
+        std::string l = pending.substr(0, nl + 1);
+        pending.erase(0, nl + 1);
+        return l;
+      }
+      if (ended) return std::exchange(pending, {});
+      pollfd p{out, POLLIN, 0};
+      const int ready = ::poll(&p, 1, static_cast<int>(ms(line_timeout).count()));
+      if (ready == 0) {
+        ADD_FAILURE() << "no line from the program within " << line_timeout.count() << " s";
+        return {};
+      }
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready < 0) {
+        ADD_FAILURE() << "poll on the program's output: " << std::strerror(errno);
+        return {};
+      }
+      char buf[1024];
+      const auto n = ::read(out, buf, sizeof(buf));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) ended = true;
+      if (n > 0) pending.append(buf, static_cast<std::size_t>(n));
+    }
   }
   std::string rest() {
     std::string all;
     for (std::string l = line(); !l.empty(); l = line()) all += l;
     return all;
   }
+  // The exit status (128 + the signal for a killed program).
   int wait() {
+    if (!exits_within(exit_timeout)) ::kill(pid, SIGKILL);  // so waitpid returns
     int status = 0;
     ::waitpid(pid, &status, 0);
     pid = -1;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  static std::chrono::milliseconds ms(std::chrono::seconds s) { return s; }
+  // Whether the program exited within `bound` (it is then a zombie for
+  // waitpid to collect); a test failure otherwise. A pidfd is readable
+  // once its process exited (Linux 5.3).
+  bool exits_within(std::chrono::seconds bound) const {
+    const int handle = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    if (handle < 0) {
+      ADD_FAILURE() << "pidfd_open: " << std::strerror(errno);
+      return false;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + bound;
+    int ready = -1;
+    while (ready < 0) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      pollfd p{handle, POLLIN, 0};
+      ready = ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(left.count(), 0)));
+      if (ready < 0 && errno != EINTR) break;
+    }
+    ::close(handle);
+    if (ready <= 0) ADD_FAILURE() << "the program did not exit within " << bound.count() << " s";
+    return ready > 0;
   }
 };
 

@@ -1,6 +1,9 @@
-// read_within: a read from a blocking test socket that cannot wait
-// forever. asio::read on a blocking socket is no bound even with
-// SO_RCVTIMEO: when recv(2) gives up it polls again with no timeout.
+// read_within, accept_within: a read from a blocking test socket, and an
+// accept on a blocking test listener, that cannot wait forever. asio::read
+// on a blocking socket is no bound even with SO_RCVTIMEO: when recv(2)
+// gives up it polls again with no timeout; and accept(2) waits for a
+// connection that may never come. (To end such a wait from another thread
+// early, shutdown(2) the listener: close(2) wakes neither call.)
 #pragma once
 
 #include <poll.h>
@@ -9,8 +12,10 @@
 #include <asio/error.hpp>
 #include <asio/ip/tcp.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <system_error>
 
 namespace faultlane::testing {
@@ -38,6 +43,27 @@ inline std::error_code read_within(asio::ip::tcp::socket& s, asio::mutable_buffe
     left -= static_cast<std::size_t>(n);
   }
   return {};
+}
+
+// Accepts one connection into `into`, waiting at most `timeout` for it;
+// timed_out or the listener's error otherwise.
+inline std::error_code accept_within(asio::ip::tcp::acceptor& a, asio::ip::tcp::socket& into,
+                                     std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd p{a.native_handle(), POLLIN, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(left.count(), 0)));
+    if (ready == 0) return asio::error::timed_out;
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) return {errno, asio::error::get_system_category()};
+    // A connection is queued, or the listener was shut down or failed:
+    // either way accept(2) returns at once.
+    std::error_code ec;
+    a.accept(into, ec);
+    return ec;
+  }
 }
 
 }  // namespace faultlane::testing
