@@ -35,8 +35,9 @@ namespace faultlane::limits {
   X(std::size_t, connections_max, 65536, "max_connections (live target sessions), most")        \
   X(std::uint64_t, registration_sequence_max, (1ull << 63) - 1,                                 \
     "registrations per incarnation before the sequence is exhausted")                           \
-  X(std::size_t, io_chunk_bytes_max, std::size_t{4} << 20,                                      \
-    "bytes moved per socket step, so a deadline moves at least this often")                     \
+  X(std::size_t, io_chunk_bytes_max, std::size_t{512} << 10,                                    \
+    "bytes moved per socket step: a deadline moves at least this often, and a step's bytes "    \
+    "are still in the caches when the peer copies them out")                                    \
   X(std::uint32_t, accept_backoff_ms_min, 1, "first wait after an accept error")                \
   X(std::uint32_t, accept_backoff_ms_max, 100, "longest wait after accept errors")              \
   X(std::uint32_t, timeout_ms_max, 3'600'000, "any timeout or deadline, most")                  \
