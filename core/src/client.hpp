@@ -30,6 +30,7 @@
 #include "faultlane/core/limits.hpp"
 #include "receive_watermark.hpp"
 #include "task.hpp"
+#include "unprobed_read.hpp"
 
 namespace faultlane::detail {
 
@@ -153,6 +154,11 @@ class lane : public std::enable_shared_from_this<lane> {
   const std::size_t rail_;
   const std::size_t shard_;
   asio::ip::tcp::socket socket_;
+  // Reads answers without Asio's probe when receive_seen_empty_ says the
+  // socket held nothing (unprobed_read.hpp): after the idle check, and
+  // after a read that stopped short, in the same handler.
+  unprobed_read answers_read_;
+  bool receive_seen_empty_ = false;
   deadline deadline_;
   receive_watermark watermark_;
   deadline_kind deadline_kind_ = deadline_kind::progress;

@@ -198,6 +198,9 @@ void lane::pump() {
     close_socket(status::connection_failed);
     FL_ASSERT(state_ == state::disconnected);
   }
+  // Still idle: the check found the connection quiet, and nothing comes
+  // before the request leaves, so its answer's read needs no probe.
+  const seen_empty_mark quiet(receive_seen_empty_, state_ == state::idle);
   switch (state_) {
     case state::disconnected: {
       // Work that reaches a lane after shutdown began never starts a connect.
@@ -350,7 +353,8 @@ void lane::close_socket(status why) {
     if (rt_.observer) rt_.observer->lane_closed(event(), why);
   }
   FAULTLANE_PERTURB("lane.close");
-  carry_.clear();  // answer bytes of this connection only
+  carry_.clear();               // answer bytes of this connection only
+  receive_seen_empty_ = false;  // of this connection only
   std::error_code ignored;
   socket_.close(ignored);
   deadline_.cancel();

@@ -52,10 +52,10 @@ void lane::read_head_from_carry() {
 // payload, so each byte lands where it belongs; an error answer has no
 // payload, so the bytes after it landed one answer too early, and
 // on_answers carries them over to the answers they belong to (a copy, as
-// rare as refusals: docs/architecture.md, "The hot path"). (A started
-// read, not a readiness wait: Asio 1.22 re-arms the descriptor with
-// epoll_ctl for every wait, while a started read costs one speculative
-// recv, which finds the answers whenever they are already there.)
+// rare as refusals: docs/architecture.md, "The hot path"). A started
+// read, not a readiness wait (Asio 1.22 re-arms the descriptor with
+// epoll_ctl for every wait); and where the lane knows the socket holds
+// nothing, one without Asio's speculative recv (unprobed_read.hpp).
 void lane::read_answers() {
   FL_ASSERT(!receiving_ && carry_.empty() && head_request_sent());
   const std::size_t ready = std::min(inflight_.size() - leaving_, answer_headers_.size());
@@ -70,13 +70,18 @@ void lane::read_answers() {
     if (op.op == wire::opcode::read) scatter_[buffers++] = asio::buffer(op.local, op.length);
   }
   receiving_ = true;
-  socket_.async_read_some(std::span(scatter_.data(), buffers),
-                          guarded([this](std::error_code ec, std::size_t n) {
-                            receiving_ = false;
-                            if (ec || broken_) return break_connection(io_failure());
-                            deadline_.push(milliseconds(rt_.config.progress_timeout_ms));
-                            on_answers(n);
-                          }));
+  const std::span<const asio::mutable_buffer> into(scatter_.data(), buffers);
+  auto on_read =
+      guarded([this, asked = asio::buffer_size(into)](std::error_code ec, std::size_t n) {
+        receiving_ = false;
+        if (ec || broken_) return break_connection(io_failure());
+        deadline_.push(milliseconds(rt_.config.progress_timeout_ms));
+        // A read that stopped short of its buffers emptied the socket.
+        const seen_empty_mark drained(receive_seen_empty_, n < asked);
+        on_answers(n);
+      });
+  if (receive_seen_empty_) return answers_read_.start(socket_, into, std::move(on_read));
+  socket_.async_read_some(into, std::move(on_read));
 }
 
 bool lane::overlaps_a_read_before(std::size_t i) const {

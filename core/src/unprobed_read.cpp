@@ -1,0 +1,113 @@
+// unprobed_read: see unprobed_read.hpp.
+#include "unprobed_read.hpp"
+
+#include <asio/detail/reactor.hpp>
+#include <asio/execution/context.hpp>
+#include <asio/query.hpp>
+
+#include <cerrno>
+#include <sys/socket.h>
+#include <type_traits>
+
+#include "faultlane/core/assert.hpp"
+
+namespace faultlane::detail {
+
+#if ASIO_VERSION / 100 == 1022
+static_assert(std::is_same_v<asio::detail::reactor, asio::detail::epoll_reactor>);
+
+namespace {
+
+// A socket's descriptor and its reactor registration, which basic_socket
+// keeps protected: a member pointer named through a derived class reads
+// them without changing the socket's type.
+struct socket_internals : asio::ip::tcp::socket {
+  static auto& of(asio::ip::tcp::socket& socket) {
+    return (socket.*&socket_internals::impl_).get_implementation();
+  }
+};
+
+// The read start() is queuing on this thread: the reactor's speculative
+// call to perform() happens inside start_op, and is declined.
+thread_local const void* starting = nullptr;
+
+}  // namespace
+#endif
+
+unprobed_read::unprobed_read() noexcept
+    : reactor_op(std::error_code(), &unprobed_read::perform, &unprobed_read::complete) {}
+
+unprobed_read::~unprobed_read() { FL_ASSERT(!pending()); }
+
+void unprobed_read::start(asio::ip::tcp::socket& socket,
+                          std::span<const asio::mutable_buffer> buffers, handler done) {
+  FL_ASSERT(!pending() && done && !buffers.empty() && buffers.size() <= buffers_max);
+  asked_ = 0;
+  iov_count_ = 0;
+  for (const auto& b : buffers) {
+    iov_[iov_count_++] = iovec{b.data(), b.size()};
+    asked_ += b.size();
+  }
+  FL_ASSERT(asked_ > 0);  // an empty read would find end of file in nothing
+  done_ = std::move(done);
+#if ASIO_VERSION / 100 != 1022
+  socket.async_read_some(buffers, [this](std::error_code ec, std::size_t n) {
+    handler run = std::move(done_);
+    run(ec, n);
+  });
+#else
+  auto& impl = socket_internals::of(socket);
+  fd_ = impl.socket_;
+  ec_ = std::error_code();
+  bytes_transferred_ = 0;
+  cancellation_key_ = nullptr;
+  auto& context = asio::query(socket.get_executor(), asio::execution::context);
+  if (&context != context_) {  // a registry lookup under a mutex: once per context
+    context_ = &context;
+    reactor_ = &asio::use_service<asio::detail::reactor>(context);
+  }
+  starting = this;
+  // A closed socket has no registration: the reactor completes the read
+  // at once with bad_descriptor, through complete().
+  reactor_->start_op(asio::detail::reactor::read_op, fd_, impl.reactor_data_, this,
+                     /*is_continuation=*/false, /*allow_speculative=*/true);
+  starting = nullptr;
+#endif
+}
+
+asio::detail::reactor_op::status unprobed_read::perform(reactor_op* base) {
+  auto* self = static_cast<unprobed_read*>(base);
+  if (starting == self) return not_done;  // the probe this read exists to skip
+  msghdr msg{};
+  msg.msg_iov = self->iov_.data();
+  msg.msg_iovlen = self->iov_count_;
+  for (;;) {
+    const ssize_t n = ::recvmsg(self->fd_, &msg, MSG_DONTWAIT);
+    if (n > 0) {
+      self->bytes_transferred_ = static_cast<std::size_t>(n);
+      return done;
+    }
+    if (n == 0) {
+      self->ec_ = asio::error::eof;
+      return done;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return not_done;  // a spurious edge
+    self->ec_ = std::error_code(errno, asio::error::get_system_category());
+    return done;
+  }
+}
+
+void unprobed_read::complete(void* owner, asio::detail::scheduler_operation* base,
+                             const std::error_code& /*ec*/, std::size_t /*bytes*/) {
+  auto* self = static_cast<unprobed_read*>(static_cast<reactor_op*>(base));
+  // The handler leaves the object first: it may hold the object's owner,
+  // and this may be the last reference.
+  handler done = std::move(self->done_);
+  if (owner == nullptr) return;  // the io_context is being destroyed: dropped, unrun
+  const std::error_code ec = self->ec_;
+  const std::size_t n = self->bytes_transferred_;
+  done(ec, n);
+}
+
+}  // namespace faultlane::detail
