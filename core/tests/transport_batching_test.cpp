@@ -326,6 +326,35 @@ TEST(transport_pipeline, the_target_serves_requests_that_arrive_together_in_orde
   EXPECT_TRUE(target->shutdown().ok());
 }
 
+// More requests than one read-ahead takes, sent in one write: the read
+// fills the staging room and cuts a header, and the rest is already in the
+// socket, so the read that follows must try the socket (no new bytes will
+// wake it). Every request is answered, in order.
+TEST(transport_pipeline, requests_past_a_full_read_ahead_are_served_without_new_bytes) {
+  auto target = start(loopback_config());
+  auto memory = pattern(64u << 10, 45);
+  auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
+  constexpr std::uint64_t requests = 100;  // 4 800 bytes: more than the 4 KiB read-ahead
+  constexpr std::uint64_t length = 16;
+  std::vector<std::byte> out;
+  for (std::uint64_t i = 0; i < requests; ++i) {
+    append(out, {wire::opcode::read, 0, i + 1, id, i * length, length});
+  }
+  byte_client client(target->descriptor().endpoints[0]);
+  client.send(out);
+  std::vector<std::byte> got(length);
+  for (std::uint64_t i = 0; i < requests; ++i) {
+    auto a = client.answer(&got);
+    ASSERT_TRUE(a) << "no answer for request " << i + 1;
+    EXPECT_EQ(a->request_id, i + 1);
+    EXPECT_EQ(a->status, wire::wire_status::ok);
+    EXPECT_TRUE(std::equal(got.begin(), got.end(),
+                           memory.begin() + static_cast<std::ptrdiff_t>(i * length)))
+        << "request " << i + 1;
+  }
+  EXPECT_TRUE(target->shutdown().ok());
+}
+
 // A WRITE body that stalls part way holds back only what comes after it:
 // the answer of a WRITE before it, held to leave with others, leaves
 // before the target waits for the rest.
