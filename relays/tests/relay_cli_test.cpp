@@ -24,6 +24,7 @@
 #include <utility>
 
 #include "faultlane/relays/config.hpp"
+#include "faultlane/testing/read_within.hpp"
 #include "relay_fixture.hpp"
 
 extern char** environ;
@@ -77,13 +78,11 @@ struct running_program {
         return l;
       }
       if (ended) return std::exchange(pending, {});
-      pollfd p{out, POLLIN, 0};
-      const int ready = ::poll(&p, 1, static_cast<int>(ms(line_timeout).count()));
+      const int ready = faultlane::testing::poll_within(out, POLLIN, line_timeout);
       if (ready == 0) {
         ADD_FAILURE() << "no line from the program within " << line_timeout.count() << " s";
         return {};
       }
-      if (ready < 0 && errno == EINTR) continue;
       if (ready < 0) {
         ADD_FAILURE() << "poll on the program's output: " << std::strerror(errno);
         return {};
@@ -108,7 +107,6 @@ struct running_program {
     pid = -1;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
-  static std::chrono::milliseconds ms(std::chrono::seconds s) { return s; }
   // Whether the program exited within `bound` (it is then a zombie for
   // waitpid to collect); a test failure otherwise. A pidfd is readable
   // once its process exited (Linux 5.3).
@@ -118,15 +116,7 @@ struct running_program {
       ADD_FAILURE() << "pidfd_open: " << std::strerror(errno);
       return false;
     }
-    const auto deadline = std::chrono::steady_clock::now() + bound;
-    int ready = -1;
-    while (ready < 0) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      pollfd p{handle, POLLIN, 0};
-      ready = ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(left.count(), 0)));
-      if (ready < 0 && errno != EINTR) break;
-    }
+    const int ready = faultlane::testing::poll_within(handle, POLLIN, bound);
     ::close(handle);
     if (ready <= 0) ADD_FAILURE() << "the program did not exit within " << bound.count() << " s";
     return ready > 0;

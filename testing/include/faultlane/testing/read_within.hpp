@@ -1,5 +1,6 @@
 // read_within, accept_within: a read from a blocking test socket, and an
-// accept on a blocking test listener, that cannot wait forever. asio::read
+// accept on a blocking test listener, that cannot wait forever (and
+// poll_until, the bounded wait under both, for any descriptor). asio::read
 // on a blocking socket is no bound even with SO_RCVTIMEO: when recv(2)
 // gives up it polls again with no timeout; and accept(2) waits for a
 // connection that may never come. (To end such a wait from another thread
@@ -20,6 +21,22 @@
 
 namespace faultlane::testing {
 
+// Waits until `fd` reports one of `events` or `deadline` passes, across
+// EINTR: 1 when ready, 0 when the deadline passed, -1 on an error (errno).
+inline int poll_until(int fd, short events, std::chrono::steady_clock::time_point deadline) {
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd p{fd, events, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(left.count(), 0)));
+    if (ready >= 0 || errno != EINTR) return std::min(ready, 1);
+  }
+}
+
+inline int poll_within(int fd, short events, std::chrono::milliseconds timeout) {
+  return poll_until(fd, events, std::chrono::steady_clock::now() + timeout);
+}
+
 // Reads exactly `into`'s size, waiting at most `timeout` for each piece;
 // timed_out, eof or the socket's error otherwise, in Asio's categories (so
 // `ec == asio::error::connection_reset` holds for a reset).
@@ -28,11 +45,9 @@ inline std::error_code read_within(asio::ip::tcp::socket& s, asio::mutable_buffe
   auto* at = static_cast<char*>(into.data());
   std::size_t left = into.size();
   while (left > 0) {
-    pollfd p{s.native_handle(), POLLIN, 0};
-    const int ready = ::poll(&p, 1, static_cast<int>(timeout.count()));
+    const int ready = poll_within(s.native_handle(), POLLIN, timeout);
     if (ready == 0) return asio::error::timed_out;
-    if (ready < 0 && errno != EINTR) return {errno, asio::error::get_system_category()};
-    if (ready < 0) continue;
+    if (ready < 0) return {errno, asio::error::get_system_category()};
     const auto n = ::recv(s.native_handle(), at, left, MSG_DONTWAIT);
     if (n == 0) return asio::error::eof;
     if (n < 0 && errno != EINTR && errno != EAGAIN) {
@@ -49,21 +64,14 @@ inline std::error_code read_within(asio::ip::tcp::socket& s, asio::mutable_buffe
 // timed_out or the listener's error otherwise.
 inline std::error_code accept_within(asio::ip::tcp::acceptor& a, asio::ip::tcp::socket& into,
                                      std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    pollfd p{a.native_handle(), POLLIN, 0};
-    const int ready = ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(left.count(), 0)));
-    if (ready == 0) return asio::error::timed_out;
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready < 0) return {errno, asio::error::get_system_category()};
-    // A connection is queued, or the listener was shut down or failed:
-    // either way accept(2) returns at once.
-    std::error_code ec;
-    a.accept(into, ec);
-    return ec;
-  }
+  const int ready = poll_within(a.native_handle(), POLLIN, timeout);
+  if (ready == 0) return asio::error::timed_out;
+  if (ready < 0) return {errno, asio::error::get_system_category()};
+  // A connection is queued, or the listener was shut down or failed:
+  // either way accept(2) returns at once.
+  std::error_code ec;
+  a.accept(into, ec);
+  return ec;
 }
 
 }  // namespace faultlane::testing
