@@ -108,7 +108,7 @@ class lane : public std::enable_shared_from_this<lane> {
   void on_handler_exception() noexcept;
   void arm_start_deadline(std::chrono::steady_clock::time_point when);
   void expire_queued_work();
-  bool peer_went_away();
+  int check_idle_connection();
   void pump();
   void start_connect();
   void on_connected(const std::error_code& ec);
@@ -154,11 +154,11 @@ class lane : public std::enable_shared_from_this<lane> {
   const std::size_t rail_;
   const std::size_t shard_;
   asio::ip::tcp::socket socket_;
-  // Reads answers without Asio's probe when receive_seen_empty_ says the
-  // socket held nothing (unprobed_read.hpp): after the idle check, and
-  // after a read that stopped short, in the same handler.
+  // Reads an answer without Asio's probe (unprobed_read.hpp) on the
+  // connection whose epoch_ quiet_connection_ holds: the idle check found
+  // it quiet earlier in the running pump() (0 otherwise).
   unprobed_read answers_read_;
-  bool receive_seen_empty_ = false;
+  std::uint64_t quiet_connection_ = 0;
   deadline deadline_;
   receive_watermark watermark_;
   deadline_kind deadline_kind_ = deadline_kind::progress;

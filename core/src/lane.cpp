@@ -181,26 +181,48 @@ void lane::expire_queued_work() {
 
 // An idle connection should have nothing to read: readability or a hang-up
 // means the peer closed or reset it (it restarted, or timed us out), so a
-// request sent on it would be lost in flight. Checked without blocking.
-bool lane::peer_went_away() {
+// request sent on it would be lost in flight. Checked without blocking:
+// poll(2)'s answer, > 0 when the peer went away, 0 when the connection is
+// quiet (level-triggered: a FIN or reset an earlier read took in counts).
+int lane::check_idle_connection() {
   FL_ASSERT(state_ == state::idle);
   pollfd p{socket_.native_handle(), POLLIN | POLLRDHUP, 0};
-  return ::poll(&p, 1, 0) > 0;
+  return ::poll(&p, 1, 0);
 }
+
+namespace {
+
+// Sets a value for the rest of a scope, and puts the old one back.
+class scoped_value {
+ public:
+  scoped_value(std::uint64_t& v, std::uint64_t set) noexcept : v_(v), saved_(v) { v_ = set; }
+  scoped_value(const scoped_value&) = delete;
+  scoped_value& operator=(const scoped_value&) = delete;
+  ~scoped_value() { v_ = saved_; }
+
+ private:
+  std::uint64_t& v_;
+  std::uint64_t saved_;
+};
+
+}  // namespace
 
 void lane::pump() {
   FL_ASSERT(state_ != state::busy || !inflight_.empty());  // busy means exchanges in flight
   if (queue_.empty()) return;
-  if (state_ == state::idle && peer_went_away()) {
+  int idle_check = -1;  // not idle, not checked
+  if (state_ == state::idle) idle_check = check_idle_connection();
+  if (idle_check > 0) {
     // Reconnect first: a WRITE then never leaves on a dead connection, so
     // its outcome stays definite.
     bump(rt_.stats.lanes_found_closed);
     close_socket(status::connection_failed);
     FL_ASSERT(state_ == state::disconnected);
   }
-  // Still idle: the check found the connection quiet, and nothing comes
-  // before the request leaves, so its answer's read needs no probe.
-  const seen_empty_mark quiet(receive_seen_empty_, state_ == state::idle);
+  // A connection the check found quiet gets nothing before our request
+  // leaves, so the answer's read, started before this call returns, needs
+  // no probe (unprobed_read.hpp).
+  const scoped_value quiet(quiet_connection_, idle_check == 0 ? epoch_ : 0);
   switch (state_) {
     case state::disconnected: {
       // Work that reaches a lane after shutdown began never starts a connect.
@@ -353,8 +375,7 @@ void lane::close_socket(status why) {
     if (rt_.observer) rt_.observer->lane_closed(event(), why);
   }
   FAULTLANE_PERTURB("lane.close");
-  carry_.clear();               // answer bytes of this connection only
-  receive_seen_empty_ = false;  // of this connection only
+  carry_.clear();  // answer bytes of this connection only
   std::error_code ignored;
   socket_.close(ignored);
   deadline_.cancel();

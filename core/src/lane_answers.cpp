@@ -54,8 +54,8 @@ void lane::read_head_from_carry() {
 // on_answers carries them over to the answers they belong to (a copy, as
 // rare as refusals: docs/architecture.md, "The hot path"). A started
 // read, not a readiness wait (Asio 1.22 re-arms the descriptor with
-// epoll_ctl for every wait); and where the lane knows the socket holds
-// nothing, one without Asio's speculative recv (unprobed_read.hpp).
+// epoll_ctl for every wait); and on a connection the idle check just
+// found quiet, one without Asio's speculative recv (unprobed_read.hpp).
 void lane::read_answers() {
   FL_ASSERT(!receiving_ && carry_.empty() && head_request_sent());
   const std::size_t ready = std::min(inflight_.size() - leaving_, answer_headers_.size());
@@ -70,17 +70,19 @@ void lane::read_answers() {
     if (op.op == wire::opcode::read) scatter_[buffers++] = asio::buffer(op.local, op.length);
   }
   receiving_ = true;
+  static_assert(std::tuple_size_v<decltype(scatter_)> <= unprobed_read::buffers_max);
   const std::span<const asio::mutable_buffer> into(scatter_.data(), buffers);
-  auto on_read =
-      guarded([this, asked = asio::buffer_size(into)](std::error_code ec, std::size_t n) {
-        receiving_ = false;
-        if (ec || broken_) return break_connection(io_failure());
-        deadline_.push(milliseconds(rt_.config.progress_timeout_ms));
-        // A read that stopped short of its buffers emptied the socket.
-        const seen_empty_mark drained(receive_seen_empty_, n < asked);
-        on_answers(n);
-      });
-  if (receive_seen_empty_) return answers_read_.start(socket_, into, std::move(on_read));
+  auto on_read = guarded([this](std::error_code ec, std::size_t n) {
+    receiving_ = false;
+    if (ec || broken_) return break_connection(io_failure());
+    deadline_.push(milliseconds(rt_.config.progress_timeout_ms));
+    on_answers(n);
+  });
+  // (Not after a read that stopped short: that read may have taken a FIN
+  // or reset behind the bytes, whose edge then never comes again.)
+  if (reads_skip_the_probe && quiet_connection_ != 0 && quiet_connection_ == epoch_) {
+    return answers_read_.start(socket_, into, std::move(on_read));
+  }
   socket_.async_read_some(into, std::move(on_read));
 }
 

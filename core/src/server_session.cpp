@@ -89,23 +89,18 @@ void server_session::read_more() {
   staged_end_ = staged();
   staged_begin_ = 0;
   io_pending_ = true;
-  const auto into = asio::buffer(staging_.data() + staged_end_, staging_.size() - staged_end_);
-  auto on_read = guarded([this, asked = into.size()](std::error_code ec, std::size_t n) {
-    io_pending_ = false;
-    FL_ASSERT(state_ == session_state::reading);
-    if (ec) return end();
-    (void)FAULTLANE_FAILPOINT("server.on_header");
-    if (deadline_.active()) deadline_.push(progress());
-    else deadline_.set(progress(), shared_from_this());
-    staged_end_ += n;
-    // A read that stopped short of the staging room emptied the socket:
-    // the next one, if this handler starts it, needs no probe.
-    const seen_empty_mark drained(receive_seen_empty_, n < asked);
-    serve();
-  });
-  if (receive_seen_empty_)
-    return requests_read_.start(socket_, std::span(&into, 1), std::move(on_read));
-  socket_.async_read_some(into, std::move(on_read));
+  socket_.async_read_some(
+      asio::buffer(staging_.data() + staged_end_, staging_.size() - staged_end_),
+      guarded([this](std::error_code ec, std::size_t n) {
+        io_pending_ = false;
+        FL_ASSERT(state_ == session_state::reading);
+        if (ec) return end();
+        (void)FAULTLANE_FAILPOINT("server.on_header");
+        if (deadline_.active()) deadline_.push(progress());
+        else deadline_.set(progress(), shared_from_this());
+        staged_end_ += n;
+        serve();
+      }));
 }
 
 bool server_session::serve_one() {

@@ -16,7 +16,6 @@
 #include "receive_watermark.hpp"
 #include "runtime.hpp"
 #include "server.hpp"
-#include "unprobed_read.hpp"
 
 namespace faultlane::detail {
 
@@ -195,10 +194,6 @@ class server_session : public std::enable_shared_from_this<server_session> {
   server& owner_;
   const std::size_t shard_;
   asio::ip::tcp::socket socket_;
-  // Reads requests without Asio's probe right after a read that stopped
-  // short, in the same handler (unprobed_read.hpp).
-  unprobed_read requests_read_;
-  bool receive_seen_empty_ = false;
   deadline deadline_;
   std::array<std::byte, staging_bytes> staging_{};
   std::size_t staged_begin_ = 0;  // staging_[staged_begin_, staged_end_) is unread

@@ -13,10 +13,14 @@
 
 namespace faultlane::detail {
 
-#if ASIO_VERSION / 100 == 1022
-static_assert(std::is_same_v<asio::detail::reactor, asio::detail::epoll_reactor>);
-
 namespace {
+
+// The read start() is queuing on this thread: the reactor's speculative
+// call to perform() happens inside start_op, and is declined.
+thread_local const void* starting = nullptr;
+
+#if ASIO_VERSION / 100 == 1022 && !defined(FAULTLANE_READS_ALWAYS_PROBE)
+static_assert(std::is_same_v<asio::detail::reactor, asio::detail::epoll_reactor>);
 
 // A socket's descriptor and its reactor registration, which basic_socket
 // keeps protected: a member pointer named through a derived class reads
@@ -26,13 +30,9 @@ struct socket_internals : asio::ip::tcp::socket {
     return (socket.*&socket_internals::impl_).get_implementation();
   }
 };
-
-// The read start() is queuing on this thread: the reactor's speculative
-// call to perform() happens inside start_op, and is declined.
-thread_local const void* starting = nullptr;
+#endif
 
 }  // namespace
-#endif
 
 unprobed_read::unprobed_read() noexcept
     : reactor_op(std::error_code(), &unprobed_read::perform, &unprobed_read::complete) {}
@@ -41,21 +41,22 @@ unprobed_read::~unprobed_read() { FL_ASSERT(!pending()); }
 
 void unprobed_read::start(asio::ip::tcp::socket& socket,
                           std::span<const asio::mutable_buffer> buffers, handler done) {
+  FL_ASSERT(reads_skip_the_probe);  // elsewhere callers read with async_read_some
   FL_ASSERT(!pending() && done && !buffers.empty() && buffers.size() <= buffers_max);
-  asked_ = 0;
+  std::size_t asked = 0;
   iov_count_ = 0;
   for (const auto& b : buffers) {
     iov_[iov_count_++] = iovec{b.data(), b.size()};
-    asked_ += b.size();
+    asked += b.size();
   }
-  FL_ASSERT(asked_ > 0);  // an empty read would find end of file in nothing
-  done_ = std::move(done);
-#if ASIO_VERSION / 100 != 1022
-  socket.async_read_some(buffers, [this](std::error_code ec, std::size_t n) {
-    handler run = std::move(done_);
-    run(ec, n);
-  });
+  FL_ASSERT(asked > 0);  // an empty read would find end of file in nothing
+#if ASIO_VERSION / 100 != 1022 || defined(FAULTLANE_READS_ALWAYS_PROBE)
+  (void)socket;
+  (void)done;
+  (void)context_;  // used by the reactor path only
+  (void)reactor_;
 #else
+  done_ = std::move(done);
   auto& impl = socket_internals::of(socket);
   fd_ = impl.socket_;
   ec_ = std::error_code();

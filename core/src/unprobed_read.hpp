@@ -3,23 +3,29 @@
 //
 // Asio 1.22 starts every read with a speculative recv (the "probe"), which
 // on a request/response connection almost always finds nothing: one
-// EAGAIN system call per exchange on each side. Its alternative, a
-// readiness wait, re-arms the descriptor with epoll_ctl instead. This read
-// goes straight into the reactor's queue, costing no system call until
-// epoll reports the socket readable.
+// EAGAIN system call per exchange. Its alternative, a readiness wait,
+// re-arms the descriptor with epoll_ctl instead. This read goes straight
+// into the reactor's queue and costs no system call until epoll reports
+// the socket readable.
 //
-// That is correct only when the caller knows nothing waits unread. Asio
-// registers a socket edge-triggered, once: bytes that arrive while no read
-// is queued raise an edge that a reactor turn consumes, and a read queued
-// after it, without a probe, would wait for an edge that never comes. So
-// start() may be used only when the socket's receive queue was seen empty
-// (a poll that found nothing, a read that stopped short of its buffers)
-// and no reactor turn has run on the socket's io_context since: in the
-// same handler, before it returns. Every byte that arrives after that
-// moment raises an edge the next turn reports, and that turn performs
-// this read. With one thread per io_context, as faultlane's io pool runs
-// them, nothing else can run a turn in between. docs/architecture.md,
-// "The hot path", says where faultlane uses it.
+// That is correct only when the caller knows the socket holds nothing the
+// reactor has already reported. Asio registers a socket edge-triggered,
+// once: what arrives (bytes, a FIN, a reset) while no read is queued
+// raises an edge that the reactor consumes when it next reports the
+// socket, and a read queued after that without a probe waits for an edge
+// that never comes. So start() may be used only when
+//   - a level-triggered check (poll(2) for POLLIN | POLLRDHUP, with
+//     POLLERR and POLLHUP) found the socket quiet, and
+//   - the reactor has not reported this socket since: start() runs later
+//     in the same handler, on an io_context run by one thread, with no
+//     nested run() or poll().
+// Then everything that arrives after the check raises an edge that is
+// reported after the read is queued, and performs it. A read that stopped
+// short of its buffers is no such check: the recv that took the last
+// bytes may have taken a FIN behind them (the next recv would return 0),
+// or left a reset pending, and their edge was the one just reported.
+// faultlane uses it in one place: a lane's answer read after its idle
+// check (docs/architecture.md, "The hot path").
 //
 // One read at a time per object; the object is reused, so reading
 // allocates nothing. It must outlive the read: `done` should hold its
@@ -47,8 +53,13 @@ namespace faultlane::detail {
 
 // Whether this Asio's reactor is the one start() is written against:
 // 1.22, Debian 12's (later versions changed epoll_reactor::start_op).
-// With any other, start() is async_read_some, probe included.
-inline constexpr bool reads_skip_the_probe = ASIO_VERSION / 100 == 1022;
+// Where it is false, callers read with async_read_some, probe included,
+// and start() must not be called.
+#if ASIO_VERSION / 100 == 1022 && !defined(FAULTLANE_READS_ALWAYS_PROBE)
+inline constexpr bool reads_skip_the_probe = true;
+#else
+inline constexpr bool reads_skip_the_probe = false;
+#endif
 
 class unprobed_read final : asio::detail::reactor_op {
  public:
@@ -78,24 +89,7 @@ class unprobed_read final : asio::detail::reactor_op {
   int fd_ = -1;
   std::array<iovec, buffers_max> iov_{};
   std::size_t iov_count_ = 0;
-  std::size_t asked_ = 0;
   handler done_;
-};
-
-// Says, for one synchronous stretch (the rest of a handler), whether the
-// socket's receive queue was seen empty at its start: the condition for
-// unprobed_read::start. The flag is restored when the stretch ends, so it
-// never outlives the turn it was true in.
-class seen_empty_mark {
- public:
-  seen_empty_mark(bool& flag, bool seen) noexcept : flag_(flag), saved_(flag) { flag_ = seen; }
-  seen_empty_mark(const seen_empty_mark&) = delete;
-  seen_empty_mark& operator=(const seen_empty_mark&) = delete;
-  ~seen_empty_mark() { flag_ = saved_; }
-
- private:
-  bool& flag_;
-  bool saved_;
 };
 
 }  // namespace faultlane::detail

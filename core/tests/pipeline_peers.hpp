@@ -185,6 +185,7 @@ class byte_client {
     }
     return decoded.value();
   }
+  void shut_down_sending() { socket_.shutdown(asio::ip::tcp::socket::shutdown_send); }
   bool readable_within(std::chrono::milliseconds t) {
     pollfd p{socket_.native_handle(), POLLIN, 0};
     return ::poll(&p, 1, static_cast<int>(t.count())) == 1;

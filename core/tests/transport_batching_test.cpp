@@ -341,8 +341,16 @@ TEST(transport_pipeline, requests_past_a_full_read_ahead_are_served_without_new_
     append(out, {wire::opcode::read, 0, i + 1, id, i * length, length});
   }
   byte_client client(target->descriptor().endpoints[0]);
-  client.send(out);
+  // One exchange first: the session then has a read waiting, and the
+  // report of the 4 800 bytes below is the one its first read takes.
   std::vector<std::byte> got(length);
+  std::vector<std::byte> warm_up;
+  append(warm_up, {wire::opcode::read, 0, 1000, id, 0, length});
+  client.send(warm_up);
+  auto answered = client.answer(&got);
+  ASSERT_TRUE(answered);
+  EXPECT_EQ(answered->request_id, 1000u);
+  client.send(out);
   for (std::uint64_t i = 0; i < requests; ++i) {
     auto a = client.answer(&got);
     ASSERT_TRUE(a) << "no answer for request " << i + 1;
@@ -352,6 +360,28 @@ TEST(transport_pipeline, requests_past_a_full_read_ahead_are_served_without_new_
                            memory.begin() + static_cast<std::ptrdiff_t>(i * length)))
         << "request " << i + 1;
   }
+  EXPECT_TRUE(target->shutdown().ok());
+}
+
+// A request with the client's FIN right behind it: the target answers it,
+// then sees the end of file (its read of the request usually took the FIN
+// too, and nothing more will come) and closes the session.
+TEST(transport_pipeline, a_request_with_the_fin_behind_it_is_answered_then_the_session_ends) {
+  auto target = start(loopback_config());
+  auto memory = pattern(4096, 46);
+  auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
+  std::vector<std::byte> out;
+  append(out, {wire::opcode::read, 0, 1, id, 0, 16});
+  byte_client client(target->descriptor().endpoints[0]);
+  client.send(out);
+  client.shut_down_sending();
+  std::vector<std::byte> got(16);
+  auto a = client.answer(&got);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->status, wire::wire_status::ok);
+  EXPECT_TRUE(std::equal(got.begin(), got.end(), memory.begin()));
+  EXPECT_TRUE(client.closed_by_peer()) << "the session missed the end of file";
+  EXPECT_TRUE(eventually([&] { return target->stats().sessions_live == 0u; }));
   EXPECT_TRUE(target->shutdown().ok());
 }
 
