@@ -219,9 +219,10 @@ void lane::pump() {
     close_socket(status::connection_failed);
     FL_ASSERT(state_ == state::disconnected);
   }
-  // A connection the check found quiet gets nothing before our request
-  // leaves, so the answer's read, started before this call returns, needs
-  // no probe (unprobed_read.hpp).
+  // On a connection the check found quiet, whatever arrives after it
+  // (the answer, a FIN, a reset) is reported after the answer's read is
+  // queued, if that read starts before this call returns: it needs no
+  // probe (unprobed_read.hpp).
   const scoped_value quiet(quiet_connection_, idle_check == 0 ? epoch_ : 0);
   switch (state_) {
     case state::disconnected: {

@@ -73,8 +73,9 @@ class unprobed_read final : asio::detail::reactor_op {
 
   // Queues a read of up to the bytes of `buffers` (at most buffers_max of
   // them). `done` runs on the socket's io_context with the bytes read, or
-  // an error (end of file as asio::error::eof, a closed or cancelled
-  // socket as operation_aborted), as for async_read_some.
+  // an error, as for async_read_some: end of file as asio::error::eof, a
+  // read cancelled or its socket closed while it waited as
+  // operation_aborted, a socket already closed as bad_descriptor.
   void start(asio::ip::tcp::socket& socket, std::span<const asio::mutable_buffer> buffers,
              handler done);
   bool pending() const noexcept { return static_cast<bool>(done_); }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -101,6 +102,16 @@ class scripted_peer {
     asio::write(*socket_, asio::const_buffer(bytes.data(), bytes.size()));
   }
   void hang_up() { socket_.reset(); }
+  // Answers `r` and closes, the FIN in the answer's own segment: corked,
+  // the answer waits in the socket, and shutdown(2) sends it with the FIN
+  // attached. The lane's one read of the answer then takes the FIN too.
+  void answer_ok_then_close(const wire::request_frame& r, std::span<const std::byte> payload) {
+    const int on = 1;
+    ::setsockopt(socket_->native_handle(), IPPROTO_TCP, TCP_CORK, &on, sizeof on);
+    answer_ok(r, payload);
+    socket_->shutdown(asio::ip::tcp::socket::shutdown_send);
+    socket_.reset();
+  }
 
  private:
   std::uint64_t incarnation_;

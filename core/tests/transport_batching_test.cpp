@@ -341,8 +341,8 @@ TEST(transport_pipeline, requests_past_a_full_read_ahead_are_served_without_new_
     append(out, {wire::opcode::read, 0, i + 1, id, i * length, length});
   }
   byte_client client(target->descriptor().endpoints[0]);
-  // One exchange first: the session then has a read waiting, and the
-  // report of the 4 800 bytes below is the one its first read takes.
+  // One exchange first: the session then has a read waiting when the
+  // 4 800 bytes arrive, and the reactor's report of them performs it.
   std::vector<std::byte> got(length);
   std::vector<std::byte> warm_up;
   append(warm_up, {wire::opcode::read, 0, 1000, id, 0, length});

@@ -230,11 +230,11 @@ TEST(transport_pipeline, a_broken_connection_cuts_what_left_and_keeps_what_is_qu
   EXPECT_TRUE(initiator->shutdown().ok());
 }
 
-// A target that answers the first of three READs and closes at once: the
-// lane's read of that answer usually takes the FIN behind it as well, and
-// the next read must still see the end of file (the reactor reported both
-// together, and no edge comes after). The two READs behind end with the
-// connection at once, long before the progress deadline.
+// A target that answers the first of three READs and closes, the FIN in
+// the answer's segment: the lane's read of that answer takes the FIN as
+// well, and the next read must still see the end of file (the reactor
+// reported both together, and no edge comes after). The two READs behind
+// end with the connection at once, long before the progress deadline.
 TEST(transport_pipeline, a_close_right_behind_an_answer_ends_the_exchanges_behind_it) {
   scripted_peer peer;
   auto config = one_lane(3);
@@ -247,8 +247,7 @@ TEST(transport_pipeline, a_close_right_behind_an_answer_ends_the_exchanges_behin
   ASSERT_TRUE(first);
   ASSERT_TRUE(peer.next_request());
   ASSERT_TRUE(peer.next_request());
-  peer.answer_ok(*first, sixteen);
-  peer.hang_up();
+  peer.answer_ok_then_close(*first, sixteen);
   const auto codes = work.codes(std::chrono::seconds(10));
   EXPECT_EQ(codes[0], status::ok);
   EXPECT_EQ(codes[1], status::connection_failed);
