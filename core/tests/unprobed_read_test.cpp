@@ -73,6 +73,26 @@ unprobed_read::handler record(std::optional<outcome>& into) {
   return [&into](std::error_code ec, std::size_t n) { into = outcome{ec, n}; };
 }
 
+// A read into one 64-byte buffer: unprobed (start) or Asio's (probe), and
+// how it ended.
+struct one_read {
+  std::array<char, 64> in{};
+  const std::array<asio::mutable_buffer, 1> into{asio::buffer(in)};
+  unprobed_read read;
+  std::optional<outcome> done;
+  void start(tcp::socket& s) {
+    done.reset();
+    read.start(s, into, record(done));
+  }
+  void probe(tcp::socket& s) {
+    done.reset();
+    s.async_read_some(asio::buffer(in), [this](std::error_code ec, std::size_t n) {
+      done = outcome{ec, n};
+    });
+  }
+  std::string text() const { return std::string(in.data(), done ? done->bytes : 0); }
+};
+
 // Bytes sent after the start arrive through the reactor, scattered over
 // the buffers in order.
 TEST_F(unprobed_reads, bytes_sent_after_the_start_complete_it_scattered) {
@@ -103,45 +123,37 @@ TEST_F(unprobed_reads, it_does_not_try_the_socket_when_it_starts) {
   c.send("early");
   ASSERT_TRUE(c.server_holds(5));
   c.context.poll();  // the reactor reports the bytes; no read is waiting
-  std::array<char, 64> in{};
-  const std::array<asio::mutable_buffer, 1> into{asio::buffer(in)};
-  unprobed_read read;
-  std::optional<outcome> done;
-  read.start(c.server, into, record(done));
+  one_read r;
+  r.start(c.server);
   for (int i = 0; i < 3; ++i) c.context.poll();
-  EXPECT_FALSE(done) << "the read tried the socket";
+  EXPECT_FALSE(r.done) << "the read tried the socket";
   c.send("late");  // a new edge: the read takes everything there
-  c.run_until(done);
-  ASSERT_TRUE(done);
-  EXPECT_FALSE(done->ec) << done->ec.message();
-  EXPECT_EQ(std::string(in.data(), done->bytes), "earlylate");
+  c.run_until(r.done);
+  ASSERT_TRUE(r.done);
+  EXPECT_FALSE(r.done->ec) << r.done->ec.message();
+  EXPECT_EQ(r.text(), "earlylate");
 
   // Asio's read, in the same place, probes.
   connection d;
   d.send("early");
   ASSERT_TRUE(d.server_holds(5));
   d.context.poll();
-  std::optional<outcome> probed;
-  d.server.async_read_some(asio::buffer(in), [&](std::error_code ec, std::size_t n) {
-    probed = outcome{ec, n};
-  });
+  one_read probed;
+  probed.probe(d.server);
   d.context.poll();
-  ASSERT_TRUE(probed);
-  EXPECT_EQ(probed->bytes, 5u);
+  ASSERT_TRUE(probed.done);
+  EXPECT_EQ(probed.text(), "early");
 }
 
 TEST_F(unprobed_reads, end_of_file_ends_it_with_eof) {
   connection c;
-  std::array<char, 16> in{};
-  const std::array<asio::mutable_buffer, 1> into{asio::buffer(in)};
-  unprobed_read read;
-  std::optional<outcome> done;
-  read.start(c.server, into, record(done));
+  one_read r;
+  r.start(c.server);
   c.client.shutdown(tcp::socket::shutdown_send);
-  c.run_until(done);
-  ASSERT_TRUE(done);
-  EXPECT_EQ(done->ec, asio::error::eof) << done->ec.message();
-  EXPECT_EQ(done->bytes, 0u);
+  c.run_until(r.done);
+  ASSERT_TRUE(r.done);
+  EXPECT_EQ(r.done->ec, asio::error::eof) << r.done->ec.message();
+  EXPECT_EQ(r.done->bytes, 0u);
 }
 
 // Why a read that stopped short is no sign the socket is quiet: the recv
@@ -150,86 +162,71 @@ TEST_F(unprobed_reads, end_of_file_ends_it_with_eof) {
 // nothing; Asio's read, which probes, finds the end of file at once.
 TEST_F(unprobed_reads, a_short_read_can_take_the_fin_whose_edge_was_the_last) {
   connection c;
-  std::array<char, 64> in{};
-  std::optional<outcome> first;
+  one_read first;
   // Waiting before the bytes come: the reactor's report performs it.
-  c.server.async_read_some(asio::buffer(in), [&](std::error_code ec, std::size_t n) {
-    first = outcome{ec, n};
-  });
+  first.probe(c.server);
   c.context.poll();
-  ASSERT_FALSE(first);
+  ASSERT_FALSE(first.done);
   c.send("x");
   c.client.shutdown(tcp::socket::shutdown_send);
   ASSERT_EQ(testing::poll_within(c.server.native_handle(), POLLRDHUP, std::chrono::seconds(10)), 1)
       << "the FIN did not arrive";
-  c.run_until(first);
-  ASSERT_TRUE(first);
-  ASSERT_FALSE(first->ec) << first->ec.message();
-  EXPECT_EQ(first->bytes, 1u);  // short of 64, and the FIN went with it
+  c.run_until(first.done);
+  ASSERT_TRUE(first.done);
+  ASSERT_FALSE(first.done->ec) << first.done->ec.message();
+  EXPECT_EQ(first.text(), "x");  // short of 64, and the FIN went with it
 
-  const std::array<asio::mutable_buffer, 1> into{asio::buffer(in)};
-  unprobed_read read;
-  std::optional<outcome> done;
-  read.start(c.server, into, record(done));
+  one_read r;
+  r.start(c.server);
   for (int i = 0; i < 3; ++i) c.context.poll();
-  EXPECT_FALSE(done) << "the end of file raised another edge after all";
+  EXPECT_FALSE(r.done) << "the end of file raised another edge after all";
   c.server.cancel();  // ends the read (operation_aborted) so the test can finish
-  c.run_until(done);
-  ASSERT_TRUE(done);
-  EXPECT_EQ(done->ec, asio::error::operation_aborted);
+  c.run_until(r.done);
+  ASSERT_TRUE(r.done);
+  EXPECT_EQ(r.done->ec, asio::error::operation_aborted);
 
-  std::optional<outcome> probed;
-  c.server.async_read_some(asio::buffer(in), [&](std::error_code ec, std::size_t n) {
-    probed = outcome{ec, n};
-  });
-  c.run_until(probed);
-  ASSERT_TRUE(probed);
-  EXPECT_EQ(probed->ec, asio::error::eof);
+  one_read probed;
+  probed.probe(c.server);
+  c.run_until(probed.done);
+  ASSERT_TRUE(probed.done);
+  EXPECT_EQ(probed.done->ec, asio::error::eof);
 }
 
 TEST_F(unprobed_reads, a_reset_ends_it_with_the_reset) {
   connection c;
-  std::array<char, 16> in{};
-  const std::array<asio::mutable_buffer, 1> into{asio::buffer(in)};
-  unprobed_read read;
-  std::optional<outcome> done;
-  read.start(c.server, into, record(done));
+  one_read r;
+  r.start(c.server);
   c.client.set_option(asio::socket_base::linger(true, 0));  // close sends RST
   c.client.close();
-  c.run_until(done);
-  ASSERT_TRUE(done);
-  EXPECT_EQ(done->ec, asio::error::connection_reset) << done->ec.message();
+  c.run_until(r.done);
+  ASSERT_TRUE(r.done);
+  EXPECT_EQ(r.done->ec, asio::error::connection_reset) << r.done->ec.message();
 }
 
 // Closing the socket cancels the read (operation_aborted, as Asio's read);
 // the object then serves the next read, on another connection.
 TEST_F(unprobed_reads, a_closed_socket_cancels_it_and_the_object_is_reused) {
   connection c;
-  std::array<char, 16> in{};
-  const std::array<asio::mutable_buffer, 1> into{asio::buffer(in)};
-  unprobed_read read;
-  std::optional<outcome> done;
-  read.start(c.server, into, record(done));
+  one_read r;
+  r.start(c.server);
   c.server.close();
-  c.run_until(done);
-  ASSERT_TRUE(done);
-  EXPECT_EQ(done->ec, asio::error::operation_aborted) << done->ec.message();
+  c.run_until(r.done);
+  ASSERT_TRUE(r.done);
+  EXPECT_EQ(r.done->ec, asio::error::operation_aborted) << r.done->ec.message();
 
-  // A read of a socket already closed ends at once, with an error.
-  done.reset();
-  read.start(c.server, into, record(done));
-  c.run_until(done);
-  ASSERT_TRUE(done);
-  EXPECT_TRUE(done->ec);
+  // A read of a socket already closed ends at once, with bad_descriptor.
+  r.start(c.server);
+  c.run_until(r.done);
+  ASSERT_TRUE(r.done);
+  EXPECT_EQ(r.done->ec, asio::error::bad_descriptor) << r.done->ec.message();
 
   connection d;
-  done.reset();
-  read.start(d.server, into, record(done));
+  r.start(d.server);
   d.send("again");
-  d.run_until(done);
-  ASSERT_TRUE(done);
-  EXPECT_FALSE(done->ec) << done->ec.message();
-  EXPECT_EQ(std::string(in.data(), done->bytes), "again");
+  d.run_until(r.done);
+  ASSERT_TRUE(r.done);
+  EXPECT_FALSE(r.done->ec) << r.done->ec.message();
+  EXPECT_EQ(r.text(), "again");
 }
 
 // A handler the read never ran is dropped when the io_context goes: what
@@ -237,17 +234,15 @@ TEST_F(unprobed_reads, a_closed_socket_cancels_it_and_the_object_is_reused) {
 TEST_F(unprobed_reads, a_destroyed_context_drops_the_handler_unrun) {
   auto token = std::make_shared<int>(0);
   bool ran = false;
-  std::array<char, 16> in{};
-  const std::array<asio::mutable_buffer, 1> into{asio::buffer(in)};
-  unprobed_read read;
+  one_read r;
   {
     auto c = std::make_unique<connection>();
-    read.start(c->server, into, [token, &ran](std::error_code, std::size_t) { ran = true; });
+    r.read.start(c->server, r.into, [token, &ran](std::error_code, std::size_t) { ran = true; });
     EXPECT_EQ(token.use_count(), 2);
   }  // the sockets close (the read is cancelled, not run), then the context goes
   EXPECT_FALSE(ran);
   EXPECT_EQ(token.use_count(), 1);
-  EXPECT_FALSE(read.pending());
+  EXPECT_FALSE(r.read.pending());
 }
 
 }  // namespace
