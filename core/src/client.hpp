@@ -154,11 +154,22 @@ class lane : public std::enable_shared_from_this<lane> {
   const std::size_t rail_;
   const std::size_t shard_;
   asio::ip::tcp::socket socket_;
-  // Reads an answer without Asio's probe (unprobed_read.hpp) on the
-  // connection whose epoch_ quiet_connection_ holds: the idle check found
-  // it quiet earlier in the running pump() (0 otherwise).
+  // Reads answers (unprobed_read.hpp): without Asio's probe on the
+  // connection whose epoch_ quiet_connection_ holds, which the idle check
+  // found quiet (or skipped, below) earlier in the running pump() (0
+  // otherwise).
   unprobed_read answers_read_;
   std::uint64_t quiet_connection_ = 0;
+  // The connection whose epoch_ drained_connection_ holds needs no idle
+  // check before READs: the answer read this handler ran left nothing on
+  // it, not even a FIN, and the reactor has not reported it since (0
+  // otherwise). Set for the rest of the handler, the work its callbacks
+  // hand the lane included.
+  std::uint64_t drained_connection_ = 0;
+  // No async_write was outstanding on the socket since the answer read
+  // started: that read is then the one operation the reactor completes
+  // when it reports the socket, at once (unprobed_read.hpp).
+  bool answer_read_alone_ = false;
   deadline deadline_;
   receive_watermark watermark_;
   deadline_kind deadline_kind_ = deadline_kind::progress;

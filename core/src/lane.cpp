@@ -184,8 +184,21 @@ void lane::expire_queued_work() {
 // request sent on it would be lost in flight. Checked without blocking:
 // poll(2)'s answer, > 0 when the peer went away, 0 when the connection is
 // quiet (level-triggered: a FIN or reset an earlier read took in counts).
+// READs a completion callback handed the lane skip the check when the
+// answer read whose handler runs them left nothing on the socket, not
+// even a FIN (the kernel's word: TCP_INQ). A READ that then finds the
+// peer gone (a FIN or reset that came with the answer or during the
+// callbacks) fails connection_failed, as one whose connection breaks in
+// flight; a WRITE is always checked, so it never leaves on a connection
+// the peer already closed (docs/architecture.md, "The hot path").
 int lane::check_idle_connection() {
   FL_ASSERT(state_ == state::idle);
+  const bool only_reads = std::none_of(
+      queue_.begin(), queue_.end(), [](const op_ptr& op) { return op->op == wire::opcode::write; });
+  if (drained_connection_ != 0 && drained_connection_ == epoch_ && only_reads) {
+    bump(rt_.stats.idle_checks_skipped);
+    return 0;
+  }
   pollfd p{socket_.native_handle(), POLLIN | POLLRDHUP, 0};
   return ::poll(&p, 1, 0);
 }
@@ -219,10 +232,10 @@ void lane::pump() {
     close_socket(status::connection_failed);
     FL_ASSERT(state_ == state::disconnected);
   }
-  // On a connection the check found quiet, whatever arrives after it
-  // (the answer, a FIN, a reset) is reported after the answer's read is
-  // queued, if that read starts before this call returns: it needs no
-  // probe (unprobed_read.hpp).
+  // On a connection the check found quiet (or the answer read before it
+  // found drained), whatever arrives after it (the answer, a FIN, a reset)
+  // is reported after the answer's read is queued, if that read starts
+  // before this call returns: it needs no probe (unprobed_read.hpp).
   const scoped_value quiet(quiet_connection_, idle_check == 0 ? epoch_ : 0);
   switch (state_) {
     case state::disconnected: {
@@ -293,6 +306,7 @@ void lane::on_connected(const std::error_code& ec) {
   if (ec || abort_status_ || connect_dropped_ || blocking) return on_connect_failed();
   std::error_code ignored;
   socket_.set_option(tcp::no_delay(true), ignored);
+  if constexpr (reads_skip_the_probe) (void)unprobed_read::report_bytes_left(socket_);
   bump(rt_.stats.connects);
   bump(rt_.stats.lanes_connected);
   if (connections_++ > 0) bump(rt_.stats.reconnects);

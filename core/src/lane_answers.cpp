@@ -56,6 +56,8 @@ void lane::read_head_from_carry() {
 // read, not a readiness wait (Asio 1.22 re-arms the descriptor with
 // epoll_ctl for every wait); and on a connection the idle check just
 // found quiet, one without Asio's speculative recv (unprobed_read.hpp).
+// When it takes every byte there was, the lane needs no idle check before
+// the next request its callbacks hand it (check_idle_connection).
 void lane::read_answers() {
   FL_ASSERT(!receiving_ && carry_.empty() && head_request_sent());
   const std::size_t ready = std::min(inflight_.size() - leaving_, answer_headers_.size());
@@ -72,18 +74,31 @@ void lane::read_answers() {
   receiving_ = true;
   static_assert(std::tuple_size_v<decltype(scatter_)> <= unprobed_read::buffers_max);
   const std::span<const asio::mutable_buffer> into(scatter_.data(), buffers);
-  auto on_read = guarded([this](std::error_code ec, std::size_t n) {
+  auto on_read = [this](std::error_code ec, std::size_t n) {
     receiving_ = false;
     if (ec || broken_) return break_connection(io_failure());
+    if (answer_read_alone_ && answers_read_.left_nothing()) drained_connection_ = epoch_;
     deadline_.push(milliseconds(rt_.config.progress_timeout_ms));
     on_answers(n);
-  });
-  // (Not after a read that stopped short: that read may have taken a FIN
-  // or reset behind the bytes, whose edge then never comes again.)
-  if (reads_skip_the_probe && quiet_connection_ != 0 && quiet_connection_ == epoch_) {
-    return answers_read_.start(socket_, into, std::move(on_read));
+  };
+  if constexpr (reads_skip_the_probe) {
+    answer_read_alone_ = !sending_;
+    // Not after a read that stopped short: that read may have left a FIN
+    // behind the bytes, whose edge then never comes again.
+    const auto how = quiet_connection_ != 0 && quiet_connection_ == epoch_
+                         ? unprobed_read::probe::skip
+                         : unprobed_read::probe::first;
+    return answers_read_.start(
+        socket_, into,
+        [self = shared_from_this(), on_read](std::error_code ec, std::size_t n) mutable {
+          self->run_handler([&] { on_read(ec, n); });
+          // run_handler took what the callbacks handed the lane: the
+          // reactor may report the socket once this returns.
+          self->drained_connection_ = 0;
+        },
+        how);
   }
-  socket_.async_read_some(into, std::move(on_read));
+  socket_.async_read_some(into, guarded(on_read));
 }
 
 bool lane::overlaps_a_read_before(std::size_t i) const {

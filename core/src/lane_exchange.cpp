@@ -140,6 +140,7 @@ void lane::write_requests(std::size_t sent) {
       return std::min(limits::io_chunk_bytes_max, stop - done);
     };
     sending_ = true;
+    answer_read_alone_ = false;
     asio::async_write(socket_, gather_rest_, condition,
                       guarded([this, sent](std::error_code e, std::size_t m) {
                         // The leaving ops stay in inflight_ until this handler

@@ -27,6 +27,7 @@ void server_session::start() {
   std::error_code ec;
   socket_.non_blocking(true, ec);
   if (ec) return end();
+  if constexpr (reads_skip_the_probe) (void)unprobed_read::report_bytes_left(socket_);
   if (rt_.observer) {
     auto local = socket_.local_endpoint(ignored);
     auto remote = socket_.remote_endpoint(ignored);
@@ -89,18 +90,32 @@ void server_session::read_more() {
   staged_end_ = staged();
   staged_begin_ = 0;
   io_pending_ = true;
-  socket_.async_read_some(
-      asio::buffer(staging_.data() + staged_end_, staging_.size() - staged_end_),
-      guarded([this](std::error_code ec, std::size_t n) {
-        io_pending_ = false;
-        FL_ASSERT(state_ == session_state::reading);
-        if (ec) return end();
-        (void)FAULTLANE_FAILPOINT("server.on_header");
-        if (deadline_.active()) deadline_.push(progress());
-        else deadline_.set(progress(), shared_from_this());
-        staged_end_ += n;
-        serve();
-      }));
+  const auto into = asio::buffer(staging_.data() + staged_end_, staging_.size() - staged_end_);
+  auto on_read = [this](std::error_code ec, std::size_t n) {
+    io_pending_ = false;
+    FL_ASSERT(state_ == session_state::reading);
+    if (ec) return end();
+    (void)FAULTLANE_FAILPOINT("server.on_header");
+    if (deadline_.active()) deadline_.push(progress());
+    else deadline_.set(progress(), shared_from_this());
+    staged_end_ += n;
+    drained_ = requests_read_.left_nothing();
+    serve();
+  };
+  if constexpr (reads_skip_the_probe) {
+    const auto how = quiet_ ? unprobed_read::probe::skip : unprobed_read::probe::first;
+    return requests_read_.start(
+        socket_, std::span(&into, 1),
+        [self = shared_from_this(), on_read](std::error_code ec, std::size_t n) mutable {
+          run_guarded(
+              self->rt_, [&] { on_read(ec, n); }, [&] { self->on_handler_exception(); });
+          // The reactor may report the socket once this returns.
+          self->drained_ = false;
+          self->quiet_ = false;
+        },
+        how);
+  }
+  socket_.async_read_some(into, guarded(on_read));
 }
 
 bool server_session::serve_one() {
@@ -337,6 +352,8 @@ void server_session::answers_sent(const std::error_code& ec, std::size_t sent, t
   answers_used_ = 0;
   answer_bytes_ = 0;
   if (ec) return end();
+  // A reset behind the request bytes would have failed this send.
+  quiet_ = drained_;
   after_answers(next);
 }
 

@@ -16,6 +16,7 @@
 #include "receive_watermark.hpp"
 #include "runtime.hpp"
 #include "server.hpp"
+#include "unprobed_read.hpp"
 
 namespace faultlane::detail {
 
@@ -213,6 +214,14 @@ class server_session : public std::enable_shared_from_this<server_session> {
   // Whether the current state's socket operation is outstanding (its
   // handler, not a failing one, then ends the session).
   bool io_pending_ = false;
+  // Reads requests (unprobed_read.hpp). The session's one socket operation
+  // at a time is what lets it trust left_nothing().
+  unprobed_read requests_read_;
+  // For the rest of the request read's handler: that read left nothing on
+  // the socket, not even a FIN (drained_); and answers left since, so no
+  // reset waits either (quiet_): the next request read needs no probe.
+  bool drained_ = false;
+  bool quiet_ = false;
 };
 
 }  // namespace faultlane::detail

@@ -6,6 +6,9 @@
 #include <asio/query.hpp>
 
 #include <cerrno>
+#include <cstring>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <type_traits>
 
@@ -16,7 +19,7 @@ namespace faultlane::detail {
 namespace {
 
 // The read start() is queuing on this thread: the reactor's speculative
-// call to perform() happens inside start_op, and is declined.
+// call to perform() (the probe) happens inside start_op.
 thread_local const void* starting = nullptr;
 
 #if ASIO_VERSION / 100 == 1022 && !defined(FAULTLANE_READS_ALWAYS_PROBE)
@@ -39,8 +42,14 @@ unprobed_read::unprobed_read() noexcept
 
 unprobed_read::~unprobed_read() { FL_ASSERT(!pending()); }
 
+bool unprobed_read::report_bytes_left(asio::ip::tcp::socket& socket) noexcept {
+  FL_ASSERT(reads_skip_the_probe);
+  const int on = 1;
+  return ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_INQ, &on, sizeof on) == 0;
+}
+
 void unprobed_read::start(asio::ip::tcp::socket& socket,
-                          std::span<const asio::mutable_buffer> buffers, handler done) {
+                          std::span<const asio::mutable_buffer> buffers, handler done, probe how) {
   FL_ASSERT(reads_skip_the_probe);  // elsewhere callers read with async_read_some
   FL_ASSERT(!pending() && done && !buffers.empty() && buffers.size() <= buffers_max);
   std::size_t asked = 0;
@@ -53,10 +62,13 @@ void unprobed_read::start(asio::ip::tcp::socket& socket,
 #if ASIO_VERSION / 100 != 1022 || defined(FAULTLANE_READS_ALWAYS_PROBE)
   (void)socket;
   (void)done;
+  (void)how;
   (void)context_;  // used by the reactor path only
   (void)reactor_;
 #else
   done_ = std::move(done);
+  skip_probe_ = how == probe::skip;
+  left_nothing_ = false;
   auto& impl = socket_internals::of(socket);
   fd_ = impl.socket_;
   ec_ = std::error_code();
@@ -76,16 +88,41 @@ void unprobed_read::start(asio::ip::tcp::socket& socket,
 #endif
 }
 
+namespace {
+
+// TCP_INQ's word on a read: the bytes it left, with 1 for a FIN alone;
+// -1 when the kernel did not say.
+int bytes_left(msghdr& msg) {
+  if ((msg.msg_flags & MSG_CTRUNC) != 0) return -1;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == IPPROTO_TCP && c->cmsg_type == TCP_CM_INQ &&
+        c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+      int left = 0;
+      std::memcpy(&left, CMSG_DATA(c), sizeof left);
+      return left;
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
 asio::detail::reactor_op::status unprobed_read::perform(reactor_op* base) {
   auto* self = static_cast<unprobed_read*>(base);
-  if (starting == self) return not_done;  // the probe this read exists to skip
+  const bool probing = starting == self;
+  if (probing && self->skip_probe_) return not_done;  // the probe this read exists to skip
   msghdr msg{};
   msg.msg_iov = self->iov_.data();
   msg.msg_iovlen = self->iov_count_;
   for (;;) {
+    msg.msg_control = self->control_.data();
+    msg.msg_controllen = self->control_.size();
     const ssize_t n = ::recvmsg(self->fd_, &msg, MSG_DONTWAIT);
     if (n > 0) {
       self->bytes_transferred_ = static_cast<std::size_t>(n);
+      // A read done in the probe is posted: the reactor may report the
+      // socket again before its handler runs.
+      self->left_nothing_ = !probing && bytes_left(msg) == 0;
       return done;
     }
     if (n == 0) {

@@ -1,31 +1,43 @@
-// unprobed_read: a socket read that waits for the reactor without trying
-// the socket first.
+// unprobed_read: a socket read queued on the reactor directly, which can
+// skip Asio's probe, and which says whether it left the socket empty.
 //
 // Asio 1.22 starts every read with a speculative recv (the "probe"), which
 // on a request/response connection almost always finds nothing: one
 // EAGAIN system call per exchange. Its alternative, a readiness wait,
-// re-arms the descriptor with epoll_ctl instead. This read goes straight
-// into the reactor's queue and costs no system call until epoll reports
-// the socket readable.
+// re-arms the descriptor with epoll_ctl instead. This read, started with
+// probe::skip, goes straight into the reactor's queue and costs no system
+// call until epoll reports the socket readable.
 //
 // That is correct only when the caller knows the socket holds nothing the
 // reactor has already reported. Asio registers a socket edge-triggered,
 // once: what arrives (bytes, a FIN, a reset) while no read is queued
 // raises an edge that the reactor consumes when it next reports the
 // socket, and a read queued after that without a probe waits for an edge
-// that never comes. So start() may be used only when
+// that never comes. So probe::skip may be used only when, with the
+// reactor not having reported this socket since (later in the same
+// handler, on an io_context run by one thread, with no nested run() or
+// poll()), either
 //   - a level-triggered check (poll(2) for POLLIN | POLLRDHUP, with
-//     POLLERR and POLLHUP) found the socket quiet, and
-//   - the reactor has not reported this socket since: start() runs later
-//     in the same handler, on an io_context run by one thread, with no
-//     nested run() or poll().
-// Then everything that arrives after the check raises an edge that is
-// reported after the read is queued, and performs it. A read that stopped
-// short of its buffers is no such check: the recv that took the last
-// bytes may have taken a FIN behind them (the next recv would return 0),
-// or left a reset pending, and their edge was the one just reported.
-// faultlane uses it in one place: a lane's answer read after its idle
-// check (docs/architecture.md, "The hot path").
+//     POLLERR and POLLHUP) found the socket quiet, or
+//   - the read that just completed says it left nothing (left_nothing()),
+//     and a send since then succeeded (a reset that came with the bytes
+//     is not in that answer: the send fails with it).
+// Then everything that arrives later raises an edge that is reported
+// after the read is queued, and performs it. That a read stopped short of
+// its buffers says nothing: the recv that took the last bytes may have
+// left a FIN behind them, and the edge that reported both was the last.
+//
+// left_nothing() is the kernel's word (TCP_INQ, enabled per socket with
+// report_bytes_left): after the recv, no byte and no FIN was left. It
+// holds only for a read performed on the reactor's report and completed
+// from it. A read that completed in its probe is posted, so it never says
+// so; and a caller that had another operation queued on the socket while
+// the read waited must ignore it (the reactor completes the first
+// finished operation of a report at once and posts the others, so a
+// reactor run could come between this read's recv and its handler).
+//
+// faultlane uses it for a lane's answers and a target's requests
+// (docs/architecture.md, "The hot path").
 //
 // One read at a time per object; the object is reused, so reading
 // allocates nothing. It must outlive the read: `done` should hold its
@@ -40,6 +52,7 @@
 #include <array>
 #include <cstddef>
 #include <span>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <system_error>
 
@@ -54,7 +67,7 @@ namespace faultlane::detail {
 // Whether this Asio's reactor is the one start() is written against:
 // 1.22, Debian 12's (later versions changed epoll_reactor::start_op).
 // Where it is false, callers read with async_read_some, probe included,
-// and start() must not be called.
+// and start() and report_bytes_left() must not be called.
 #if ASIO_VERSION / 100 == 1022 && !defined(FAULTLANE_READS_ALWAYS_PROBE)
 inline constexpr bool reads_skip_the_probe = true;
 #else
@@ -65,6 +78,12 @@ class unprobed_read final : asio::detail::reactor_op {
  public:
   static constexpr std::size_t buffers_max = 64;
   using handler = unique_function<void(std::error_code, std::size_t)>;
+  enum class probe { first, skip };
+
+  // Asks the kernel to tell every read of `socket` how many bytes it left
+  // (TCP_INQ, Linux 4.18 on). False where it refuses: left_nothing() then
+  // stays false.
+  static bool report_bytes_left(asio::ip::tcp::socket& socket) noexcept;
 
   unprobed_read() noexcept;
   unprobed_read(const unprobed_read&) = delete;
@@ -72,13 +91,16 @@ class unprobed_read final : asio::detail::reactor_op {
   ~unprobed_read();
 
   // Queues a read of up to the bytes of `buffers` (at most buffers_max of
-  // them). `done` runs on the socket's io_context with the bytes read, or
-  // an error, as for async_read_some: end of file as asio::error::eof, a
-  // read cancelled or its socket closed while it waited as
-  // operation_aborted, a socket already closed as bad_descriptor.
+  // them), trying the socket first unless `how` is probe::skip. `done` runs on the socket's
+  // io_context with the bytes read, or an error, as for async_read_some: end of file as
+  // asio::error::eof, a read cancelled or its socket closed while it waited as operation_aborted, a
+  // socket already closed as bad_descriptor.
   void start(asio::ip::tcp::socket& socket, std::span<const asio::mutable_buffer> buffers,
-             handler done);
+             handler done, probe how);
   bool pending() const noexcept { return static_cast<bool>(done_); }
+  // Whether the read that completed last, with bytes, took everything the
+  // socket held, a FIN included (see above for when this can be trusted).
+  bool left_nothing() const noexcept { return left_nothing_; }
 
  private:
   static status perform(reactor_op* base);
@@ -91,6 +113,9 @@ class unprobed_read final : asio::detail::reactor_op {
   std::array<iovec, buffers_max> iov_{};
   std::size_t iov_count_ = 0;
   handler done_;
+  bool skip_probe_ = false;
+  bool left_nothing_ = false;
+  alignas(cmsghdr) std::array<unsigned char, CMSG_SPACE(sizeof(int))> control_{};
 };
 
 }  // namespace faultlane::detail

@@ -196,7 +196,17 @@ class byte_client {
     }
     return decoded.value();
   }
+  // Exactly `into`'s bytes (an answer's payload read apart from its header).
+  std::error_code read(asio::mutable_buffer into) { return read_within(socket_, into); }
   void shut_down_sending() { socket_.shutdown(asio::ip::tcp::socket::shutdown_send); }
+  // Sends `bytes` with the FIN in their own segment: corked, they wait in
+  // the socket, and shutdown(2) sends them with the FIN attached.
+  void send_then_shut_down(std::span<const std::byte> bytes) {
+    const int on = 1;
+    ::setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_CORK, &on, sizeof on);
+    send(bytes);
+    shut_down_sending();
+  }
   bool readable_within(std::chrono::milliseconds t) {
     pollfd p{socket_.native_handle(), POLLIN, 0};
     return ::poll(&p, 1, static_cast<int>(t.count())) == 1;

@@ -363,28 +363,6 @@ TEST(transport_pipeline, requests_past_a_full_read_ahead_are_served_without_new_
   EXPECT_TRUE(target->shutdown().ok());
 }
 
-// A request with the client's FIN right behind it: the target answers it,
-// then sees the end of file (its read of the request usually took the FIN
-// too, and nothing more will come) and closes the session.
-TEST(transport_pipeline, a_request_with_the_fin_behind_it_is_answered_then_the_session_ends) {
-  auto target = start(loopback_config());
-  auto memory = pattern(4096, 46);
-  auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
-  std::vector<std::byte> out;
-  append(out, {wire::opcode::read, 0, 1, id, 0, 16});
-  byte_client client(target->descriptor().endpoints[0]);
-  client.send(out);
-  client.shut_down_sending();
-  std::vector<std::byte> got(16);
-  auto a = client.answer(&got);
-  ASSERT_TRUE(a);
-  EXPECT_EQ(a->status, wire::wire_status::ok);
-  EXPECT_TRUE(std::equal(got.begin(), got.end(), memory.begin()));
-  EXPECT_TRUE(client.closed_by_peer()) << "the session missed the end of file";
-  EXPECT_TRUE(eventually([&] { return target->stats().sessions_live == 0u; }));
-  EXPECT_TRUE(target->shutdown().ok());
-}
-
 // A WRITE body that stalls part way holds back only what comes after it:
 // the answer of a WRITE before it, held to leave with others, leaves
 // before the target waits for the rest.

@@ -14,6 +14,7 @@
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/testing/transport_fixture.hpp"
 #include "pipeline_peers.hpp"
+#include "unprobed_read.hpp"
 
 namespace faultlane {
 namespace {
@@ -102,6 +103,16 @@ struct chain_setup {
 
 bool always(status) { return true; }
 
+// Whether lanes here skip idle checks at all: this Asio's reads can skip
+// the probe, and this kernel says how many bytes a read left (TCP_INQ,
+// Linux 4.18 on).
+bool lanes_can_skip_idle_checks() {
+  if (!detail::reads_skip_the_probe) return false;
+  asio::io_context context;
+  asio::ip::tcp::socket socket(context, asio::ip::tcp::v4());
+  return detail::unprobed_read::report_bytes_left(socket);
+}
+
 // One lane: every READ but the first (submitted from this thread) is
 // handed over from the lane's own callback.
 TEST(transport_handoff, a_callback_hands_its_own_lane_the_next_op_inline) {
@@ -110,6 +121,105 @@ TEST(transport_handoff, a_callback_hands_its_own_lane_the_next_op_inline) {
   s.expect_chain_read_the_block(0, chain_length);
   EXPECT_EQ(s.taken(), static_cast<std::uint64_t>(chain_length - 1));
   s.shut_down();
+}
+
+// Each READ handed over inline finds its lane idle with the answer read
+// just before having left nothing on the socket (one segment each, on
+// loopback): the lane sends without poll(2). Only the first, submitted
+// from this thread, is checked. (The lane connects first: the read after a
+// connect probes, and may find the answer there already, which it does
+// not trust.)
+TEST(transport_handoff, work_handed_over_by_an_answer_that_left_nothing_needs_no_idle_check) {
+  chain_setup s(pipeline_testing::one_lane(8));
+  std::vector<std::byte> first(4096);
+  ASSERT_EQ(run_one(*s.initiator, read_req(s.seg, s.id, 0, first.data(), 4096)).code, status::ok);
+  ASSERT_EQ(s.chain(chain_length, always).run(), std::vector<status>(chain_length, status::ok));
+  s.expect_chain_read_the_block(0, chain_length);
+  const auto stats = s.initiator->stats();
+  EXPECT_EQ(stats.idle_checks_skipped, lanes_can_skip_idle_checks() ? chain_length - 1u : 0u);
+  EXPECT_EQ(stats.lanes_found_closed, 0u);
+  s.shut_down();
+}
+
+// A scripted peer, the one lane connected to it, and a READ (X) whose
+// completion callback hands the lane one more 16-byte op (Y), inline.
+// Call start() inside ASSERT_NO_FATAL_FAILURE.
+struct one_handoff {
+  void start(wire::opcode y_kind) {
+    using pipeline_testing::connect_lane;
+    ASSERT_NO_FATAL_FAILURE(connect_lane(peer, *initiator, seg));
+    auto rx = read_req(seg, 1, 0, x.data(), 16);
+    auto submitted =
+        initiator->submit(std::span(&rx, 1), [this, y_kind](std::size_t, status, std::uint64_t) {
+          auto ry = y_kind == wire::opcode::write ? write_req(seg, 1, 16, y.data(), 16)
+                                                  : read_req(seg, 1, 16, y.data(), 16);
+          y_submitted.set_value(initiator->submit(std::span(&ry, 1)).value());
+        });
+    ASSERT_TRUE(submitted.ok());
+    x_batch = std::move(submitted).value();
+  }
+  // Y's batch, once X's callback submitted it (null if it never did).
+  std::shared_ptr<transfer_batch> y_batch() {
+    auto f = y_submitted.get_future();
+    if (f.wait_for(10s) != std::future_status::ready) return nullptr;
+    return f.get();
+  }
+
+  // The buffers and the promise outlive the transport.
+  std::vector<std::byte> x = std::vector<std::byte>(16);
+  std::vector<std::byte> y = std::vector<std::byte>(16);
+  std::promise<std::shared_ptr<transfer_batch>> y_submitted;
+  pipeline_testing::scripted_peer peer;
+  std::unique_ptr<transport> initiator = testing::start(pipeline_testing::one_lane(8));
+  segment_id seg = initiator->open_segment(peer.descriptor()).value();
+  std::shared_ptr<transfer_batch> x_batch;
+};
+
+// A WRITE handed over the same way is checked all the same: the kernel's
+// word is as old as the answer, and only the check keeps a WRITE from
+// leaving on a connection the peer closed while the callbacks ran.
+TEST(transport_handoff, a_write_handed_over_by_an_answer_that_left_nothing_is_still_checked) {
+  one_handoff h;
+  ASSERT_NO_FATAL_FAILURE(h.start(wire::opcode::write));
+  auto first = h.peer.next_request();
+  ASSERT_TRUE(first);
+  h.peer.answer_ok(*first, pipeline_testing::sixteen);
+  auto second = h.peer.next_request();
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->op, wire::opcode::write);
+  h.peer.answer_ok(*second);
+  auto w = h.y_batch();
+  ASSERT_TRUE(w && w->wait(10s));
+  EXPECT_EQ(w->status(0).code, status::ok);
+  const auto stats = h.initiator->stats();
+  EXPECT_EQ(stats.handoffs_inline, 1u);
+  EXPECT_EQ(stats.idle_checks_skipped, 0u) << "the WRITE left unchecked";
+  EXPECT_TRUE(h.initiator->shutdown().ok());
+}
+
+// The answer came with the peer's FIN in its segment. The READ its
+// callback hands over must not trust the connection: the lane checks it,
+// finds it closed, and reconnects first, so the READ is served.
+TEST(transport_handoff, work_handed_over_by_an_answer_with_a_fin_behind_it_reconnects_first) {
+  one_handoff h;
+  ASSERT_NO_FATAL_FAILURE(h.start(wire::opcode::read));
+  auto first = h.peer.next_request();
+  ASSERT_TRUE(first);
+  h.peer.answer_ok_then_close(*first, pipeline_testing::sixteen);
+  ASSERT_TRUE(h.peer.accept()) << "the lane did not reconnect";
+  auto second = h.peer.next_request();
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->remote_offset, 16u);
+  h.peer.answer_ok(*second, pipeline_testing::sixteen);
+  auto y = h.y_batch();
+  ASSERT_TRUE(y && y->wait(10s));
+  EXPECT_EQ(h.x_batch->status(0).code, status::ok);
+  EXPECT_EQ(y->status(0).code, status::ok);
+  const auto stats = h.initiator->stats();
+  EXPECT_EQ(stats.lanes_found_closed, 1u);
+  EXPECT_EQ(stats.idle_checks_skipped, 0u);
+  EXPECT_EQ(stats.handoffs_inline, 1u);  // Y came from X's callback, inline
+  EXPECT_TRUE(h.initiator->shutdown().ok());
 }
 
 // Two lanes on one io thread take turns: each callback runs in one lane's
@@ -123,6 +233,9 @@ TEST(transport_handoff, work_for_another_lane_on_the_same_thread_is_posted) {
   ASSERT_EQ(s.chain(chain_length, always).run(), std::vector<status>(chain_length, status::ok));
   s.expect_chain_read_the_block(0, chain_length);
   EXPECT_EQ(s.taken(), 0u);
+  // Posted work runs in a later handler, after the reactor may have
+  // reported the socket: every idle lane is checked.
+  EXPECT_EQ(s.initiator->stats().idle_checks_skipped, 0u);
   s.shut_down();
 }
 
