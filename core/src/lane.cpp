@@ -189,13 +189,15 @@ void lane::expire_queued_work() {
 // even a FIN (the kernel's word: TCP_INQ). A READ that then finds the
 // peer gone (a FIN or reset that came with the answer or during the
 // callbacks) fails connection_failed, as one whose connection breaks in
-// flight; a WRITE is always checked, so it never leaves on a connection
-// the peer already closed (docs/architecture.md, "The hot path").
+// flight; a WRITE that finds the lane idle is always checked
+// (docs/architecture.md, "The hot path").
 int lane::check_idle_connection() {
   FL_ASSERT(state_ == state::idle);
-  const bool only_reads = std::none_of(
-      queue_.begin(), queue_.end(), [](const op_ptr& op) { return op->op == wire::opcode::write; });
-  if (drained_connection_ != 0 && drained_connection_ == epoch_ && only_reads) {
+  const auto only_reads = [this] {
+    return std::none_of(queue_.begin(), queue_.end(),
+                        [](const op_ptr& op) { return op->op == wire::opcode::write; });
+  };
+  if (drained_connection_ != 0 && drained_connection_ == epoch_ && only_reads()) {
     bump(rt_.stats.idle_checks_skipped);
     return 0;
   }

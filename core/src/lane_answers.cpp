@@ -57,7 +57,7 @@ void lane::read_head_from_carry() {
 // epoll_ctl for every wait); and on a connection the idle check just
 // found quiet, one without Asio's speculative recv (unprobed_read.hpp).
 // When it takes every byte there was, the lane needs no idle check before
-// the next request its callbacks hand it (check_idle_connection).
+// the READs its callbacks hand it (check_idle_connection).
 void lane::read_answers() {
   FL_ASSERT(!receiving_ && carry_.empty() && head_request_sent());
   const std::size_t ready = std::min(inflight_.size() - leaving_, answer_headers_.size());

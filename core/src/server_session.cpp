@@ -104,6 +104,7 @@ void server_session::read_more() {
   };
   if constexpr (reads_skip_the_probe) {
     const auto how = quiet_ ? unprobed_read::probe::skip : unprobed_read::probe::first;
+    if (quiet_) bump(rt_.stats.requests_read_unprobed);
     return requests_read_.start(
         socket_, std::span(&into, 1),
         [self = shared_from_this(), on_read](std::error_code ec, std::size_t n) mutable {

@@ -90,8 +90,8 @@ void unprobed_read::start(asio::ip::tcp::socket& socket,
 
 namespace {
 
-// TCP_INQ's word on a read: the bytes it left, with 1 for a FIN alone;
-// -1 when the kernel did not say.
+// TCP_INQ's word on a read: the bytes it left, or 1 when it left none but
+// the peer's FIN has come; -1 when the kernel did not say.
 int bytes_left(msghdr& msg) {
   if ((msg.msg_flags & MSG_CTRUNC) != 0) return -1;
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {

@@ -28,7 +28,8 @@
 // left a FIN behind them, and the edge that reported both was the last.
 //
 // left_nothing() is the kernel's word (TCP_INQ, enabled per socket with
-// report_bytes_left): after the recv, no byte and no FIN was left. It
+// report_bytes_left): after the recv, no byte was left and no FIN had
+// come. It
 // holds only for a read performed on the reactor's report and completed
 // from it. A read that completed in its probe is posted, so it never says
 // so; and a caller that had another operation queued on the socket while

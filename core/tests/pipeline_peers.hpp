@@ -21,6 +21,7 @@
 #include "faultlane/core/frame.hpp"
 #include "faultlane/testing/read_within.hpp"
 #include "faultlane/testing/transport_fixture.hpp"
+#include "unprobed_read.hpp"
 
 namespace faultlane::pipeline_testing {
 
@@ -119,6 +120,16 @@ class scripted_peer {
   asio::ip::tcp::acceptor acceptor_;
   std::unique_ptr<asio::ip::tcp::socket> socket_;
 };
+
+// Whether reads here can skip Asio's probe on the kernel's word that the
+// read before left the socket empty: this Asio's reactor is the one
+// unprobed_read knows, and this kernel has TCP_INQ (Linux 4.18 on).
+inline bool reads_can_skip_the_probe() {
+  if (!detail::reads_skip_the_probe) return false;
+  asio::io_context context;
+  asio::ip::tcp::socket socket(context, asio::ip::tcp::v4());
+  return detail::unprobed_read::report_bytes_left(socket);
+}
 
 inline transport_config one_lane(std::size_t inflight) {
   auto c = testing::loopback_config();

@@ -17,6 +17,22 @@ namespace {
 using namespace testing;
 using namespace pipeline_testing;
 
+// `n` READs of 16 bytes, one at a time, each answered before the next
+// leaves: past the first, the session's request reads are performed on
+// the reactor's report (the read after an answer finds nothing yet), and
+// each left the socket empty. Call it inside ASSERT_NO_FATAL_FAILURE.
+void warm_up(byte_client& client, registration_id id, int n) {
+  for (int i = 0; i < n; ++i) {
+    std::vector<std::byte> request;
+    append(request, {wire::opcode::read, 0, 100u + i, id, 0, 16});
+    client.send(request);
+    std::vector<std::byte> got(16);
+    auto a = client.answer(&got);
+    ASSERT_TRUE(a) << "warm-up " << i;
+    ASSERT_EQ(a->status, wire::wire_status::ok);
+  }
+}
+
 // A request with the client's FIN right behind it: the target answers it,
 // then sees the end of file (its read of the request usually took the FIN
 // too, and nothing more will come) and closes the session.
@@ -41,20 +57,17 @@ TEST(transport_pipeline, a_request_with_the_fin_behind_it_is_answered_then_the_s
 
 // The same with the FIN in the request's own segment, on a session past
 // its first exchange: the target's read of the request is performed on the
-// reactor's report and takes the request, leaving the FIN, whose edge is
-// gone. The kernel says so (TCP_INQ), so the next read probes and finds
-// the end of file. Had it trusted the read, it would wait for good: the
-// session has no deadline with nothing staged.
+// reactor's report and takes the request, the FIN coming with it, and the
+// FIN's edge is gone. The kernel says so (TCP_INQ), so the next read
+// probes and finds the end of file. Had it trusted the read, it would
+// wait for good: the session has no deadline with nothing staged.
 TEST(transport_pipeline, a_request_with_the_fin_in_its_segment_is_answered_then_the_session_ends) {
   auto target = start(loopback_config());
   auto memory = pattern(4096, 47);
   auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
   byte_client client(target->descriptor().endpoints[0]);
-  std::vector<std::byte> warm_up;
-  append(warm_up, {wire::opcode::read, 0, 1, id, 0, 16});
-  client.send(warm_up);
+  ASSERT_NO_FATAL_FAILURE(warm_up(client, id, 1));
   std::vector<std::byte> got(16);
-  ASSERT_TRUE(client.answer(&got));
   std::vector<std::byte> out;
   append(out, {wire::opcode::read, 0, 2, id, 16, 16});
   client.send_then_shut_down(out);
@@ -73,17 +86,20 @@ TEST(transport_pipeline, a_request_with_the_fin_in_its_segment_is_answered_then_
 // the reactor has reported the socket since, so the next read probes. The
 // answer, 16 MiB, cannot leave before the client reads it (a loopback
 // socket takes about 4 MiB, and the client's receive buffer grows only as
-// it reads), and the client sends the request first.
+// it reads), and the client sends the request first. The large request's
+// read must have been performed on the reactor's report, so that it left
+// nothing: past the warm-up, the session reads without the probe.
 TEST(transport_pipeline, a_request_that_came_while_an_answer_was_leaving_is_read) {
   auto target = start(loopback_config());
   auto memory = pattern(16u << 20, 48);
   auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
   byte_client client(target->descriptor().endpoints[0]);
-  std::vector<std::byte> warm_up;
-  append(warm_up, {wire::opcode::read, 0, 1, id, 0, 16});
-  client.send(warm_up);
+  ASSERT_NO_FATAL_FAILURE(warm_up(client, id, 3));
+  if (reads_can_skip_the_probe()) {
+    ASSERT_TRUE(eventually([&] { return target->stats().requests_read_unprobed > 0; }))
+        << "no request read of the warm-up left the socket empty";
+  }
   std::vector<std::byte> small(16);
-  ASSERT_TRUE(client.answer(&small));
   std::vector<std::byte> large_request;
   append(large_request, {wire::opcode::read, 0, 2, id, 0, memory.size()});
   client.send(large_request);

@@ -41,6 +41,8 @@ namespace faultlane {
   X(sessions_accepted, "connections accepted by a listener")                                    \
   X(sessions_rejected_limit, "connections refused over max_connections or while closing")       \
   X(sessions_timed_out, "target-side sessions closed by the progress deadline")                 \
+  X(requests_read_unprobed,                                                                     \
+    "target-side request reads with no probe: the read before left nothing, and answers left")  \
   X(accept_errors, "listener accept errors (EMFILE, ENFILE, ENOBUFS...), each then backed off") \
   X(stale_handlers_dropped, "handlers that arrived for an older connection or deadline")        \
   X(stale_refresh_attempts, "descriptor refreshes after a stale_registration answer")           \
