@@ -29,12 +29,11 @@
 //
 // left_nothing() is the kernel's word (TCP_INQ, enabled per socket with
 // report_bytes_left): after the recv, no byte was left and no FIN had
-// come. It
-// holds only for a read performed on the reactor's report and completed
-// from it. A read that completed in its probe is posted, so it never says
-// so; and a caller that had another operation queued on the socket while
-// the read waited must ignore it (the reactor completes the first
-// finished operation of a report at once and posts the others, so a
+// come. It holds only for a read performed on the reactor's report and
+// completed from it. A read that completed in its probe is posted, so it
+// never says so; and a caller that had another operation queued on the
+// socket while the read waited must ignore it (the reactor completes the
+// first finished operation of a report at once and posts the others, so a
 // reactor run could come between this read's recv and its handler).
 //
 // faultlane uses it for a lane's answers and a target's requests
