@@ -230,7 +230,8 @@ bool server_session::take_small_body_now() {
   staged_begin_ = 0;
   staged_end_ = 0;
   std::array<asio::mutable_buffer, 2> in{
-      asio::buffer(lease_.data() + body_have_, lease_.size() - body_have_), asio::buffer(staging_)};
+      asio::buffer(lease_.data() + body_have_, lease_.size() - body_have_),
+      asio::buffer(staging_.data(), staged_behind_body_bytes)};
   std::error_code ec;
   const std::size_t n = socket_.read_some(in, ec);
   if (ec == asio::error::would_block || ec == asio::error::try_again) return false;
@@ -257,7 +258,8 @@ void server_session::read_small_body() {
   staged_begin_ = 0;
   staged_end_ = 0;
   std::array<asio::mutable_buffer, 2> in{
-      asio::buffer(lease_.data() + body_have_, lease_.size() - body_have_), asio::buffer(staging_)};
+      asio::buffer(lease_.data() + body_have_, lease_.size() - body_have_),
+      asio::buffer(staging_.data(), staged_behind_body_bytes)};
   io_pending_ = true;
   socket_.async_read_some(in, guarded([this](std::error_code ec, std::size_t n) {
                             io_pending_ = false;

@@ -66,9 +66,19 @@ class server_session : public std::enable_shared_from_this<server_session> {
   }
 
  private:
-  // Request bytes read at once: 85 headers, or a header and the start of a
-  // WRITE's body (copied into the leased buffer).
-  static constexpr std::size_t staging_bytes = 4u << 10;
+  // Request bytes read at once: 256 headers, or a header and the start of
+  // a WRITE's body (copied into the leased buffer). A 4 or 8 KiB WRITE
+  // comes whole in one read that leaves the socket empty, so the session
+  // reads the next request without a probe; at 4 KiB the read cut it and
+  // left the last 48 bytes for a second receive (docs/benchmarks.md).
+  static constexpr std::size_t staging_bytes = limits::request_read_ahead_bytes;
+  static_assert(staging_bytes >= (8u << 10) + wire::request_frame_bytes);
+  // Of it, what a scatter read of a WRITE body's rest takes of the requests
+  // behind it. More would copy more of the next WRITE's body out of the
+  // staging buffer when large WRITEs come back to back: with the whole
+  // read-ahead there, 64 KiB WRITEs in batches of 32 cost 13% more CPU
+  // per op (mean of six alternations, docs/benchmarks.md).
+  static constexpr std::size_t staged_behind_body_bytes = 4u << 10;
   // Answers held for one gather write (a header and a READ's payload
   // each), and the payload bytes past which they leave before the next
   // request is served: a large READ's answer leaves alone.

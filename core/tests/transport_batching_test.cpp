@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "faultlane/core/frame.hpp"
+#include "faultlane/core/limits.hpp"
 #include "faultlane/testing/transport_fixture.hpp"
 #include "pipeline_peers.hpp"
 
@@ -333,16 +334,22 @@ TEST(transport_pipeline, the_target_serves_requests_that_arrive_together_in_orde
 TEST(transport_pipeline, requests_past_a_full_read_ahead_are_served_without_new_bytes) {
   auto target = start(loopback_config());
   auto memory = pattern(64u << 10, 45);
-  auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
-  constexpr std::uint64_t requests = 100;  // 4 800 bytes: more than the 4 KiB read-ahead
+  auto id =
+      target->register_buffer(memory.data(), memory.size(), permission::remote_read_write).value();
+  // More than the read-ahead takes, and off its grid of whole headers: a
+  // WRITE of 16 bytes goes first, so the read cuts a header.
+  constexpr std::uint64_t requests =
+      limits::request_read_ahead_bytes / wire::request_frame_bytes + 44;
+  static_assert((limits::request_read_ahead_bytes - 64) % wire::request_frame_bytes != 0);
   constexpr std::uint64_t length = 16;
   std::vector<std::byte> out;
+  append(out, {wire::opcode::write, 0, 999, id, 60000, length}, pattern(length, 0));
   for (std::uint64_t i = 0; i < requests; ++i) {
     append(out, {wire::opcode::read, 0, i + 1, id, i * length, length});
   }
   byte_client client(target->descriptor().endpoints[0]);
   // One exchange first: the session then has a read waiting when the
-  // 4 800 bytes arrive, and the reactor's report of them performs it.
+  // requests arrive, and the reactor's report of them performs it.
   std::vector<std::byte> got(length);
   std::vector<std::byte> warm_up;
   append(warm_up, {wire::opcode::read, 0, 1000, id, 0, length});
@@ -351,6 +358,10 @@ TEST(transport_pipeline, requests_past_a_full_read_ahead_are_served_without_new_
   ASSERT_TRUE(answered);
   EXPECT_EQ(answered->request_id, 1000u);
   client.send(out);
+  auto written = client.answer();
+  ASSERT_TRUE(written);
+  EXPECT_EQ(written->request_id, 999u);
+  EXPECT_EQ(written->status, wire::wire_status::ok);
   for (std::uint64_t i = 0; i < requests; ++i) {
     auto a = client.answer(&got);
     ASSERT_TRUE(a) << "no answer for request " << i + 1;
