@@ -15,9 +15,12 @@
 
 #include <asio/buffer.hpp>
 #include <asio/ip/tcp.hpp>
+#include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <span>
 #include <system_error>
 
@@ -29,7 +32,10 @@ namespace faultlane::detail {
 using send_buffers = std::array<asio::const_buffer, 2>;
 
 // The first buffers of `out`, holding at most `max` bytes (the last one
-// cut short if need be) and at most `buffers_max` buffers.
+// cut short if need be) and at most `buffers_max` buffers, as the iovecs
+// sendmsg takes. Only the entries used are written: a gather list is
+// usually two buffers, and filling all 64 cost more than the call's own
+// work (docs/benchmarks.md, "Latest: a send without Asio's wrapper").
 class buffers_prefix {
  public:
   static constexpr std::size_t buffers_max = 64;
@@ -41,29 +47,53 @@ class buffers_prefix {
          ++it) {
       const asio::const_buffer b(*it);
       const std::size_t n = std::min(b.size(), max);
-      held_[used_++] = asio::const_buffer(b.data(), n);
+      // sendmsg does not write through iov_base; iovec has no const member.
+      held_[used_++] = iovec{const_cast<void*>(b.data()), n};
       max -= n;
+      bytes_ += n;
     }
   }
-  std::span<const asio::const_buffer> buffers() const { return {held_.data(), used_}; }
+  std::size_t count() const { return used_; }
+  std::size_t bytes() const { return bytes_; }
+  asio::const_buffer operator[](std::size_t i) const {
+    FL_ASSERT(i < used_);
+    return {held_[i].iov_base, held_[i].iov_len};
+  }
+  // A message header over the buffers; it points into this object.
+  msghdr message() {
+    msghdr m{};
+    m.msg_iov = held_.data();
+    m.msg_iovlen = used_;
+    return m;
+  }
 
  private:
-  std::array<asio::const_buffer, buffers_max> held_{};
+  std::array<iovec, buffers_max> held_;  // [0, used_) written
   std::size_t used_ = 0;
+  std::size_t bytes_ = 0;
 };
 
 // Bytes sent, at most limits::io_chunk_bytes_max; `ec` is set only for a
-// real error (not for would_block).
+// real error (not for would_block). The socket must be non-blocking. One
+// sendmsg(2), made here rather than through Asio's write_some, which
+// copies the buffers a second time and checks for a blocking socket.
 template <typename ConstBuffers>
 std::size_t send_now(asio::ip::tcp::socket& socket, const ConstBuffers& out, std::error_code& ec) {
-  const buffers_prefix step(out, limits::io_chunk_bytes_max);
-  std::size_t sent = socket.write_some(step.buffers(), ec);
-  if (ec == asio::error::would_block || ec == asio::error::try_again) {
-    ec.clear();
-    return 0;
+  ec.clear();
+  buffers_prefix step(out, limits::io_chunk_bytes_max);
+  if (step.bytes() == 0) return 0;
+  const msghdr message = step.message();
+  ssize_t sent = 0;
+  do {
+    sent = ::sendmsg(socket.native_handle(), &message, MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  if (sent >= 0) {
+    FL_ASSERT(static_cast<std::size_t>(sent) <= step.bytes());
+    return static_cast<std::size_t>(sent);
   }
-  FL_ASSERT(ec || sent <= asio::buffer_size(out));
-  return ec ? 0 : sent;
+  if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+  ec = std::error_code(errno, asio::error::get_system_category());
+  return 0;
 }
 
 // What is left of `out` after `sent` bytes.
