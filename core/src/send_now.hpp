@@ -35,7 +35,7 @@ using send_buffers = std::array<asio::const_buffer, 2>;
 // cut short if need be) and at most `buffers_max` buffers, as the iovecs
 // sendmsg takes. Only the entries used are written: a gather list is
 // usually two buffers, and filling all 64 cost more than the call's own
-// work (docs/benchmarks.md, "Latest: a send without Asio's wrapper").
+// work (docs/benchmarks.md, "Latest: the instructions of an exchange").
 class buffers_prefix {
  public:
   static constexpr std::size_t buffers_max = 64;
