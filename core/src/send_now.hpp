@@ -34,8 +34,10 @@ using send_buffers = std::array<asio::const_buffer, 2>;
 // The first buffers of `out`, holding at most `max` bytes (the last one
 // cut short if need be) and at most `buffers_max` buffers, as the iovecs
 // sendmsg takes. Only the entries used are written: a gather list is
-// usually two buffers, and filling all 64 cost more than the call's own
-// work (docs/benchmarks.md, "Latest: the instructions of an exchange").
+// usually two buffers. Filling all 64, and Asio copying them into 64
+// iovecs of its own, made a send cost 555 instructions where it now
+// costs 131 (docs/benchmarks.md, "Latest: the instructions of an
+// exchange").
 class buffers_prefix {
  public:
   static constexpr std::size_t buffers_max = 64;
@@ -74,9 +76,9 @@ class buffers_prefix {
 };
 
 // Bytes sent, at most limits::io_chunk_bytes_max; `ec` is set only for a
-// real error (not for would_block). The socket must be non-blocking. One
-// sendmsg(2), made here rather than through Asio's write_some, which
-// copies the buffers a second time and checks for a blocking socket.
+// real error (not for would_block). One sendmsg(2) that never waits,
+// made here rather than through Asio's write_some, which copies the
+// buffers into an array of its own first.
 template <typename ConstBuffers>
 std::size_t send_now(asio::ip::tcp::socket& socket, const ConstBuffers& out, std::error_code& ec) {
   ec.clear();
@@ -84,15 +86,17 @@ std::size_t send_now(asio::ip::tcp::socket& socket, const ConstBuffers& out, std
   if (step.bytes() == 0) return 0;
   const msghdr message = step.message();
   ssize_t sent = 0;
+  int error = 0;
   do {
-    sent = ::sendmsg(socket.native_handle(), &message, MSG_NOSIGNAL);
-  } while (sent < 0 && errno == EINTR);
+    sent = ::sendmsg(socket.native_handle(), &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+    error = sent < 0 ? errno : 0;
+  } while (error == EINTR);
   if (sent >= 0) {
     FL_ASSERT(static_cast<std::size_t>(sent) <= step.bytes());
     return static_cast<std::size_t>(sent);
   }
-  if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
-  ec = std::error_code(errno, asio::error::get_system_category());
+  if (error == EAGAIN || error == EWOULDBLOCK) return 0;
+  ec = std::error_code(error, asio::error::get_system_category());
   return 0;
 }
 

@@ -67,10 +67,12 @@ class server_session : public std::enable_shared_from_this<server_session> {
 
  private:
   // Request bytes read at once: 256 headers, or a header and the start of
-  // a WRITE's body (copied into the leased buffer). A 4 or 8 KiB WRITE
-  // comes whole in one read that leaves the socket empty, so the session
-  // reads the next request without a probe; at 4 KiB the read cut it and
-  // left the last 48 bytes for a second receive (docs/benchmarks.md).
+  // a WRITE's body (copied into the leased buffer). A WRITE of a 4 or
+  // 8 KiB page, header and body, is read in one receive; when nothing
+  // follows it (one request at a time), that receive can leave the socket
+  // empty, and the session reads the next request without a probe. At
+  // 4 KiB the read cut such a WRITE, and a second receive took the rest
+  // (docs/benchmarks.md, "Latest: a small WRITE in one receive").
   static constexpr std::size_t staging_bytes = limits::request_read_ahead_bytes;
   static_assert(staging_bytes >= (8u << 10) + wire::request_frame_bytes);
   // Of it, what a scatter read of a WRITE body's rest takes of the requests
@@ -79,6 +81,7 @@ class server_session : public std::enable_shared_from_this<server_session> {
   // read-ahead there, 64 KiB WRITEs in batches of 32 cost 13% more CPU
   // per op (mean of six alternations, docs/benchmarks.md).
   static constexpr std::size_t staged_behind_body_bytes = 4u << 10;
+  static_assert(staged_behind_body_bytes <= staging_bytes);
   // Answers held for one gather write (a header and a READ's payload
   // each), and the payload bytes past which they leave before the next
   // request is served: a large READ's answer leaves alone.

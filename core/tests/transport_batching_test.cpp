@@ -340,8 +340,10 @@ TEST(transport_pipeline, requests_past_a_full_read_ahead_are_served_without_new_
   // WRITE of 16 bytes goes first, so the read cuts a header.
   constexpr std::uint64_t requests =
       limits::request_read_ahead_bytes / wire::request_frame_bytes + 44;
-  static_assert((limits::request_read_ahead_bytes - 64) % wire::request_frame_bytes != 0);
   constexpr std::uint64_t length = 16;
+  static_assert((limits::request_read_ahead_bytes - wire::request_frame_bytes - length) %
+                    wire::request_frame_bytes !=
+                0);
   std::vector<std::byte> out;
   append(out, {wire::opcode::write, 0, 999, id, 60000, length}, pattern(length, 0));
   for (std::uint64_t i = 0; i < requests; ++i) {

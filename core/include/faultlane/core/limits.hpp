@@ -39,8 +39,8 @@ namespace faultlane::limits {
     "bytes moved per socket step: a deadline moves at least this often, and a step's bytes "    \
     "are still in the caches when the peer copies them out")                                    \
   X(std::size_t, request_read_ahead_bytes, std::size_t{12} << 10,                               \
-    "request bytes a target session reads at once: a WRITE of up to 8 KiB arrives whole, "      \
-    "its header with it")                                                                       \
+    "request bytes a target session reads at once: a WRITE of a 4 or 8 KiB page is read in "    \
+    "one receive, its header with it")                                                          \
   X(std::uint32_t, accept_backoff_ms_min, 1, "first wait after an accept error")                \
   X(std::uint32_t, accept_backoff_ms_max, 100, "longest wait after accept errors")              \
   X(std::uint32_t, timeout_ms_max, 3'600'000, "any timeout or deadline, most")                  \
