@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
+#include <utility>
 
 #include "report_format.hpp"
 
@@ -170,6 +172,47 @@ void append_checker_text(std::string& out, const checker_result& c) {
   }
 }
 
+// "outcomes: writes: ok 74, connection_failed 44": each stream's ops by
+// how they ended, so a failed count says what the others became.
+void append_outcomes(std::string& out, const history& h) {
+  std::map<std::string, std::map<std::string, std::uint64_t>> by_stream;
+  for (const auto& op : h.ops) {
+    const bool settled = op.submit_failed || op.complete_seq != 0;
+    ++by_stream[op.stream][settled ? std::string(to_string(op.outcome)) : "not_completed"];
+  }
+  for (const auto& [stream, outcomes] : by_stream) {
+    std::string line;
+    for (const auto& [outcome, n] : outcomes) {
+      line += fmt::format("{}{} {}", line.empty() ? "" : ", ", outcome, n);
+    }
+    out += fmt::format("outcomes: {}: {}\n", stream, line);
+  }
+}
+
+// The counters that say why ops failed, from each transport's last
+// snapshot, where not zero: a connect that failed starts a cooldown in
+// which every op fails at once; a deadline ends an exchange.
+void append_failure_counters(std::string& out, const history& h) {
+  static constexpr std::array<std::pair<std::string_view, std::uint64_t transport_stats::*>, 7>
+      shown{{{"connect_failures", &transport_stats::connect_failures},
+             {"timeouts", &transport_stats::timeouts},
+             {"lanes_found_closed", &transport_stats::lanes_found_closed},
+             {"stale_refresh_attempts", &transport_stats::stale_refresh_attempts},
+             {"stale_refreshes", &transport_stats::stale_refreshes},
+             {"sessions_timed_out", &transport_stats::sessions_timed_out},
+             {"server_rejects", &transport_stats::server_rejects}}};
+  std::map<std::pair<std::string, std::uint32_t>, const stats_record*> last;
+  for (const auto& s : h.stats) last[{s.transport, s.incarnation}] = &s;
+  for (const auto& [key, s] : last) {
+    std::string line;
+    for (const auto& [name, field] : shown) {
+      if (s->stats.*field == 0) continue;
+      line += fmt::format("{}{} {}", line.empty() ? "" : ", ", name, s->stats.*field);
+    }
+    if (!line.empty()) out += fmt::format("counters: {} #{}: {}\n", key.first, key.second, line);
+  }
+}
+
 }  // namespace
 
 std::string failure_text(const run_result& r) {
@@ -191,6 +234,10 @@ std::string failure_text(const run_result& r) {
     if (!others.empty()) out += "also failed: " + others + "\n";
   } else {
     out += "no checker reported a violation, but the run did not pass\n";
+  }
+  if (r.hist) {
+    append_outcomes(out, *r.hist);
+    append_failure_counters(out, *r.hist);
   }
   out += fmt::format("seed: {}\n", r.seed);
   if (!r.replay.empty()) out += "replay: " + r.replay + "\n";

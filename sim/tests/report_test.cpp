@@ -57,6 +57,37 @@ TEST(ReportFailureText, NamesCheckerViolationSeedAndReplay) {
   EXPECT_EQ(text.find("exactly_once"), std::string::npos) << "a passing checker was blamed";
 }
 
+// Catches a failed count that does not say what the other ops became, a
+// stream's outcomes mixed with another's, an unfinished op left out, a
+// counter read from an earlier snapshot than the transport's last, and
+// zero counters listed.
+TEST(ReportFailureText, SaysHowEachStreamsOpsEndedAndWhy) {
+  auto r = failed_run();
+  auto h = std::make_shared<history>(*r.hist);
+  auto read = op_of(4, 104, status::connection_failed, 600);
+  read.stream = "reads";
+  h->ops.push_back(read);
+  h->ops.push_back(op_of(5, 105, status::connection_failed, 0));  // not finished
+  h->ops.push_back(op_of(6, 106, status::connection_failed, 700));
+  stats_record early{"client#0", 0, 10, 100, {}};
+  early.stats.connect_failures = 9;
+  stats_record last{"client#0", 0, 90, 900, {}};
+  last.stats.connect_failures = 2;
+  last.stats.stale_refreshes = 1;
+  h->stats = {early, last};
+  r.hist = h;
+  auto text = failure_text(r);
+  EXPECT_NE(text.find("\noutcomes: reads: connection_failed 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\noutcomes: writes: ambiguous_write 1, connection_failed 1, "
+                      "not_completed 1, ok 2\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\ncounters: client#0 #0: connect_failures 2, stale_refreshes 1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("timeouts"), std::string::npos) << text;
+}
+
 // Catches an off-by-one in the cap of 10 or a wrong "and N more".
 TEST(ReportFailureText, ShowsTenViolationsThenHowManyMore) {
   auto r = failed_run();

@@ -55,9 +55,11 @@ std::string verdict(const run_result& r);
 std::uint64_t faults_fired_total(const run_result& r) noexcept;
 
 // A failed run: the first failing checker's name and its violations (the
-// first 10, one a line, then "... and N more"), the seed and the replay
-// line. A run error: the error, the seed and the replay line. Passed and
-// skipped runs: empty.
+// first 10, one a line, then "... and N more"), each stream's ops by
+// outcome, the counters that say why ops failed, the seed and the replay
+// line. A run error: the error, the same outcomes and counters (when the
+// run recorded any), the seed and the replay line. Passed and skipped
+// runs: empty.
 std::string failure_text(const run_result& r);
 // scenario | seed | ops | faults fired | checkers | verdict | seconds, one
 // line per run under a header and a rule, then "18 passed, 1 failed,
