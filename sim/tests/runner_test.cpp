@@ -229,9 +229,10 @@ workload:
 }
 
 TEST(runner, a_killed_child_keeps_what_it_reported_and_comes_back_as_a_new_incarnation) {
+  // The short cooldown: see the next test.
   auto s = parse(R"(
 transports:
-  - {name: client}
+  - {name: client, config: {reconnect_cooldown_ms: 5}}
   - {name: server, process: child}
 regions:
   - {name: data, transport: server, size: 256KiB}
@@ -259,6 +260,43 @@ events:
     }
   }
   EXPECT_EQ(ends, (std::vector<std::string>{"kill", "end of run"}));
+}
+
+// A connect that fails just after a kill (as one that meets the restart
+// does, now and then, under load) starts the client's reconnect cooldown,
+// in which every op fails at once. Catches the library's kill scenario
+// back at the default 1 s cooldown, where that burst fails every op after
+// the restart (the flake it had), and an ok count that would not see it.
+TEST(runner, a_connect_that_fails_after_a_kill_costs_only_the_cooldown) {
+  if (!failpoints_available()) GTEST_SKIP() << "needs failpoints";
+  std::ifstream in(std::string(FAULTLANE_SOURCE_DIR) + "/sim/scenarios/kill_child_mid_write.yaml");
+  std::stringstream file;
+  file << in.rdbuf();
+  auto text = file.str();
+  const auto expect_at = text.find("\nexpect:");
+  ASSERT_NE(expect_at, std::string::npos);
+  text.insert(expect_at, R"(
+  - {at: {stream: writes, ops: 51}, do: arm,
+     failpoint: {name: lane.set_non_blocking, action: return_error, error: connection_failed,
+                 count: 1}})");
+  auto with_cooldown = [&](const std::string& ms) {
+    auto t = text;
+    const std::string key = "reconnect_cooldown_ms: 5}";
+    const auto at = t.find(key);
+    EXPECT_NE(at, std::string::npos) << "the library file lost its short cooldown";
+    if (at != std::string::npos) t.replace(at, key.size(), "reconnect_cooldown_ms: " + ms + "}");
+    return run(parse(t), 35);
+  };
+  auto as_written = with_cooldown("5");
+  EXPECT_TRUE(as_written.passed) << failure_text(as_written);
+  ASSERT_TRUE(as_written.hist);
+  EXPECT_EQ(as_written.hist->failpoints_fired.at("lane.set_non_blocking"), 1u);
+
+  auto one_second = with_cooldown("1000");
+  EXPECT_FALSE(one_second.passed);
+  const auto text_of = failure_text(one_second);
+  EXPECT_NE(text_of.find("expect.counts writes.ok: "), std::string::npos) << text_of;
+  EXPECT_NE(text_of.find("counters: client #0: connect_failures 1"), std::string::npos) << text_of;
 }
 
 TEST(runner, a_child_program_that_is_missing_is_a_clear_run_error) {
