@@ -10,6 +10,8 @@
 #include <map>
 #include <utility>
 
+#include "faultlane/core/assert.hpp"
+#include "faultlane/core/stats.hpp"
 #include "report_format.hpp"
 
 namespace faultlane::sim {
@@ -172,8 +174,9 @@ void append_checker_text(std::string& out, const checker_result& c) {
   }
 }
 
-// "outcomes: writes: ok 74, connection_failed 44": each stream's ops by
-// how they ended, so a failed count says what the others became.
+// "outcomes: writes: connection_failed 44, ok 74": each stream's ops by
+// how they ended (in name order), so a failed count says what the others
+// became.
 void append_outcomes(std::string& out, const history& h) {
   std::map<std::string, std::map<std::string, std::uint64_t>> by_stream;
   for (const auto& op : h.ops) {
@@ -189,27 +192,35 @@ void append_outcomes(std::string& out, const history& h) {
   }
 }
 
-// The counters that say why ops failed, from each transport's last
-// snapshot, where not zero: a connect that failed starts a cooldown in
-// which every op fails at once; a deadline ends an exchange.
+// The counters that say why ops failed, where not zero, from the latest
+// snapshot of each transport incarnation: a failed connect starts the
+// reconnect cooldown, in which a lane that must connect fails its ops at
+// once; a deadline ends an exchange. Names come from the core's table.
 void append_failure_counters(std::string& out, const history& h) {
-  static constexpr std::array<std::pair<std::string_view, std::uint64_t transport_stats::*>, 7>
-      shown{{{"connect_failures", &transport_stats::connect_failures},
-             {"timeouts", &transport_stats::timeouts},
-             {"lanes_found_closed", &transport_stats::lanes_found_closed},
-             {"stale_refresh_attempts", &transport_stats::stale_refresh_attempts},
-             {"stale_refreshes", &transport_stats::stale_refreshes},
-             {"sessions_timed_out", &transport_stats::sessions_timed_out},
-             {"server_rejects", &transport_stats::server_rejects}}};
-  std::map<std::pair<std::string, std::uint32_t>, const stats_record*> last;
-  for (const auto& s : h.stats) last[{s.transport, s.incarnation}] = &s;
-  for (const auto& [key, s] : last) {
+  static constexpr std::array<std::uint64_t transport_stats::*, 7> shown{
+      &transport_stats::connect_failures,   &transport_stats::timeouts,
+      &transport_stats::lanes_found_closed, &transport_stats::stale_refresh_attempts,
+      &transport_stats::stale_refreshes,    &transport_stats::sessions_timed_out,
+      &transport_stats::server_rejects};
+  auto name_of_field = [](std::uint64_t transport_stats::*field) {
+    const auto* info = std::find_if(transport_counters.begin(), transport_counters.end(),
+                                    [field](const counter_info& c) { return c.field == field; });
+    FL_ASSERT(info != transport_counters.end());
+    return info->name;
+  };
+  std::map<std::pair<std::string, std::uint32_t>, const stats_record*> latest;
+  for (const auto& s : h.stats) {
+    auto& at = latest[{s.transport, s.incarnation}];
+    if (at == nullptr || s.seq > at->seq) at = &s;
+  }
+  for (const auto& [key, s] : latest) {
     std::string line;
-    for (const auto& [name, field] : shown) {
+    for (auto field : shown) {
       if (s->stats.*field == 0) continue;
-      line += fmt::format("{}{} {}", line.empty() ? "" : ", ", name, s->stats.*field);
+      line +=
+          fmt::format("{}{} {}", line.empty() ? "" : ", ", name_of_field(field), s->stats.*field);
     }
-    if (!line.empty()) out += fmt::format("counters: {} #{}: {}\n", key.first, key.second, line);
+    if (!line.empty()) out += fmt::format("counters: {}#{}: {}\n", key.first, key.second, line);
   }
 }
 

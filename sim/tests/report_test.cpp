@@ -58,9 +58,10 @@ TEST(ReportFailureText, NamesCheckerViolationSeedAndReplay) {
 }
 
 // Catches a failed count that does not say what the other ops became, a
-// stream's outcomes mixed with another's, an unfinished op left out, a
-// counter read from an earlier snapshot than the transport's last, and
-// zero counters listed.
+// stream's outcomes mixed with another's, an unfinished or refused op left
+// out, a counter read from an earlier snapshot than the latest (by seq, not
+// by place in the list), incarnations merged, a counter under another's
+// name, and zero counters listed.
 TEST(ReportFailureText, SaysHowEachStreamsOpsEndedAndWhy) {
   auto r = failed_run();
   auto h = std::make_shared<history>(*r.hist);
@@ -68,21 +69,29 @@ TEST(ReportFailureText, SaysHowEachStreamsOpsEndedAndWhy) {
   read.stream = "reads";
   h->ops.push_back(read);
   h->ops.push_back(op_of(5, 105, status::connection_failed, 0));  // not finished
-  h->ops.push_back(op_of(6, 106, status::connection_failed, 700));
-  stats_record early{"client#0", 0, 10, 100, {}};
-  early.stats.connect_failures = 9;
-  stats_record last{"client#0", 0, 90, 900, {}};
-  last.stats.connect_failures = 2;
-  last.stats.stale_refreshes = 1;
-  h->stats = {early, last};
+  auto refused = op_of(6, 106, status::shutting_down, 0);
+  refused.submit_failed = true;
+  h->ops.push_back(refused);
+  stats_record latest{"client", 0, 90, 900, {}};
+  latest.stats.connect_failures = 2;
+  latest.stats.stale_refreshes = 1;
+  stats_record earlier{"client", 0, 10, 100, {}};  // listed after, but older
+  earlier.stats.connect_failures = 9;
+  stats_record restarted{"client", 1, 50, 500, {}};
+  restarted.stats.server_rejects = 3;
+  restarted.stats.sessions_timed_out = 4;
+  h->stats = {latest, earlier, restarted};
   r.hist = h;
   auto text = failure_text(r);
   EXPECT_NE(text.find("\noutcomes: reads: connection_failed 1\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("\noutcomes: writes: ambiguous_write 1, connection_failed 1, "
-                      "not_completed 1, ok 2\n"),
+  EXPECT_NE(text.find("\noutcomes: writes: ambiguous_write 1, not_completed 1, ok 2, "
+                      "shutting_down 1\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("\ncounters: client#0 #0: connect_failures 2, stale_refreshes 1\n"),
+  EXPECT_NE(text.find("\ncounters: client#0: connect_failures 2, stale_refreshes 1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\ncounters: client#1: sessions_timed_out 4, server_rejects 3\n"),
             std::string::npos)
       << text;
   EXPECT_EQ(text.find("timeouts"), std::string::npos) << text;
