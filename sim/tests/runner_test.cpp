@@ -262,37 +262,22 @@ events:
   EXPECT_EQ(ends, (std::vector<std::string>{"kill", "end of run"}));
 }
 
-// A connect that fails after a kill (as one that meets the restart's gap
-// does now and then, under load) starts the client's reconnect cooldown,
-// in which a lane that must connect fails its ops at once. Planted after
-// the restart with the default 1 s cooldown, it costs every op after the
-// restart, and the library's kill scenario fails on its ok count: catches
-// a count that would not see that burst. The scenario keeps its counts by
-// a 5 ms cooldown, over before a restart is: catches the file without it,
-// and a restart quicker than that, where the cooldown would not help.
-TEST(runner, a_connect_that_fails_after_a_kill_fails_the_ops_in_its_cooldown) {
-  if (!failpoints_available()) GTEST_SKIP() << "needs failpoints";
+// A connect that meets a restart's gap (now and then, under load) can fail
+// and start the client's reconnect cooldown, in which a lane that must
+// connect fails its ops at once: with the default 1 s, every op after a
+// quicker restart failed (kill_child_mid_write's writes.ok 74 < 80 once).
+// The library's kill scenario keeps its counts by a 5 ms cooldown, over
+// before a restart is. Catches the file without it, and a restart quicker
+// than that, where the short cooldown would not help.
+TEST(runner, the_kill_scenario_restarts_slower_than_its_reconnect_cooldown) {
   std::ifstream in(std::string(FAULTLANE_SOURCE_DIR) + "/sim/scenarios/kill_child_mid_write.yaml");
   std::stringstream file;
   file << in.rdbuf();
-  auto text = file.str();
-  const std::string short_cooldown = "reconnect_cooldown_ms: 5}";
-  const auto cooldown_at = text.find(short_cooldown);
-  ASSERT_NE(cooldown_at, std::string::npos) << "the library file lost its short cooldown";
-  text.replace(cooldown_at, short_cooldown.size(), "reconnect_cooldown_ms: 1000}");
-  const auto expect_at = text.find("\nexpect:");
-  ASSERT_NE(expect_at, std::string::npos);
-  text.insert(expect_at, R"(
-  - {at: {stream: writes, ops: 51}, do: arm,
-     failpoint: {name: lane.set_non_blocking, action: return_error, error: connection_failed,
-                 count: 1}})");
+  const auto text = file.str();
+  ASSERT_NE(text.find("reconnect_cooldown_ms: 5}"), std::string::npos)
+      << "the library file lost its short cooldown";
   auto r = run(parse(text), 35);
-  EXPECT_FALSE(r.passed);
-  const auto report = failure_text(r);
-  EXPECT_NE(report.find("expect.counts writes.ok: "), std::string::npos) << report;
-  EXPECT_TRUE(report.find("counters: client#0: connect_failures 1\n") != std::string::npos ||
-              report.find("counters: client#0: connect_failures 1,") != std::string::npos)
-      << report;
+  EXPECT_TRUE(r.passed) << failure_text(r);
   ASSERT_TRUE(r.hist);
   std::uint64_t killed_at_us = 0;
   std::uint64_t back_at_us = 0;
