@@ -112,6 +112,14 @@ void run_batches(loopback_pair& p, std::array<transfer_request, N>& requests,
   }
 }
 
+// What 1000 single-frame tasks may count. 0 when the machine is quiet.
+// The count is process-wide (both transports' threads run here), and under
+// load stray allocations come that are not one per task: 7 once in a
+// clean-clone CI run, 12 once in `ctest --preset tsan -j4 --repeat
+// until-fail:3` beside a CPU-bound loop. A task that allocated would read
+// 1 000; at most 1 per 20 tasks passes.
+constexpr std::uint64_t stray_allocations_max = 50;
+
 #define SKIP_UNLESS_COUNTED()             \
   if (!counting() || pool_passes_through) \
   GTEST_SKIP() << "counted under TSan only (ASan builds pass the pool through to the heap)"
@@ -126,11 +134,7 @@ TEST(transport_memory, single_frame_tasks_allocate_nothing_in_the_steady_state) 
   const auto before = allocations.load();
   run_batches(p, one, local, 1000, called);
   const auto allocated = allocations.load() - before;
-  // 0 when the machine is quiet. The count is process-wide, and once in a
-  // clean-clone CI run under load it read 7: a stray allocation elsewhere in
-  // the process (both transports' threads run here), not one per task. A
-  // task that allocated would read 1 000; at most 1 per 100 tasks passes.
-  EXPECT_LE(allocated, 10u) << "allocations in 1000 single-frame tasks";
+  EXPECT_LE(allocated, stray_allocations_max) << "allocations in 1000 single-frame tasks";
   EXPECT_EQ(called.load(), 1300);
 }
 
@@ -146,7 +150,8 @@ TEST(transport_memory, single_frame_tasks_allocate_nothing_with_busy_polling) {
   run_batches(p, one, local, 300, called);
   const auto before = allocations.load();
   run_batches(p, one, local, 1000, called);
-  EXPECT_LE(allocations.load() - before, 10u) << "allocations in 1000 single-frame tasks";
+  EXPECT_LE(allocations.load() - before, stray_allocations_max)
+      << "allocations in 1000 single-frame tasks";
   EXPECT_EQ(called.load(), 1300);
 }
 
