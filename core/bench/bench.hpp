@@ -20,6 +20,10 @@ namespace faultlane::bench {
 
 enum class operation { read, write, mix };
 enum class run_mode { loopback, target, initiator };
+// How the raw-TCP baseline waits for a small answer: in the receive itself
+// (blocking), or for readiness first and then a receive that cannot block,
+// as any readiness-based event loop must (docs/benchmarks.md, "--raw-wait").
+enum class raw_wait { block, ready };
 
 struct options {
   operation op = operation::read;
@@ -40,6 +44,7 @@ struct options {
   std::size_t rounds = 4;                 // faultlane and baseline alternate this many times
   bool verify = false;
   bool skip_baseline = false;
+  raw_wait baseline_wait = raw_wait::block;
   std::string json_path;
   run_mode mode = run_mode::loopback;
   std::string listen = "127.0.0.1:0";  // target mode
@@ -60,6 +65,11 @@ struct options {
 std::optional<options> parse_options(int argc, char** argv);
 std::string describe(const options& o);
 const char* to_string(operation op);
+const char* to_string(raw_wait wait);
+// The raw-TCP baseline's name in the output: "raw tcp", or "raw ready".
+inline const char* baseline_name(const options& o) {
+  return o.baseline_wait == raw_wait::ready ? "raw ready" : "raw tcp";
+}
 
 struct measurement {
   double seconds = 0;

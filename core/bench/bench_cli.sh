@@ -75,6 +75,23 @@ grep -q "mismatches 0 (baseline, verified too: 0)" <<<"$out" || fail "verify lin
 grep -q '"baseline_mismatches": 0' "$tmp/verify.json" || fail "verify JSON"
 grep -q '"block_stream_bytes_per_s": null' "$tmp/verify.json" || fail "a 64K run measured a stream"
 
+# --raw-wait ready: the baseline waits in poll, then receives without
+# blocking; its row and JSON say so, and its bytes verify (64 KiB answers
+# come in pieces, each after a wait of its own). It goes only where the
+# raw baseline runs.
+expect_bad --raw-wait spin -- "--raw-wait: spin not in {block,ready}"
+expect_bad --raw-wait ready --via-relay -- "--raw-wait excludes --via-relay"
+expect_bad --raw-wait ready --no-baseline -- "--no-baseline excludes --raw-wait"
+expect_bad --raw-wait ready --mode target -- "only loopback runs measure"
+expect_bad --raw-wait ready --rpc -- "only loopback runs measure"
+out=$("$bench" --op mix --block-size 64K --batch 4 --duration 0.2 --rounds 1 --warmup 0 \
+  --verify --raw-wait ready --json "$tmp/ready.json")
+grep -q " raw-wait=ready verify$" <<<"$out" || fail "ready: no raw-wait in the config line: $out"
+grep -q "^  raw ready " <<<"$out" || fail "ready: no 'raw ready' row: $out"
+grep -q "mismatches 0 (baseline, verified too: 0)" <<<"$out" || fail "ready verify: $out"
+grep -q '"raw_wait": "ready"}' "$tmp/ready.json" || fail "ready JSON: $(cat "$tmp/ready.json")"
+grep -q '"raw_wait": "block"}' "$tmp/verify.json" || fail "block JSON: $(cat "$tmp/verify.json")"
+
 # The steady state allocates nothing (docs/architecture.md, "Memory in the
 # steady state"): single-frame READs, WRITEs and a mix make no allocation
 # in the measured window (the bench reserves its own latency log); batches
@@ -108,7 +125,7 @@ if [ "$sanitizer" != address ]; then
   "$bench" --op read --block-size 4K --batch 1 --via-relay --relay-busy-poll-us 100 \
     --duration 0.5 --rounds 1 --warmup 0.2 --no-baseline --json "$tmp/alloc.json" >/dev/null ||
     fail "allocation run, polling relay"
-  grep -q '"relay_busy_poll_us": 100}' "$tmp/alloc.json" || fail "JSON: $(cat "$tmp/alloc.json")"
+  grep -q '"relay_busy_poll_us": 100,' "$tmp/alloc.json" || fail "JSON: $(cat "$tmp/alloc.json")"
   n=$(per_op "$tmp/alloc.json")
   at_most "$n" 0.005 || fail "polling relay: '$n' allocations per op, not 0"
 fi
@@ -133,6 +150,7 @@ rc=$?
 grep -q "skipped 2 points with more rails than lanes" <<<"$out" || fail "sweep: skips: $out"
 [ "$(grep -c '"config": {' "$tmp/sweep.json")" -eq 6 ] || fail "sweep JSON: not 6 points"
 grep -q '"why": "more rails than lanes"' "$tmp/sweep.json" || fail "sweep JSON: no skip"
+grep -q '"raw_wait": "block"' "$tmp/sweep.json" || fail "sweep JSON: no raw_wait"
 # Two points ran on 2 rails (lanes 2, workers 1 and 2) and two were skipped (lanes 1).
 [ "$(grep -c '"rails": 2,' "$tmp/sweep.json")" -eq 4 ] || fail "sweep JSON: rails 2 not 2 + 2"
 head -c 4 "$tmp/sweep.svg" | grep -q "<svg" || fail "sweep SVG does not start with <svg"

@@ -169,7 +169,7 @@ void print(const options& o, const outcome& r) {
   std::printf("  %-10s %12s %12s %10s %10s %10s %10s\n", "", "throughput", "ops/s", "mean us",
               "p50 us", "p99 us", "p999 us");
   const char* subject = o.via_relay ? "via relay" : "faultlane";
-  const char* reference = o.via_relay ? "direct" : "raw tcp";
+  const char* reference = o.via_relay ? "direct" : baseline_name(o);
   print_row(subject, r.fs);
   if (r.baseline) {
     print_row(reference, r.bs);
@@ -226,7 +226,8 @@ std::string json_record(const options& o, const outcome& r) {
       R"({{"config": {{"op": "{}", "block_size": {}, "batch": {}, "threads": {}, )"
       R"("workers": {}, "lanes": {}, "lane_inflight": {}, "rails": {}, "duration_s": {}, )"
       R"("rounds": {}, )"
-      R"("verify": {}, "via_relay": {}, "busy_poll_us": {}, "relay_busy_poll_us": {}}}, )"
+      R"("verify": {}, "via_relay": {}, "busy_poll_us": {}, "relay_busy_poll_us": {}, )"
+      R"("raw_wait": "{}"}}, )"
       R"("faultlane": {}, "baseline": {}, )"
       R"("ratio_bytes_per_s": {}, "ratio_mean_latency": {}, "ratio_p99_latency": {}, )"
       R"("ratio_ops_per_s": {}, "ratio_cpu_s_per_gb": {}, "stream_bytes_per_s": {}, )"
@@ -235,10 +236,10 @@ std::string json_record(const options& o, const outcome& r) {
       R"("failures": {}, "failures_by_status": {}, "mismatches": {}, "baseline_mismatches": {}}})",
       to_string(o.op), o.block_bytes, o.batch, o.threads, o.workers, o.lanes, o.lane_inflight,
       o.rails, o.duration_s, o.rounds, o.verify ? "true" : "false", o.via_relay ? "true" : "false",
-      o.busy_poll_us, o.relay_busy_poll_us, json_side(r.fs), r.baseline ? json_side(r.bs) : "null",
-      ratio(r.fs.bytes_per_s, r.bs.bytes_per_s), ratio(r.fs.mean_us, r.bs.mean_us),
-      ratio(r.fs.p99_us, r.bs.p99_us), ratio(r.fs.ops_per_s, r.bs.ops_per_s),
-      ratio(r.fs.cpu_s_per_gb, r.bs.cpu_s_per_gb),
+      o.busy_poll_us, o.relay_busy_poll_us, to_string(o.baseline_wait), json_side(r.fs),
+      r.baseline ? json_side(r.bs) : "null", ratio(r.fs.bytes_per_s, r.bs.bytes_per_s),
+      ratio(r.fs.mean_us, r.bs.mean_us), ratio(r.fs.p99_us, r.bs.p99_us),
+      ratio(r.fs.ops_per_s, r.bs.ops_per_s), ratio(r.fs.cpu_s_per_gb, r.bs.cpu_s_per_gb),
       r.with_stream ? fmt::format("{:.0f}", r.ss.bytes_per_s) : std::string("null"),
       r.with_stream ? fmt::format("{:.4f}", r.fs.bytes_per_s / std::max(r.ss.bytes_per_s, 1e-9))
                     : std::string("null"),

@@ -48,6 +48,8 @@ const char* to_string(operation op) {
   return "?";
 }
 
+const char* to_string(raw_wait wait) { return wait == raw_wait::ready ? "ready" : "block"; }
+
 namespace {
 
 // Bounds of the benchmark's own (not the core's) flags.
@@ -250,8 +252,18 @@ void define(CLI::App& app, options& o) {
   count(app, "--rounds", o.rounds, 1, rounds_max,
         "faultlane and the baseline alternate N times (default 4)");
   app.add_flag("--verify", o.verify, "check every byte moved, on both sides");
-  app.add_flag("--no-baseline", o.skip_baseline,
-               "measure faultlane only (ratios are null in the JSON)");
+  auto* alone = app.add_flag("--no-baseline", o.skip_baseline,
+                             "measure faultlane only (ratios are null in the JSON)");
+  auto* wait = app.add_option_function<std::string>(
+                      "--raw-wait",
+                      [&o](const std::string& v) {
+                        o.baseline_wait = v == "ready" ? raw_wait::ready : raw_wait::block;
+                      },
+                      "how the baseline waits for a small answer: block in the receive, or "
+                      "ready: poll for readiness, then receive, as an event loop does "
+                      "(default block)")
+                   ->check(CLI::IsMember({"block", "ready"}));
+  wait->excludes(alone);
   auto* relay = app.add_flag("--via-relay", o.via_relay,
                              "faultlane through a pass-through relay, against faultlane direct");
   count(app, "--relay-busy-poll-us", o.relay_busy_poll_us, 0, relays::busy_poll_us_max,
@@ -260,6 +272,7 @@ void define(CLI::App& app, options& o) {
   app.add_option("--json", o.json_path, "write the results as JSON");
   auto* sweep = define_sweep(app, o);
   for (auto* single : {block, workers, lanes, rails, relay}) sweep->excludes(single);
+  wait->excludes(relay);
   define_other_modes(app, o, relay, sweep);
 }
 
@@ -280,6 +293,10 @@ std::optional<std::string> check_sweep(const options& o) {
 }
 
 std::optional<std::string> check_combination(const options& o) {
+  if (o.baseline_wait == raw_wait::ready &&
+      (o.mode != run_mode::loopback || o.rpc || o.rpc_keys > 0)) {
+    return "--raw-wait applies to the raw-TCP baseline, which only loopback runs measure";
+  }
   if (o.sweep) return check_sweep(o);
   if (o.rails > o.lanes) return "--rails must not exceed --lanes (each rail needs a lane)";
   if (o.mode == run_mode::initiator &&
@@ -321,9 +338,9 @@ std::optional<options> parse_options(int argc, char** argv) {
 std::string describe(const options& o) {
   return fmt::format(
       "op={} block={} batch={} threads={} workers={} lanes={} inflight={} rails={} duration={}s "
-      "rounds={}",
+      "rounds={}{}",
       to_string(o.op), o.block_bytes, o.batch, o.threads, o.workers, o.lanes, o.lane_inflight,
-      o.rails, o.duration_s, o.rounds);
+      o.rails, o.duration_s, o.rounds, o.baseline_wait == raw_wait::ready ? " raw-wait=ready" : "");
 }
 
 }  // namespace faultlane::bench

@@ -76,14 +76,17 @@ void set_watermark(int fd, int bytes) {
 // does. A blocking recv would not do: one that copied part of its length
 // and waits for the rest is woken only by a full watermark of new bytes,
 // which may never come. The watermark never exceeds what is still to come.
-bool recv_all(int fd, void* p, std::size_t n) {
+// A smaller receive blocks in recv until all of it came, unless `wait` is
+// ready: then it too waits in poll and takes what is there, the two calls
+// an event loop makes where blocking code makes one.
+bool recv_all(raw_wait wait, int fd, void* p, std::size_t n) {
   auto* c = static_cast<char*>(p);
   const bool bulk = n >= bulk_bytes_min;
   int watermark = 1;
   while (n > 0) {
     ssize_t k = 0;
-    if (bulk) {
-      const int wanted = static_cast<int>(std::min<std::size_t>(n, bulk_watermark));
+    if (bulk || wait == raw_wait::ready) {
+      const int wanted = static_cast<int>(std::min<std::size_t>(n, bulk ? bulk_watermark : 1));
       if (wanted != watermark) set_watermark(fd, watermark = wanted);
       pollfd readable{fd, POLLIN, 0};
       if (::poll(&readable, 1, -1) < 0) return false;
@@ -176,7 +179,7 @@ bool holds_pattern(const char* got, std::uint64_t n, std::uint64_t seed,
 void serve(int fd, const options& o, connection_memory& memory) {
   const std::uint64_t block = o.block_bytes;
   request r{};
-  while (recv_all(fd, &r, sizeof(r))) {
+  while (recv_all(o.baseline_wait, fd, &r, sizeof(r))) {
     if (r.slot >= memory.slots || r.length > block ||
         (r.is_write != 0 ? memory.landed : memory.served).empty()) {
       std::fprintf(stderr, "baseline: a request for slot %llu of %zu, %llu bytes: closing\n",
@@ -186,7 +189,7 @@ void serve(int fd, const options& o, connection_memory& memory) {
     }
     if (r.is_write != 0) {
       char* into = memory.landed.data() + r.slot * block;
-      if (!recv_all(fd, into, r.length)) break;
+      if (!recv_all(o.baseline_wait, fd, into, r.length)) break;
       const bool wrong = o.verify && !holds_pattern(into, r.length, slot_seed(write_seed, r.slot),
                                                     memory.scratch_server);
       std::uint64_t ack = wrong ? 1 : 0;
@@ -226,7 +229,8 @@ void run_striped(const options& o, const std::vector<int>& clients, std::atomic<
         bool measuring = phase.load(std::memory_order_relaxed) == 1;
         auto start = clock_type::now();
         request r{0, part, 0};
-        bool ok = send_all(clients[c], &r, sizeof(r)) && recv_all(clients[c], buffer.data(), part);
+        bool ok = send_all(clients[c], &r, sizeof(r)) &&
+                  recv_all(o.baseline_wait, clients[c], buffer.data(), part);
         bool wrong = ok && o.verify && std::memcmp(buffer.data(), expected.data(), part) != 0;
         sync->arrive_and_wait();  // the op ends when every part landed
         if (!ok) stop->store(true);
@@ -268,7 +272,8 @@ void drive_connection(const options& o, int fd, std::size_t depth, connection_me
     }
     for (std::size_t k = 0; k < depth; ++k) {
       char* into = writes[k] ? nullptr : memory.received.data() + ((n + k) % slots) * o.block_bytes;
-      bool ok = writes[k] ? recv_all(fd, &ack, sizeof(ack)) : recv_all(fd, into, o.block_bytes);
+      bool ok = writes[k] ? recv_all(o.baseline_wait, fd, &ack, sizeof(ack))
+                          : recv_all(o.baseline_wait, fd, into, o.block_bytes);
       if (!ok) return;
       if (o.verify) {
         m.mismatches +=

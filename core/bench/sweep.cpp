@@ -40,14 +40,15 @@ bool clean(const outcome& r) {
   return r.fl.ops > 0 && r.fl.failures == 0 && r.fl.mismatches == 0 && r.raw.mismatches == 0;
 }
 
-void print_point(const point& p) {
+void print_point(const options& o, const point& p) {
   std::string line = fmt::format(
       "  block {:>5}  workers {:>2}  lanes {:>2}  rails {:>2}   faultlane {:>11} p99 "
       "{:>8.1f} us",
       size_text(p.block), p.workers, p.lanes, p.rails, rate(p.r.fs.bytes_per_s), p.r.fs.p99_us);
   if (p.r.baseline) {
-    line += fmt::format("   raw tcp {:>11} p99 {:>8.1f} us   {:.3f} x", rate(p.r.bs.bytes_per_s),
-                        p.r.bs.p99_us, p.r.fs.bytes_per_s / std::max(p.r.bs.bytes_per_s, 1e-9));
+    line += fmt::format("   {} {:>11} p99 {:>8.1f} us   {:.3f} x", baseline_name(o),
+                        rate(p.r.bs.bytes_per_s), p.r.bs.p99_us,
+                        p.r.fs.bytes_per_s / std::max(p.r.bs.bytes_per_s, 1e-9));
   }
   if (p.r.fl.failures > 0) line += fmt::format("   failed {}", p.r.fl.failures);
   std::printf("%s\n", line.c_str());
@@ -63,6 +64,7 @@ json grid_json(const options& o) {
               {"rounds", o.rounds},
               {"verify", o.verify},
               {"baseline", !o.skip_baseline},
+              {"raw_wait", to_string(o.baseline_wait)},
               {"busy_poll_us", o.busy_poll_us},
               {"progress_timeout_ms", o.progress_timeout_ms},
               {"workers", o.sweep_workers},
@@ -99,7 +101,7 @@ plot_figure figure_for(const options& o, const std::vector<point>& points) {
       for (auto rails : o.sweep_rails) {
         const auto label = fmt::format("lanes {} rails {}", lanes, rails);
         plot_line fl_rate{label + ": faultlane", color, false, {}};
-        plot_line raw_rate{label + ": raw tcp", color, true, {}};
+        plot_line raw_rate{label + ": " + baseline_name(o), color, true, {}};
         plot_line fl_p99 = fl_rate, raw_p99 = raw_rate;
         bool any = false;
         for (auto workers : o.sweep_workers) {
@@ -183,7 +185,7 @@ int run_sweep(const options& o) {
           at.rails = rails;
           at.workers = workers;
           points.push_back({block, lanes, rails, workers, measure(at)});
-          print_point(points.back());
+          print_point(o, points.back());
           all_clean = all_clean && clean(points.back().r);
         }
       }
