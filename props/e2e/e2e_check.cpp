@@ -51,10 +51,8 @@ void record(const sim::scenario& sc, const sim::run_result& r) {
   if (!r.hist) return;
   totals.ops += r.hist->ops.size();
   for (const auto& op : r.hist->ops) {
-    const auto what = op.complete_seq == 0 && !op.submit_failed
-                          ? std::string("not_completed")
-                          : std::string(to_string(op.outcome));
-    ++totals.outcomes[fmt::format("{} {}", op.op == wire::opcode::read ? "read" : "write", what)];
+    ++totals.outcomes[fmt::format("{} {}", op.op == wire::opcode::read ? "read" : "write",
+                                  ending_name(op))];
   }
   for (const auto& m : r.hist->marks) {
     if (m.kind != "event" || !m.ok) continue;

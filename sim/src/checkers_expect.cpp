@@ -27,8 +27,6 @@ void add(checker_result& r, std::string evidence, std::string transport = {}) {
 
 using detail::show;
 
-bool ended(const op_record& op) { return op.submit_failed || op.complete_seq != 0; }
-
 void check_allowed(const scenario& s, const history& h, const detail::history_index& index,
                    checker_result& r) {
   for (const auto& op : h.ops) {

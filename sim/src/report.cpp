@@ -179,10 +179,7 @@ void append_checker_text(std::string& out, const checker_result& c) {
 // became.
 void append_outcomes(std::string& out, const history& h) {
   std::map<std::string, std::map<std::string, std::uint64_t>> by_stream;
-  for (const auto& op : h.ops) {
-    const bool settled = op.submit_failed || op.complete_seq != 0;
-    ++by_stream[op.stream][settled ? std::string(to_string(op.outcome)) : "not_completed"];
-  }
+  for (const auto& op : h.ops) ++by_stream[op.stream][std::string(ending_name(op))];
   for (const auto& [stream, outcomes] : by_stream) {
     std::string line;
     for (const auto& [outcome, n] : outcomes) {

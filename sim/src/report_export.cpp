@@ -54,8 +54,7 @@ json checker_json(const checker_result& c) {
 json counters_json(const history& h) {
   json ops = json::object();
   for (const auto& op : h.ops) {
-    bool settled = op.submit_failed || op.complete_seq != 0;
-    std::string key = settled ? std::string(to_string(op.outcome)) : "not_completed";
+    std::string key(ending_name(op));
     ops[key] = ops.value(key, std::uint64_t{0}) + 1;
   }
   json links = json::object();

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "faultlane/core/frame.hpp"
@@ -54,6 +55,14 @@ struct op_record {
   // its model). Empty for everything else.
   std::vector<std::byte> data;
 };
+
+// Whether `op` has its terminal status: refused at submit, or completed.
+inline bool ended(const op_record& op) noexcept { return op.submit_failed || op.complete_seq != 0; }
+// How `op` ended, as the reports count it: its status's name, or
+// "not_completed" for an op that never did.
+inline std::string_view ending_name(const op_record& op) noexcept {
+  return ended(op) ? to_string(op.outcome) : std::string_view("not_completed");
+}
 
 enum class event_kind : std::uint8_t {
   task_submitted,
