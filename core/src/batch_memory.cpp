@@ -26,6 +26,10 @@ std::size_t batch_memory::class_of(std::size_t bytes, std::size_t align) noexcep
 #endif
 }
 
+batch_memory::batch_memory() {
+  for (auto& c : classes_) c.free.reserve(free_room_initial);
+}
+
 void* batch_memory::allocate(std::size_t bytes, std::size_t align) {
   const std::size_t k = class_of(bytes, align);
   if (k == class_count) return ::operator new (bytes, std::align_val_t{align});

@@ -12,7 +12,6 @@
 #pragma once
 
 #include <asio/ip/tcp.hpp>
-#include <asio/steady_timer.hpp>
 
 #include <array>
 #include <atomic>
@@ -180,7 +179,7 @@ class lane : public std::enable_shared_from_this<lane> {
   std::pmr::deque<op_ptr> queue_{&deque_blocks_};
   // Ends queued work whose start deadline passed (armed only while such
   // work waits; see transfer_request::start_deadline_ms).
-  asio::steady_timer start_timer_;
+  shard_timer start_timer_;
   std::chrono::steady_clock::time_point start_timer_at_{};
   // Exchanges whose request started to leave, oldest first; the newest
   // leaving_ of them are in a gather write and not all out yet.

@@ -10,7 +10,8 @@
 // Single-threaded: used only on the owning connection's shard.
 #pragma once
 
-#include <asio/steady_timer.hpp>
+#include <asio/basic_waitable_timer.hpp>
+#include <asio/io_context.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -20,6 +21,16 @@
 #include "faultlane/core/assert.hpp"
 
 namespace faultlane::detail {
+
+// A timer on a shard whose executor is the io_context's own, not Asio's
+// polymorphic any_io_executor. When its wait completes Asio then calls the
+// handler directly; through any_io_executor it wraps the call in a
+// function object taken from the thread's recycling cache, which under
+// load missed now and then and allocated in the steady state (the deadline
+// fires once per progress timeout while a connection is busy).
+using shard_timer = asio::basic_waitable_timer<std::chrono::steady_clock,
+                                               asio::wait_traits<std::chrono::steady_clock>,
+                                               asio::io_context::executor_type>;
 
 class deadline {
  public:
@@ -82,7 +93,7 @@ class deadline {
     });
   }
 
-  asio::steady_timer timer_;
+  shard_timer timer_;
   std::function<void()> on_expire_;
   std::function<void()> on_stale_;
   clock::time_point when_{};
