@@ -1,11 +1,12 @@
 # faultlane_add_test(NAME name SOURCES ... [LIBS ...] [LABELS ...] [TIMEOUT s]
 #                    [COST s])
 # Builds one GoogleTest executable and registers each of its tests with ctest.
-# COST: about the seconds its slowest test takes under TSan. A build without
-# ctest's timing data from an earlier run (a clean clone in CI) starts the
-# costliest tests first, so that the longest does not start near the end
-# and run alone on one core while the other idles (e2e_planted's replay
-# test, 189 s under TSan, started 570th of 582).
+# COST: about the seconds the executable's slowest test takes under TSan,
+# given to each of its tests. A build without ctest's timing data from an
+# earlier run (a clean clone in CI) starts the tests with the highest cost
+# first, so that a long one does not start near the end and run alone on
+# one core while the other idles (e2e_planted's replay test, 189 s under
+# TSan in one CI run, started 570th of 582).
 include(GoogleTest)
 
 function(faultlane_add_test)

@@ -20,9 +20,10 @@ namespace faultlane::bench {
 
 enum class operation { read, write, mix };
 enum class run_mode { loopback, target, initiator };
-// How the raw-TCP baseline waits for a small answer: in the receive itself
-// (blocking), or for readiness first and then a receive that cannot block,
-// as any readiness-based event loop must (docs/benchmarks.md, "--raw-wait").
+// How the raw-TCP baseline's receives below 1 MiB wait, at both ends: in
+// the receive itself (blocking), or for readiness first and then a receive
+// that cannot block, as any readiness-based event loop must
+// (docs/benchmarks.md, "--raw-wait ready").
 enum class raw_wait { block, ready };
 
 struct options {
@@ -45,6 +46,7 @@ struct options {
   bool verify = false;
   bool skip_baseline = false;
   raw_wait baseline_wait = raw_wait::block;
+  bool baseline_wait_given = false;  // --raw-wait on the command line, either value
   std::string json_path;
   run_mode mode = run_mode::loopback;
   std::string listen = "127.0.0.1:0";  // target mode

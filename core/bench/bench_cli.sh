@@ -82,10 +82,15 @@ grep -q '"block_stream_bytes_per_s": null' "$tmp/verify.json" || fail "a 64K run
 expect_bad --raw-wait spin -- "--raw-wait: spin not in {block,ready}"
 expect_bad --raw-wait ready --via-relay -- "--raw-wait excludes --via-relay"
 expect_bad --raw-wait ready --no-baseline -- "--no-baseline excludes --raw-wait"
-expect_bad --raw-wait ready --mode target -- "only loopback runs measure"
-expect_bad --raw-wait ready --rpc -- "only loopback runs measure"
+expect_bad --raw-wait ready --mode target -- "not to --mode target|initiator, --rpc"
+expect_bad --raw-wait block --rpc -- "not to --mode target|initiator, --rpc"
+expect_bad --raw-wait block --no-baseline -- "--no-baseline excludes --raw-wait"
 out=$("$bench" --op mix --block-size 64K --batch 4 --duration 0.2 --rounds 1 --warmup 0 \
-  --verify --raw-wait ready --json "$tmp/ready.json")
+  --verify --raw-wait ready --json "$tmp/ready.json") || fail "ready run exited $?: $out"
+# The ready baseline moved bytes (a receive that failed at once would end
+# it with nothing measured and no mismatch).
+grep -Eq '"baseline": \{"bytes_per_s": [1-9]' "$tmp/ready.json" ||
+  fail "ready baseline measured nothing: $(cat "$tmp/ready.json")"
 grep -q " raw-wait=ready verify$" <<<"$out" || fail "ready: no raw-wait in the config line: $out"
 grep -q "^  raw ready " <<<"$out" || fail "ready: no 'raw ready' row: $out"
 grep -q "mismatches 0 (baseline, verified too: 0)" <<<"$out" || fail "ready verify: $out"

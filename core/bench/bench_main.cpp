@@ -180,15 +180,15 @@ void print(const options& o, const outcome& r) {
       std::printf("  tcp stream %12s  (one way, nothing to wait for, from and into %s buffers)\n",
                   rate(r.ss.bytes_per_s).c_str(),
                   size_text(stream_footprint(o, stream_buffers::step)).c_str());
-      std::printf("  ratio      throughput %.3f x tcp stream (raw tcp: %.3f x)\n",
-                  r.fs.bytes_per_s / std::max(r.ss.bytes_per_s, 1e-9),
+      std::printf("  ratio      throughput %.3f x tcp stream (%s: %.3f x)\n",
+                  r.fs.bytes_per_s / std::max(r.ss.bytes_per_s, 1e-9), reference,
                   r.bs.bytes_per_s / std::max(r.ss.bytes_per_s, 1e-9));
       std::printf(
           "  block strm %12s  (the same through %s buffers: the memory a transfer touches)\n",
           rate(r.bss.bytes_per_s).c_str(),
           size_text(stream_footprint(o, stream_buffers::block)).c_str());
-      std::printf("  ratio      throughput %.3f x block stream (raw tcp: %.3f x)\n",
-                  r.fs.bytes_per_s / std::max(r.bss.bytes_per_s, 1e-9),
+      std::printf("  ratio      throughput %.3f x block stream (%s: %.3f x)\n",
+                  r.fs.bytes_per_s / std::max(r.bss.bytes_per_s, 1e-9), reference,
                   r.bs.bytes_per_s / std::max(r.bss.bytes_per_s, 1e-9));
     }
     if (o.via_relay) {

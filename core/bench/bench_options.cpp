@@ -258,10 +258,11 @@ void define(CLI::App& app, options& o) {
                       "--raw-wait",
                       [&o](const std::string& v) {
                         o.baseline_wait = v == "ready" ? raw_wait::ready : raw_wait::block;
+                        o.baseline_wait_given = true;
                       },
-                      "how the baseline waits for a small answer: block in the receive, or "
-                      "ready: poll for readiness, then receive, as an event loop does "
-                      "(default block)")
+                      "every baseline receive below 1 MiB, at both ends: block in recv, or "
+                      "ready: wait in poll(2), then a recv that cannot block, as an event "
+                      "loop does (default block)")
                    ->check(CLI::IsMember({"block", "ready"}));
   wait->excludes(alone);
   auto* relay = app.add_flag("--via-relay", o.via_relay,
@@ -293,9 +294,9 @@ std::optional<std::string> check_sweep(const options& o) {
 }
 
 std::optional<std::string> check_combination(const options& o) {
-  if (o.baseline_wait == raw_wait::ready &&
-      (o.mode != run_mode::loopback || o.rpc || o.rpc_keys > 0)) {
-    return "--raw-wait applies to the raw-TCP baseline, which only loopback runs measure";
+  if (o.baseline_wait_given && (o.mode != run_mode::loopback || o.rpc || o.rpc_keys > 0)) {
+    return "--raw-wait applies to the raw-TCP baseline of a loopback transfer run, not to "
+           "--mode target|initiator, --rpc or --rpc-saturate";
   }
   if (o.sweep) return check_sweep(o);
   if (o.rails > o.lanes) return "--rails must not exceed --lanes (each rail needs a lane)";

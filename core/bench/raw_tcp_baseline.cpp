@@ -89,7 +89,10 @@ bool recv_all(raw_wait wait, int fd, void* p, std::size_t n) {
       const int wanted = static_cast<int>(std::min<std::size_t>(n, bulk ? bulk_watermark : 1));
       if (wanted != watermark) set_watermark(fd, watermark = wanted);
       pollfd readable{fd, POLLIN, 0};
-      if (::poll(&readable, 1, -1) < 0) return false;
+      if (::poll(&readable, 1, -1) < 0) {
+        if (errno == EINTR) continue;  // poll is never restarted after a signal
+        return false;
+      }
       k = ::recv(fd, c, std::min(n, step_bytes()), MSG_DONTWAIT);
       if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) continue;
     } else {

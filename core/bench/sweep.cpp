@@ -78,8 +78,9 @@ json grid_json(const options& o) {
 plot_figure figure_for(const options& o, const std::vector<point>& points) {
   plot_figure f;
   f.title = fmt::format(
-      "faultlane-bench --sweep: {}, batch {}, threads {}, lane inflight {}, {} s x {} rounds",
-      to_string(o.op), o.batch, o.threads, o.lane_inflight, o.duration_s, o.rounds);
+      "faultlane-bench --sweep: {}, batch {}, threads {}, lane inflight {}, {} s x {} rounds{}",
+      to_string(o.op), o.batch, o.threads, o.lane_inflight, o.duration_s, o.rounds,
+      o.baseline_wait == raw_wait::ready ? ", raw-wait ready" : "");
   f.x_label = "io threads (--workers)";
   for (auto w : o.sweep_workers) f.x_ticks.push_back(std::to_string(w));
   f.columns = 2;
@@ -160,9 +161,9 @@ int run_sweep(const options& o) {
   const auto [planned, seconds] = plan(o);
   std::printf(
       "faultlane-bench --sweep: %zu points, about %.0f s (op=%s batch=%zu threads=%zu "
-      "inflight=%zu duration=%gs rounds=%zu)\n",
+      "inflight=%zu duration=%gs rounds=%zu%s)\n",
       planned, seconds, to_string(o.op), o.batch, o.threads, o.lane_inflight, o.duration_s,
-      o.rounds);
+      o.rounds, o.baseline_wait == raw_wait::ready ? " raw-wait=ready" : "");
   std::vector<point> points;
   json skipped = json::array();
   bool all_clean = true;
