@@ -262,7 +262,8 @@ void define(CLI::App& app, options& o) {
                       },
                       "every baseline receive below 1 MiB, at both ends: block in recv, or "
                       "ready: wait in poll(2), then a recv that cannot block, as an event "
-                      "loop does (default block)")
+                      "loop does (default block); also refused with --mode target|initiator, "
+                      "--rpc and --rpc-saturate")
                    ->check(CLI::IsMember({"block", "ready"}));
   wait->excludes(alone);
   auto* relay = app.add_flag("--via-relay", o.via_relay,

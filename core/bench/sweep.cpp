@@ -160,10 +160,10 @@ std::pair<std::size_t, double> plan(const options& o) {
 int run_sweep(const options& o) {
   const auto [planned, seconds] = plan(o);
   std::printf(
-      "faultlane-bench --sweep: %zu points, about %.0f s (op=%s batch=%zu threads=%zu "
+      "faultlane-bench --sweep: %zu points, about %.*f s (op=%s batch=%zu threads=%zu "
       "inflight=%zu duration=%gs rounds=%zu%s)\n",
-      planned, seconds, to_string(o.op), o.batch, o.threads, o.lane_inflight, o.duration_s,
-      o.rounds, o.baseline_wait == raw_wait::ready ? " raw-wait=ready" : "");
+      planned, seconds < 10 ? 1 : 0, seconds, to_string(o.op), o.batch, o.threads, o.lane_inflight,
+      o.duration_s, o.rounds, o.baseline_wait == raw_wait::ready ? " raw-wait=ready" : "");
   std::vector<point> points;
   json skipped = json::array();
   bool all_clean = true;
