@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 
 #include <regex>
-#include <shared_mutex>
 
+#include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/rpc_messages.hpp"
 #include "transport_impl.hpp"
 
@@ -37,15 +37,27 @@ reply list_registrations(transport::impl& t, const call& c) {
                           fmt::format("pattern {:?} is not an ECMAScript regex: {}",
                                       pattern.value().substr(0, 64), e.what()));
   }
+  // A page at a time (registry::advertised_page), matched outside the
+  // registry's lock: registering never waits on the matching. Unnamed and
+  // local_only registrations are not listed, as describe leaves them out.
   std::vector<rpc::named_registration> found;
-  std::shared_lock lock(t.names_mutex);
-  for (const auto& [id, name] : t.names) {
+  registration_id after = 0;
+  while (true) {
+    auto page = t.rt.buffers.advertised_page(after, limits::registration_page_max);
+    if (page.empty()) return reply::ok(rpc::encode_registrations(found));
+    after = page.back().id;
+    // Between pages the registry's lock is free: a register paused against
+    // here completes (transport_control_test).
+    (void)FAULTLANE_FAILPOINT("control.scan_page");
     if (c.stop_requested()) {
       return reply::failure(rpc_status::cancelled, "the service stopped during the scan");
     }
-    if (std::regex_search(name, re)) found.push_back({id, name});
+    for (auto& r : page) {
+      if (!r.name.empty() && std::regex_search(r.name, re)) {
+        found.push_back({r.id, std::move(r.name)});
+      }
+    }
   }
-  return reply::ok(rpc::encode_registrations(found));
 }
 
 rpc::stat_list stats_of(transport::impl& t) {

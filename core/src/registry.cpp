@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <string>
 
@@ -19,6 +20,7 @@ struct registry_entry {
   std::byte* base = nullptr;
   std::size_t length = 0;
   permission perm = permission::local_only;
+  std::string name;
   // Leases are counted under `mutex` so that a waiter in unregister/close
   // can never miss the wake-up of the last release.
   std::mutex mutex;
@@ -113,7 +115,8 @@ registry::~registry() {
   FL_ASSERT(active_leases() == 0);
 }
 
-result<registration_id> registry::register_buffer(void* base, std::size_t length, permission perm) {
+result<registration_id> registry::register_buffer(void* base, std::size_t length, permission perm,
+                                                  std::string name) {
   if (base == nullptr || length == 0) {
     return error{status::invalid_argument, "register_buffer needs a non-null buffer of length > 0"};
   }
@@ -136,9 +139,15 @@ result<registration_id> registry::register_buffer(void* base, std::size_t length
   entry->base = static_cast<std::byte*>(base);
   entry->length = length;
   entry->perm = perm;
+  entry->name = std::move(name);
+  if (perm != permission::local_only) advertised_.emplace(id, entry);
   const bool inserted = live_.emplace(id, std::move(entry)).second;
   FL_ASSERT(inserted);
   FL_ASSERT(id != 0);
+  lock.unlock();
+  // Where a second step once stored the name: a scan paused here must
+  // already see both (transport_control_test).
+  (void)FAULTLANE_FAILPOINT("registry.after_publish");
   return id;
 }
 
@@ -157,6 +166,7 @@ result<void> registry::unregister_buffer(registration_id id, std::chrono::millis
       // defect the stale-rejection checker exists to catch.
       if (FAULTLANE_FAILPOINT("planted.accept_stale_id")) return {};
       live_.erase(it);
+      advertised_.erase(id);
       retiring_.emplace(id, entry);
     } else if (auto r = retiring_.find(id); r != retiring_.end()) {
       entry = r->second;  // an earlier timed-out unregister: wait again
@@ -225,17 +235,30 @@ void registry::lease_released(detail::registry_entry& entry) noexcept {
   if (--entry.leases == 0) entry.retired.notify_all();
 }
 
+std::vector<registration_info> registry::advertised_page(registration_id after,
+                                                        std::size_t max) const {
+  max = std::min(max, limits::registration_page_max);
+  std::vector<registration_info> out;
+  out.reserve(max);
+  std::shared_lock lock(mutex_);
+  for (auto it = advertised_.upper_bound(after); it != advertised_.end() && out.size() < max;
+       ++it) {
+    const auto& entry = *it->second;
+    FL_ASSERT(entry.id == it->first && entry.length > 0 && entry.perm != permission::local_only);
+    out.push_back({entry.id, entry.base, entry.length, entry.perm, entry.name});
+  }
+  return out;
+}
+
 std::vector<registration_info> registry::advertised() const {
   std::vector<registration_info> out;
-  std::shared_lock lock(mutex_);
-  for (const auto& [id, entry] : live_) {
-    if (entry->perm == permission::local_only) continue;
-    FL_ASSERT(entry->id == id && entry->length > 0);
-    out.push_back({id, entry->base, entry->length, entry->perm});
+  registration_id after = 0;
+  while (true) {
+    auto page = advertised_page(after, limits::registration_page_max);
+    if (page.empty()) return out;
+    after = page.back().id;
+    std::move(page.begin(), page.end(), std::back_inserter(out));
   }
-  std::sort(out.begin(), out.end(),
-            [](const registration_info& a, const registration_info& b) { return a.id < b.id; });
-  return out;
 }
 
 result<void> registry::close(std::chrono::milliseconds timeout) {
@@ -245,6 +268,7 @@ result<void> registry::close(std::chrono::milliseconds timeout) {
     closed_ = true;
     for (auto& [id, entry] : live_) retiring_.emplace(id, entry);
     live_.clear();
+    advertised_.clear();
     pending.assign(retiring_.begin(), retiring_.end());
     FL_ASSERT(closed_ && live_.empty());
   }

@@ -88,7 +88,6 @@ class client::impl : public std::enable_shared_from_this<client::impl> {
   std::map<std::uint64_t, pending_call> calls;
   std::deque<std::uint64_t> unsent;
   std::deque<std::uint64_t> writing;  // sent or being sent on this connection, in order
-  std::size_t written = 0;            // of `writing`, how many left completely
   bool write_busy = false;
   header_bytes_array header_in{};
   header current{};

@@ -114,11 +114,8 @@ segment_descriptor transport::impl::describe() const {
   d.incarnation = rt.incarnation;
   d.endpoints = srv->endpoints();
   d.max_transfer_bytes = rt.config.max_transfer_bytes;
-  std::shared_lock lock(names_mutex);
-  for (const auto& r : rt.buffers.advertised()) {
-    auto name = names.find(r.id);
-    d.registrations.push_back(
-        {r.id, r.length, r.perm, name == names.end() ? std::string() : name->second});
+  for (auto& r : rt.buffers.advertised()) {
+    d.registrations.push_back({r.id, r.length, r.perm, std::move(r.name)});
   }
   return d;
 }
@@ -145,20 +142,13 @@ result<registration_id> transport::register_buffer(void* base, std::size_t lengt
                  "register_buffer: name is not valid UTF-8 text (or holds a surrogate or "
                  "noncharacter)"};
   }
-  auto id = impl_->rt.buffers.register_buffer(base, length, perm);
+  auto id = impl_->rt.buffers.register_buffer(base, length, perm, std::move(name));
   FL_ASSERT(!id.ok() || id.value() != 0);  // id 0 is never issued
-  if (id.ok() && !name.empty()) {
-    std::unique_lock lock(impl_->names_mutex);
-    impl_->names[id.value()] = std::move(name);
-  }
   return id;
 }
 
 result<void> transport::unregister_buffer(registration_id id) {
-  auto done = impl_->rt.buffers.unregister_buffer(id);
-  std::unique_lock lock(impl_->names_mutex);
-  impl_->names.erase(id);
-  return done;
+  return impl_->rt.buffers.unregister_buffer(id);
 }
 
 result<segment_id> transport::open_segment(const segment_descriptor& descriptor) {

@@ -5,7 +5,6 @@
 // connections, and destruction).
 #pragma once
 
-#include <map>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -78,11 +77,6 @@ class transport::impl {
   // so the group itself goes with the transport.
   std::vector<std::shared_ptr<detail::peer_group>> closed_groups;
   segment_id next_segment = 1;
-
-  // Shared by describe and list_registrations, which may scan a million
-  // names; exclusive for register and unregister.
-  mutable std::shared_mutex names_mutex;
-  std::map<registration_id, std::string> names;
 
   std::unique_ptr<rpc::server> control;  // null: rpc_enabled is false
 

@@ -102,6 +102,39 @@ TEST(registry, permissions_are_enforced) {
   for (auto& a : ads) EXPECT_NE(a.perm, permission::local_only);
 }
 
+// The paged scan: pages in id order, each at most registration_page_max
+// long and resuming after the id given; local_only and unregistered
+// entries never appear; names travel with their ids; advertised() is every
+// page, across the page boundary.
+TEST(registry, advertised_pages_resume_after_the_last_id_and_skip_local_only) {
+  const std::size_t page = limits::registration_page_max;
+  std::vector<std::byte> buf(64);
+  registry r;
+  std::vector<registration_id> shown;
+  for (std::size_t i = 0; i < 2 * page; ++i) {
+    const auto perm = i % 3 == 0 ? permission::local_only : permission::remote_read;
+    auto id = r.register_buffer(buf.data(), 64, perm, "b/" + std::to_string(i)).value();
+    if (perm != permission::local_only) shown.push_back(id);
+  }
+  ASSERT_TRUE(r.unregister_buffer(shown[7]).ok());
+  shown.erase(shown.begin() + 7);
+  std::sort(shown.begin(), shown.end());
+  ASSERT_GT(shown.size(), page);  // the scan needs two pages
+  auto first = r.advertised_page(0, page * 4);
+  ASSERT_EQ(first.size(), page);  // bounded by the limit, whatever was asked
+  auto second = r.advertised_page(first.back().id, page);
+  ASSERT_EQ(second.size(), shown.size() - page);
+  EXPECT_TRUE(r.advertised_page(second.back().id, page).empty());
+  EXPECT_EQ(r.advertised_page(0, 3).size(), 3u);
+  auto all = r.advertised();
+  ASSERT_EQ(all.size(), shown.size());
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(all[i].id, shown[i]);
+    EXPECT_EQ(all[i].id, i < page ? first[i].id : second[i - page].id);
+    EXPECT_EQ(all[i].name.substr(0, 2), "b/");
+  }
+}
+
 TEST(registry, ranges_are_checked_without_overflow) {
   std::vector<std::byte> buf(100);
   registry r;

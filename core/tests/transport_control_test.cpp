@@ -3,8 +3,12 @@
 // opened by control endpoint alone works and refreshes a stale id.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <future>
 #include <set>
 
+#include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/rpc_client.hpp"
 #include "faultlane/testing/transport_fixture.hpp"
 
@@ -157,6 +161,103 @@ TEST(transport_control, a_segment_opened_by_address_works_and_refreshes_a_stale_
   EXPECT_EQ(initiator->stats().stale_refreshes, 1u);
   EXPECT_EQ(target->control_metrics().calls_of("describe", rpc_status::ok), 2u);
 }
+
+// A local_only buffer is never advertised: not in the descriptor, not in
+// describe or list_registrations from a peer, whatever the pattern; a
+// remote one beside it is listed by both.
+TEST(transport_control, local_only_registrations_are_invisible_to_peers) {
+  auto target = testing::start(testing::loopback_config());
+  std::vector<std::byte> a(64), b(64), c(64);
+  target->register_buffer(a.data(), a.size(), permission::local_only, "kv/secret").value();
+  auto shown =
+      target->register_buffer(b.data(), b.size(), permission::remote_read, "kv/shown").value();
+  target->register_buffer(c.data(), c.size(), permission::remote_read_write).value();  // unnamed
+  auto rpc = client_of(*target);
+  auto listed = rpc->list_registrations("");
+  ASSERT_TRUE(listed.ok()) << listed.error().message;
+  ASSERT_EQ(listed.value().size(), 1u);
+  EXPECT_EQ(listed.value()[0].id, shown);
+  EXPECT_EQ(listed.value()[0].name, "kv/shown");
+  EXPECT_TRUE(rpc->list_registrations("secret").value().empty());
+  auto described = rpc->describe();
+  ASSERT_TRUE(described.ok()) << described.error().message;
+  EXPECT_EQ(described.value(), target->descriptor());
+  ASSERT_EQ(described.value().registrations.size(), 2u);
+  for (const auto& r : described.value().registrations) {
+    EXPECT_NE(r.perm, permission::local_only);
+    EXPECT_NE(r.name, "kv/secret");
+  }
+}
+
+#if defined(FAULTLANE_FAILPOINTS_ENABLED)
+namespace fp = failpoint;
+using namespace std::chrono_literals;
+
+// The window that once held an id without its name: a register paused
+// right after it published. A peer's describe and list there see the id
+// with its name, and a stale id refreshed by name there finds the new one
+// (it once ended stale_registration for good).
+TEST(transport_control, a_registration_is_visible_with_its_name_or_not_at_all) {
+  auto target = testing::start(testing::loopback_config());
+  auto initiator = testing::start(testing::loopback_config());
+  auto memory = testing::pattern(8192, 5);
+  auto id = target->register_buffer(memory.data(), 8192, permission::remote_read_write, "cache")
+                .value();
+  auto seg = initiator->open_segment(target->control_endpoint()->str());
+  ASSERT_TRUE(seg.ok()) << seg.error().message;
+  ASSERT_TRUE(target->unregister_buffer(id).ok());
+  fp::scoped paused("registry.after_publish", {.act = fp::action::pause, .count = 1});
+  auto fresh = std::async(std::launch::async, [&] {
+    return target->register_buffer(memory.data(), 8192, permission::remote_read_write, "cache");
+  });
+  ASSERT_TRUE(fp::wait_paused("registry.after_publish", 1, 5000ms));
+  auto rpc = client_of(*target);
+  auto listed = rpc->list_registrations("^cache$");
+  ASSERT_TRUE(listed.ok()) << listed.error().message;
+  ASSERT_EQ(listed.value().size(), 1u);
+  const auto d = rpc->describe().value();
+  ASSERT_EQ(d.registrations.size(), 1u);
+  EXPECT_EQ(d.registrations[0].name, "cache");
+  EXPECT_EQ(d.registrations[0].id, listed.value()[0].id);
+  auto block = testing::pattern(4096, 8);
+  auto wrote =
+      testing::run_one(*initiator, testing::write_req(seg.value(), id, 0, block.data(), 4096));
+  EXPECT_EQ(wrote.code, status::ok);
+  EXPECT_EQ(initiator->stats().stale_refreshes, 1u);
+  fp::resume("registry.after_publish");
+  ASSERT_EQ(fresh.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(fresh.get().value(), d.registrations[0].id);
+  EXPECT_TRUE(std::equal(block.begin(), block.end(), memory.begin()));
+}
+
+// A scan holds the registry's lock one page at a time: with a scan paused
+// between two pages, registering and unregistering complete, and the scan
+// then lists every name that lived through it.
+TEST(transport_control, registration_never_waits_on_a_scan) {
+  auto target = testing::start(testing::loopback_config());
+  const std::size_t names = limits::registration_page_max + limits::registration_page_max / 2;
+  std::vector<std::byte> memory(names + 1);
+  for (std::size_t i = 0; i < names; ++i) {
+    (void)target->register_buffer(&memory[i], 1, permission::remote_read, fmt::format("n/{}", i))
+        .value();
+  }
+  fp::scoped paused("control.scan_page", {.act = fp::action::pause, .count = 1});
+  auto rpc = client_of(*target);
+  auto scan = std::async(std::launch::async, [&] { return rpc->list_registrations("^n/"); });
+  ASSERT_TRUE(fp::wait_paused("control.scan_page", 1, 5000ms));
+  auto meanwhile = std::async(std::launch::async, [&] {
+    auto added = target->register_buffer(&memory[names], 1, permission::remote_read, "late");
+    return added.ok() && target->unregister_buffer(added.value()).ok();
+  });
+  ASSERT_EQ(meanwhile.wait_for(5s), std::future_status::ready);
+  EXPECT_TRUE(meanwhile.get());
+  fp::resume("control.scan_page");
+  ASSERT_EQ(scan.wait_for(10s), std::future_status::ready);
+  auto listed = scan.get();
+  ASSERT_TRUE(listed.ok()) << listed.error().message;
+  EXPECT_EQ(listed.value().size(), names);
+}
+#endif
 
 TEST(transport_control, opening_an_address_nobody_serves_fails_within_the_bound) {
   std::uint16_t port = 0;

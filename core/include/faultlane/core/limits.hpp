@@ -51,6 +51,9 @@ namespace faultlane::limits {
   X(std::uint32_t, reconnect_cooldown_ms_default, 1000, "reconnect_cooldown_ms by default")     \
   X(std::uint32_t, shutdown_timeout_ms_default, 10000, "shutdown_timeout_ms by default")        \
   X(std::size_t, registration_name_bytes_max, 4096, "a registration's name, most")              \
+  X(std::size_t, registration_page_max, 1024,                                                   \
+    "registrations a scan (describe, list_registrations) copies per hold of the registry's "    \
+    "lock: the longest a register or unregister waits on a scan")                               \
   X(std::int64_t, rpc_worker_count_max, 256, "control-plane worker threads, most")              \
   X(std::size_t, rpc_queue_max_default, 1024, "rpc_queue_max by default")                       \
   X(std::size_t, rpc_queue_max_max, 1u << 20, "control-plane calls waiting for a worker, most") \

@@ -20,7 +20,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <map>
 #include <shared_mutex>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -55,6 +57,7 @@ struct registration_info {
   std::byte* base = nullptr;
   std::size_t length = 0;
   permission perm = permission::local_only;
+  std::string name;  // empty: unnamed
 };
 
 class registry;
@@ -98,7 +101,10 @@ class registry {
   // Closes (waiting for every lease) if the owner did not.
   ~registry();
 
-  result<registration_id> register_buffer(void* base, std::size_t length, permission perm);
+  // The id, the buffer and its name become visible together, in one step:
+  // no scan sees the id without its name.
+  result<registration_id> register_buffer(void* base, std::size_t length, permission perm,
+                                          std::string name = {});
 
   // Hides the buffer from new work, then waits for its leases. The timed
   // form returns status::timeout if leases remain; the buffer stays hidden
@@ -109,7 +115,15 @@ class registry {
   result<lease> acquire(registration_id id, std::uint64_t offset, std::uint64_t length,
                         access kind);
 
-  // Registrations peers may use (local_only excluded), ordered by id.
+  // Registrations peers may use (local_only excluded), ordered by id, a
+  // page at a time: those with an id above `after`, at most `max` of them
+  // (at most limits::registration_page_max). A scan passes the last id it
+  // got to take the next page; the lock is held for one page only, so a
+  // scan of a million names never holds registration up for longer than one
+  // page's copying. A registration that lives through the whole scan is in
+  // it; one made or removed during it may or may not be.
+  std::vector<registration_info> advertised_page(registration_id after, std::size_t max) const;
+  // Every page.
   std::vector<registration_info> advertised() const;
 
   // Shutdown: rejects new registrations and leases, hides every buffer and
@@ -136,6 +150,9 @@ class registry {
   std::uint64_t sequence_ = 0;
   bool closed_ = false;
   std::unordered_map<registration_id, entry_ptr> live_;
+  // The live entries peers may see (local_only left out), in id order,
+  // for the paged scans; acquire() looks up live_.
+  std::map<registration_id, entry_ptr> advertised_;
   std::unordered_map<registration_id, entry_ptr> retiring_;
   std::atomic<std::size_t> active_leases_{0};
 };
