@@ -18,6 +18,29 @@
 
 namespace faultlane::bench {
 
+// The benchmark's large buffers (regions, blocks, stream buffers; both
+// sides alike) ask for transparent huge pages where the kernel gives them
+// (THP "madvise" mode, Debian's default). Every round builds its buffers
+// afresh, and with 4 KiB pages that first touch was most of a large run:
+// --batch 32 of 64 MiB faulted 10.8 million pages, 60 s of system time in
+// a 53 s run, outside the measured window but inside the wait. Buffers
+// under 2 MiB come from operator new as before.
+void* huge_page_allocate(std::size_t bytes);
+void huge_page_free(void* p, std::size_t bytes) noexcept;
+
+template <typename T>
+struct huge_page_allocator {
+  using value_type = T;
+  huge_page_allocator() = default;
+  template <typename U>
+  huge_page_allocator(const huge_page_allocator<U>&) noexcept {}
+  T* allocate(std::size_t n) { return static_cast<T*>(huge_page_allocate(n * sizeof(T))); }
+  void deallocate(T* p, std::size_t n) noexcept { huge_page_free(p, n * sizeof(T)); }
+  friend bool operator==(const huge_page_allocator&, const huge_page_allocator&) = default;
+};
+template <typename T>
+using block_vector = std::vector<T, huge_page_allocator<T>>;
+
 enum class operation { read, write, mix };
 enum class run_mode { loopback, target, initiator };
 // How the raw-TCP baseline's receives below 1 MiB wait, at both ends: in
@@ -40,9 +63,9 @@ struct options {
   std::uint32_t progress_timeout_ms = 0;  // 0: the core's default
   bool via_relay = false;                 // faultlane through a pass-through relay, against direct
   std::uint32_t relay_busy_poll_us = 0;   // --via-relay: the relays' relay_config::busy_poll_us
-  double duration_s = 4.0;                // each side: faultlane, then the baseline
+  double duration_s = 5.0;                // each side: faultlane, then the baseline
   double warmup_s = 0.2;                  // per round, before measuring
-  std::size_t rounds = 4;                 // faultlane and baseline alternate this many times
+  std::size_t rounds = 5;                 // faultlane and baseline alternate this many times
   bool verify = false;
   bool skip_baseline = false;
   raw_wait baseline_wait = raw_wait::block;
@@ -85,6 +108,9 @@ struct measurement {
   // operator new calls, and user + system CPU seconds.
   std::optional<std::uint64_t> allocations = 0;  // none: not counted
   double cpu_seconds = 0;
+  // Rounds whose warm-up ended at warmup_wait_max_s with a driver that had
+  // completed nothing: their window measured a side that had not started.
+  std::uint64_t cold_rounds = 0;
 
   void failed(status code) {
     ++failures;
@@ -101,10 +127,39 @@ struct summary {
 };
 summary summarize(measurement& m);
 
-// Runs the warm-up, then the measured window: `phase` goes 0 (warm-up) ->
-// 1 (measuring) -> 2 (stop). Returns the window's length in seconds, and
-// sets the window's allocations and CPU seconds in `m`.
-double run_phases(const options& o, std::atomic<int>& phase, measurement& m);
+// One side's measured window, shared by run_phases and that side's
+// drivers (threads or callback loops). An op counts when it completes
+// inside the window, whenever it started: a round begun in the warm-up adds
+// what lands after the clock starts, and one still running at the stop adds
+// nothing, so a round of any size measures what the window saw.
+class window {
+ public:
+  bool measuring() const noexcept { return phase_.load(std::memory_order_relaxed) == 1; }
+  bool stopping() const noexcept { return phase_.load(std::memory_order_relaxed) == 2; }
+  // Each driver calls this at each completed op; the clock starts only
+  // once every driver has completed one, so connecting, first touches and
+  // the first round's latency stay in the warm-up.
+  void completed(bool& seen_first) noexcept {
+    if (seen_first) return;
+    seen_first = true;
+    warm_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+ private:
+  friend double run_phases(const options& o, window& w, std::size_t drivers, measurement& m);
+  std::atomic<int> phase_{0};  // 0 warm-up, 1 measuring, 2 stop
+  std::atomic<std::size_t> warm_{0};
+};
+
+// The longest warm-up: past it, a side whose drivers have not all
+// completed an op is measured anyway and the round is counted in
+// measurement::cold_rounds, which the output explains.
+constexpr double warmup_wait_max_s = 60;
+
+// Runs the warm-up (at least o.warmup_s, and until each of `drivers` has
+// completed an op), then the measured window. Returns the window's length
+// in seconds, and sets the window's allocations and CPU seconds in `m`.
+double run_phases(const options& o, window& w, std::size_t drivers, measurement& m);
 // operator new calls so far, process-wide (alloc_count.cpp); nothing in a
 // sanitizer build, which cannot count them.
 std::optional<std::uint64_t> allocations() noexcept;
@@ -121,6 +176,9 @@ struct outcome {
   summary fs, bs, ss, bss;
   bool baseline = false;
   bool with_stream = false;  // bulk runs: plain TCP one way, both ways of buffering it
+  // Each round's ratios (faultlane over its baseline in the same round):
+  // their spread is how far the machine moved the result during the run.
+  std::vector<double> round_throughput_ratio, round_latency_ratio;
 };
 outcome measure(const options& o);
 // The run's JSON document (docs/benchmarks.md); a sweep lists one per point.

@@ -135,6 +135,38 @@ if [ "$sanitizer" != address ]; then
   at_most "$n" 0.005 || fail "polling relay: '$n' allocations per op, not 0"
 fi
 
+# --batch's default: 32, or as many blocks as fit in 64 MiB when fewer do
+# (2 MiB blocks: 32; one byte more: 31; 64 MiB: 1); a given --batch stays.
+batch_of() {  # flags...: the batch the config line reports
+  "$bench" "$@" --duration 0.05 --rounds 1 --warmup 0 --no-baseline 2>&1 |
+    sed -nE 's/^faultlane-bench: .* batch=([0-9]+) .*/\1/p'
+}
+[ "$(batch_of --block-size 4K)" = 32 ] || fail "default batch of 4K blocks"
+[ "$(batch_of --block-size 2M)" = 32 ] || fail "default batch of 2M blocks"
+[ "$(batch_of --block-size 2097153)" = 31 ] || fail "default batch of 2M + 1 blocks"
+[ "$(batch_of --block-size 64M)" = 1 ] || fail "default batch of 64M blocks"
+[ "$(batch_of --block-size 64M --batch 2)" = 2 ] || fail "a given --batch"
+
+# An op counts when it completes inside the window, whenever it started: a
+# batch of eight 64 MiB READs outlasts a 0.1 s window that starts at the
+# first completion, yet the ops landing in it count (counted by launch, a
+# batch begun in the warm-up added nothing, and 2 GiB batches measured 0).
+out=$("$bench" --block-size 64M --batch 8 --duration 0.1 --rounds 1 --warmup 0 --no-baseline 2>&1)
+grep -Eq "^  ops [1-9][0-9]*, failed 0" <<<"$out" || fail "a batch longer than the window: $out"
+# A window in which nothing can complete (64 MiB cannot move in 1 ms) says
+# why, and the run exits 1 as one that measured nothing.
+out=$("$bench" --block-size 64M --duration 0.001 --rounds 1 --warmup 0 --no-baseline 2>&1)
+rc=$?
+[ $rc -eq 1 ] || fail "an empty window exited $rc"
+grep -Eq "round 1/1: no operation completed in its 0\.0[0-9] s window \(64 MiB in flight per thread\)" \
+  <<<"$out" || fail "no reason for an empty window: $out"
+# Every run with a baseline gives the spread of its rounds' ratios.
+out=$("$bench" --block-size 4K --duration 0.2 --rounds 2 --warmup 0 --json "$tmp/rounds.json")
+grep -Eq "^  rounds     2: throughput ratio median [0-9.]+, [0-9.]+ to [0-9.]+; mean latency" \
+  <<<"$out" || fail "no rounds line: $out"
+grep -Eq '"round_ratios_bytes_per_s": \[[0-9.]+, [0-9.]+\]' "$tmp/rounds.json" ||
+  fail "rounds JSON: $(cat "$tmp/rounds.json")"
+
 # --sweep: its lists and what it excludes, then a small grid whose JSON and
 # SVG hold every point that ran and name the one skipped.
 expect_bad --sweep --workers 2 -- "--workers excludes --sweep"

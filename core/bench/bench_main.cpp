@@ -50,14 +50,25 @@ double cpu_seconds() {
 }
 }  // namespace
 
-double run_phases(const options& o, std::atomic<int>& phase, measurement& m) {
-  std::this_thread::sleep_for(std::chrono::duration<double>(o.warmup_s));
-  const auto begin = std::chrono::steady_clock::now();
+double run_phases(const options& o, window& w, std::size_t drivers, measurement& m) {
+  using clock = std::chrono::steady_clock;
+  const auto started = clock::now();
+  const auto warmup = std::chrono::duration<double>(o.warmup_s);
+  const auto warmup_max = std::chrono::duration<double>(warmup_wait_max_s);
+  std::this_thread::sleep_for(warmup);
+  while (w.warm_.load(std::memory_order_relaxed) < drivers) {
+    if (clock::now() - started >= warmup_max) {
+      ++m.cold_rounds;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const auto begin = clock::now();
   const auto cpu_begin = cpu_seconds();
   const auto allocations_begin = allocations();
-  phase.store(1);
+  w.phase_.store(1);
   std::this_thread::sleep_for(std::chrono::duration<double>(o.duration_s));
-  phase.store(2);
+  w.phase_.store(2);
   const auto allocations_end = allocations();
   if (m.allocations && allocations_begin && allocations_end) {
     *m.allocations += *allocations_end - *allocations_begin;
@@ -65,7 +76,7 @@ double run_phases(const options& o, std::atomic<int>& phase, measurement& m) {
     m.allocations.reset();
   }
   m.cpu_seconds += cpu_seconds() - cpu_begin;
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  return std::chrono::duration<double>(clock::now() - begin).count();
 }
 
 void merge(measurement& into, measurement m) {
@@ -78,6 +89,7 @@ void merge(measurement& into, measurement m) {
   if (into.allocations && m.allocations) *into.allocations += *m.allocations;
   else into.allocations.reset();
   into.cpu_seconds += m.cpu_seconds;
+  into.cold_rounds += m.cold_rounds;
   into.latency_us.insert(into.latency_us.end(), m.latency_us.begin(), m.latency_us.end());
 }
 
@@ -130,10 +142,35 @@ std::string failure_json(const measurement& m) {
 
 }  // namespace
 
+namespace {
+
+// Says on stderr why a round of the faultlane side measured nothing, so a
+// run whose figures are empty or thin explains itself.
+void explain_round(const options& round, std::size_t i, const measurement& fl) {
+  if (fl.cold_rounds > 0) {
+    std::fprintf(stderr,
+                 "faultlane-bench: round %zu/%zu: no operation completed in %.0f s of warm-up; "
+                 "measured anyway\n",
+                 i + 1, round.rounds, warmup_wait_max_s);
+  }
+  if (fl.ops == 0 && fl.failures == 0) {
+    std::fprintf(stderr,
+                 "faultlane-bench: round %zu/%zu: no operation completed in its %.2f s window "
+                 "(%s in flight per thread): raise --duration or lower --batch\n",
+                 i + 1, round.rounds, fl.seconds,
+                 size_text(round.batch * round.block_bytes).c_str());
+  }
+}
+
+}  // namespace
+
 // Interleaved rounds: a shared machine drifts (frequency, neighbours), so
 // each side gets alternating slices of the run instead of one long block.
-// Long runs say how far they got on stderr after each round.
+// A run that has taken progress_after_s says how far it got on stderr after
+// each round, so it never sits silent.
 outcome measure(const options& o) {
+  constexpr double progress_after_s = 10;
+  const auto started = std::chrono::steady_clock::now();
   outcome r;
   r.baseline = !o.skip_baseline && o.mode == run_mode::loopback;
   r.with_stream = r.baseline && !o.via_relay && o.block_bytes >= stream_block_bytes_min;
@@ -142,17 +179,27 @@ outcome measure(const options& o) {
   // With --via-relay the reference is faultlane itself, direct.
   options direct = round;
   direct.via_relay = false;
-  const bool long_run = o.duration_s * (r.baseline ? 2 : 1) >= 10;
   for (std::size_t i = 0; i < o.rounds; ++i) {
-    merge(r.fl, run_faultlane(round));
-    if (r.baseline) merge(r.raw, o.via_relay ? run_faultlane(direct) : run_baseline(round));
+    auto fl = run_faultlane(round);
+    explain_round(o, i, fl);
+    if (r.baseline) {
+      auto raw = o.via_relay ? run_faultlane(direct) : run_baseline(round);
+      const auto fs = summarize(fl), bs = summarize(raw);
+      r.round_throughput_ratio.push_back(fs.bytes_per_s / std::max(bs.bytes_per_s, 1e-9));
+      r.round_latency_ratio.push_back(fs.mean_us / std::max(bs.mean_us, 1e-9));
+      merge(r.raw, std::move(raw));
+    }
+    merge(r.fl, std::move(fl));
     if (r.with_stream) {
       merge(r.stream, run_stream(round, stream_buffers::step));
       merge(r.block_stream, run_stream(round, stream_buffers::block));
     }
-    if (long_run) {
-      std::fprintf(stderr, "faultlane-bench: round %zu/%zu: %llu ops, %llu failed so far\n", i + 1,
-                   o.rounds, static_cast<unsigned long long>(r.fl.ops),
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (elapsed >= progress_after_s) {
+      std::fprintf(stderr,
+                   "faultlane-bench: round %zu/%zu after %.0f s: %llu ops, %llu failed so far\n",
+                   i + 1, o.rounds, elapsed, static_cast<unsigned long long>(r.fl.ops),
                    static_cast<unsigned long long>(r.fl.failures));
     }
   }
@@ -165,6 +212,14 @@ outcome measure(const options& o) {
 
 namespace {
 
+// "median 0.953, 0.901 to 0.982": the rounds' spread.
+std::string spread_text(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const double median = v.size() % 2 == 1 ? v[v.size() / 2]
+                                          : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  return fmt::format("median {:.3f}, {:.3f} to {:.3f}", median, v.front(), v.back());
+}
+
 void print(const options& o, const outcome& r) {
   std::printf("  %-10s %12s %12s %10s %10s %10s %10s\n", "", "throughput", "ops/s", "mean us",
               "p50 us", "p99 us", "p999 us");
@@ -176,6 +231,11 @@ void print(const options& o, const outcome& r) {
     std::printf("  ratio      throughput %.3f x %s, mean latency %.3f x %s\n",
                 r.fs.bytes_per_s / std::max(r.bs.bytes_per_s, 1e-9), reference,
                 r.fs.mean_us / std::max(r.bs.mean_us, 1e-9), reference);
+    if (r.round_throughput_ratio.size() > 1) {
+      std::printf("  rounds     %zu: throughput ratio %s; mean latency ratio %s\n",
+                  r.round_throughput_ratio.size(), spread_text(r.round_throughput_ratio).c_str(),
+                  spread_text(r.round_latency_ratio).c_str());
+    }
     if (r.with_stream) {
       std::printf("  tcp stream %12s  (one way, nothing to wait for, from and into %s buffers)\n",
                   rate(r.ss.bytes_per_s).c_str(),
@@ -232,7 +292,8 @@ std::string json_record(const options& o, const outcome& r) {
       R"("ratio_bytes_per_s": {}, "ratio_mean_latency": {}, "ratio_p99_latency": {}, )"
       R"("ratio_ops_per_s": {}, "ratio_cpu_s_per_gb": {}, "stream_bytes_per_s": {}, )"
       R"("ratio_stream_bytes_per_s": {}, "block_stream_bytes_per_s": {}, )"
-      R"("ratio_block_stream_bytes_per_s": {}, "ops": {}, )"
+      R"("ratio_block_stream_bytes_per_s": {}, "round_ratios_bytes_per_s": [{:.4f}], )"
+      R"("round_ratios_mean_latency": [{:.4f}], "ops": {}, )"
       R"("failures": {}, "failures_by_status": {}, "mismatches": {}, "baseline_mismatches": {}}})",
       to_string(o.op), o.block_bytes, o.batch, o.threads, o.workers, o.lanes, o.lane_inflight,
       o.rails, o.duration_s, o.rounds, o.verify ? "true" : "false", o.via_relay ? "true" : "false",
@@ -246,6 +307,7 @@ std::string json_record(const options& o, const outcome& r) {
       r.with_stream ? fmt::format("{:.0f}", r.bss.bytes_per_s) : std::string("null"),
       r.with_stream ? fmt::format("{:.4f}", r.fs.bytes_per_s / std::max(r.bss.bytes_per_s, 1e-9))
                     : std::string("null"),
+      fmt::join(r.round_throughput_ratio, ", "), fmt::join(r.round_latency_ratio, ", "),
       r.fl.ops, r.fl.failures, failure_json(r.fl), r.fl.mismatches,
       r.baseline && o.verify ? std::to_string(r.raw.mismatches) : std::string("null"));
 }

@@ -58,6 +58,16 @@ constexpr std::uint64_t threads_max = 64;
 constexpr std::uint64_t rounds_max = 1000;
 constexpr double seconds_max = 3600;
 constexpr std::uint64_t region_bytes_max = 8ull << 30;
+// Without --batch: 32 operations, or as many blocks as fit in this many
+// bytes when they do not, so a default run of any block size completes many
+// batches in a round (32 x 64 MiB, 2 GiB a batch, once measured nothing).
+constexpr std::uint64_t batch_bytes_default = 64ull << 20;
+constexpr std::size_t batch_default = 32;
+
+std::size_t default_batch(std::uint64_t block_bytes) {
+  return static_cast<std::size_t>(
+      std::clamp<std::uint64_t>(batch_bytes_default / block_bytes, 1, batch_default));
+}
 
 // A CLI11 option taking a count with K/M/G suffixes (powers of 1024),
 // checked against [low, high] with the range in the error.
@@ -219,7 +229,10 @@ void define(CLI::App& app, options& o) {
       ->check(CLI::IsMember({"read", "write", "mix"}));
   auto* block = count(app, "--block-size", o.block_bytes, 1, limits::transfer_bytes_default,
                       "bytes per operation, with K, M or G (default 64K)");
-  count(app, "--batch", o.batch, 1, batch_max, "operations submitted together (default 32)");
+  count(app, "--batch", o.batch, 1, batch_max,
+        fmt::format("operations submitted together (default {}, or as many blocks as fit in "
+                    "{} MiB when fewer do)",
+                    batch_default, batch_bytes_default >> 20));
   count(app, "--threads", o.threads, 1, threads_max, "submitting threads (default 1)");
   auto* workers = count(app, "--workers", o.workers, limits::worker_count_min,
                         limits::worker_count_max, "faultlane io threads (default 1)");
@@ -235,7 +248,7 @@ void define(CLI::App& app, options& o) {
         "io threads poll N us before blocking (default 0)");
   count(app, "--progress-timeout-ms", o.progress_timeout_ms, 1, limits::timeout_ms_max,
         "a started request that moves no byte for this long fails (default: the core's)");
-  seconds(app, "--duration", o.duration_s, "seconds measured for each side (default 4)");
+  seconds(app, "--duration", o.duration_s, "seconds measured for each side, over all rounds (default 5)");
   app.add_option_function<std::string>(
          "--warmup",
          [&o](const std::string& text) {
@@ -250,7 +263,8 @@ void define(CLI::App& app, options& o) {
          "seconds run before measuring, each round (default 0.2)")
       ->type_name("S");
   count(app, "--rounds", o.rounds, 1, rounds_max,
-        "faultlane and the baseline alternate N times (default 4)");
+        "faultlane and the baseline alternate N times; the output gives the spread of "
+        "the rounds' ratios (default 5)");
   app.add_flag("--verify", o.verify, "check every byte moved, on both sides");
   auto* alone = app.add_flag("--no-baseline", o.skip_baseline,
                              "measure faultlane only (ratios are null in the JSON)");
@@ -330,6 +344,11 @@ std::optional<options> parse_options(int argc, char** argv) {
     return std::nullopt;
   }
   if (o.sweep) default_sweep(o);
+  if (app.get_option("--batch")->count() == 0) {
+    o.batch = default_batch(o.sweep ? *std::max_element(o.sweep_blocks.begin(),
+                                                        o.sweep_blocks.end())
+                                    : o.block_bytes);
+  }
   if (auto wrong = check_combination(o)) {
     std::fprintf(stderr, "faultlane-bench: %s\n", wrong->c_str());
     return std::nullopt;

@@ -55,8 +55,8 @@ bool is_write(const options& o, std::uint64_t n) {
 
 struct submitter_state {
   measurement m;
-  std::vector<std::byte> local;
-  std::vector<std::byte> scratch;
+  block_vector<std::byte> local;
+  block_vector<std::byte> scratch;
 };
 
 // Reads the slots just written back into `scratch` and compares.
@@ -83,13 +83,14 @@ std::uint64_t verify_written(transport& t, segment_id seg, registration_id id, c
 }
 
 void submit_loop(transport& t, segment_id seg, registration_id id, const options& o,
-                 std::size_t thread, std::atomic<int>& phase, submitter_state& s) {
+                 std::size_t thread, window& w, submitter_state& s) {
   std::vector<clock_type::time_point> done_at(o.batch);
+  std::vector<char> in_window(o.batch);  // not vector<bool>: io threads set neighbours
   std::vector<transfer_request> requests(o.batch);
   std::vector<bool> wrote(o.batch);
+  bool seen_first = false;
   std::uint64_t n = 0;
-  while (phase.load(std::memory_order_relaxed) < 2) {
-    bool measuring = phase.load(std::memory_order_relaxed) == 1;
+  while (!w.stopping()) {
     for (std::size_t k = 0; k < o.batch; ++k) {
       wrote[k] = is_write(o, n + k);
       auto* local = s.local.data() + k * o.block_bytes;
@@ -102,8 +103,9 @@ void submit_loop(transport& t, segment_id seg, registration_id id, const options
                      slot_offset(o, thread, k)};
     }
     auto start = clock_type::now();
-    auto batch = t.submit(requests, [&done_at](std::size_t i, status, std::uint64_t) {
+    auto batch = t.submit(requests, [&](std::size_t i, status, std::uint64_t) {
       done_at[i] = clock_type::now();
+      in_window[i] = w.measuring();
     });
     if (!batch.ok()) die(fmt::format("submit: {}", batch.error().message));
     if (!batch.value()->wait(std::chrono::minutes(2))) die("a batch did not complete in 2 minutes");
@@ -118,7 +120,8 @@ void submit_loop(transport& t, segment_id seg, registration_id id, const options
         s.m.mismatches +=
             std::memcmp(s.scratch.data(), s.local.data() + k * o.block_bytes, o.block_bytes) != 0;
       }
-      if (measuring) {
+      w.completed(seen_first);
+      if (in_window[k] != 0) {
         s.m.latency_us.push_back(
             std::chrono::duration<double, std::micro>(done_at[k] - start).count());
         s.m.bytes += o.block_bytes;
@@ -156,8 +159,8 @@ void submit_loop(transport& t, segment_id seg, registration_id id, const options
 class closed_loop {
  public:
   closed_loop(transport& t, segment_id seg, registration_id id, const options& o,
-              std::size_t thread, std::atomic<int>& phase, submitter_state& s)
-      : t_(t), o_(o), phase_(phase), s_(s) {
+              std::size_t thread, window& w, submitter_state& s)
+      : t_(t), o_(o), w_(w), s_(s) {
     for (std::size_t k = 0; k < o.batch; ++k) {
       bool write = is_write(o, k);
       requests_.push_back({write ? wire::opcode::write : wire::opcode::read,
@@ -168,7 +171,6 @@ class closed_loop {
 
   void launch() {
     remaining_.store(o_.batch, std::memory_order_relaxed);
-    measuring_ = phase_.load(std::memory_order_relaxed) == 1;
     start_ = clock_type::now();
     auto batch =
         t_.submit(requests_, [this](std::size_t, status code, std::uint64_t) { on_done(code); });
@@ -184,30 +186,35 @@ class closed_loop {
  private:
   void on_done(status code) {
     auto now = clock_type::now();
+    const bool in_window = w_.measuring();
     {
       std::lock_guard lock(mutex_);
       if (code != status::ok) {
         s_.m.failed(code);
-      } else if (measuring_) {
-        s_.m.latency_us.push_back(std::chrono::duration<double, std::micro>(now - start_).count());
-        s_.m.bytes += o_.block_bytes;
-        ++s_.m.ops;
+      } else {
+        w_.completed(seen_first_);
+        if (in_window) {
+          s_.m.latency_us.push_back(
+              std::chrono::duration<double, std::micro>(now - start_).count());
+          s_.m.bytes += o_.block_bytes;
+          ++s_.m.ops;
+        }
       }
     }
     if (remaining_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-    if (phase_.load(std::memory_order_relaxed) < 2 && s_.m.failures == 0) return launch();
+    if (!w_.stopping() && s_.m.failures == 0) return launch();
     finished_.set_value();
   }
 
   transport& t_;
   const options& o_;
-  std::atomic<int>& phase_;
+  window& w_;
   submitter_state& s_;
   std::vector<transfer_request> requests_;
   std::atomic<std::size_t> remaining_{0};
   clock_type::time_point start_;
-  bool measuring_ = false;
   std::mutex mutex_;
+  bool seen_first_ = false;  // under mutex_
   std::promise<void> finished_;
 };
 
@@ -219,7 +226,7 @@ void fill_region(std::byte* region, const options& o) {
 }
 
 measurement drive(transport& initiator, segment_id seg, registration_id id, const options& o) {
-  std::atomic<int> phase{0};
+  window w;
   std::vector<submitter_state> states(o.threads);
   std::vector<std::thread> threads;
   std::vector<std::unique_ptr<closed_loop>> loops;
@@ -233,14 +240,14 @@ measurement drive(transport& initiator, segment_id seg, registration_id id, cons
       // submitter, so its numbers include that work.
       states[i].scratch.resize(o.batch * o.block_bytes);
       threads.emplace_back(submit_loop, std::ref(initiator), seg, id, std::cref(o), i,
-                           std::ref(phase), std::ref(states[i]));
+                           std::ref(w), std::ref(states[i]));
     } else {
-      loops.push_back(std::make_unique<closed_loop>(initiator, seg, id, o, i, phase, states[i]));
+      loops.push_back(std::make_unique<closed_loop>(initiator, seg, id, o, i, w, states[i]));
       loops.back()->launch();
     }
   }
   measurement total;
-  const double seconds = run_phases(o, phase, total);
+  const double seconds = run_phases(o, w, o.threads, total);
   for (auto& t : threads) t.join();
   for (auto& l : loops) l->wait();
   for (auto& s : states) merge(total, std::move(s.m));
@@ -252,7 +259,7 @@ measurement drive(transport& initiator, segment_id seg, registration_id id, cons
 
 measurement run_faultlane(const options& o) {
   std::unique_ptr<transport> target;
-  std::vector<std::byte> region;
+  block_vector<std::byte> region;
   segment_descriptor descriptor;
   registration_id id = o.peer_registration;
   if (o.mode == run_mode::loopback) {
@@ -324,7 +331,7 @@ int run_target(const options& o) {
   auto started = transport::start(c);
   if (!started.ok()) die(started.error().message);
   auto target = std::move(started).value();
-  std::vector<std::byte> region(region_bytes(o));
+  block_vector<std::byte> region(region_bytes(o));
   fill_region(region.data(), o);
   auto id = target->register_buffer(region.data(), region.size(), permission::remote_read_write);
   if (!id.ok()) die(id.error().message);

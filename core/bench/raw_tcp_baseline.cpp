@@ -123,8 +123,8 @@ struct request {
 constexpr std::uint64_t read_seed = 7;
 constexpr std::uint64_t write_seed = 11;
 
-std::vector<char> patterned(std::uint64_t bytes, std::uint64_t seed) {
-  std::vector<char> out(bytes);
+block_vector<char> patterned(std::uint64_t bytes, std::uint64_t seed) {
+  block_vector<char> out(bytes);
   fill_pattern(reinterpret_cast<std::byte*>(out.data()), out.size(), seed);
   return out;
 }
@@ -138,10 +138,10 @@ std::uint64_t slot_seed(std::uint64_t base, std::uint64_t slot) { return base <<
 // `slots` blocks, or none when the run's op never uses them; with --verify
 // and a `seed`, slot i holds the pattern slot_seed(*seed, i), so a block
 // served from or landed in the wrong slot shows.
-std::vector<char> slot_blocks(const options& o, std::size_t slots, bool used,
-                              std::optional<std::uint64_t> seed = std::nullopt) {
+block_vector<char> slot_blocks(const options& o, std::size_t slots, bool used,
+                               std::optional<std::uint64_t> seed = std::nullopt) {
   if (!used) return {};
-  std::vector<char> out(slots * o.block_bytes, 'b');
+  block_vector<char> out(slots * o.block_bytes, 'b');
   for (std::size_t i = 0; o.verify && seed && i < slots; ++i) {
     fill_pattern(reinterpret_cast<std::byte*>(out.data() + i * o.block_bytes), o.block_bytes,
                  slot_seed(*seed, i));
@@ -162,14 +162,14 @@ struct connection_memory {
     scratch_client.reserve(o.verify ? o.block_bytes : 0);
   }
   std::size_t slots;
-  std::vector<char> served, landed;  // the server's: READ sources, WRITE destinations
-  std::vector<char> sent, received;  // the client's: WRITE sources, READ destinations
-  std::vector<char> scratch_server, scratch_client;  // expected patterns, with --verify
+  block_vector<char> served, landed;  // the server's: READ sources, WRITE destinations
+  block_vector<char> sent, received;  // the client's: WRITE sources, READ destinations
+  block_vector<char> scratch_server, scratch_client;  // expected patterns, with --verify
 };
 
 // Whether `n` bytes at `got` are the start of slot `slot`'s pattern.
 bool holds_pattern(const char* got, std::uint64_t n, std::uint64_t seed,
-                   std::vector<char>& scratch) {
+                   block_vector<char>& scratch) {
   scratch.resize(n);
   fill_pattern(reinterpret_cast<std::byte*>(scratch.data()), n, seed);
   return std::memcmp(got, scratch.data(), n) == 0;
@@ -212,24 +212,24 @@ bool striped(const options& o) {
   return o.op == operation::read && o.rails > 1 && o.block_bytes / o.rails >= (1u << 20);
 }
 
-void run_striped(const options& o, const std::vector<int>& clients, std::atomic<int>& phase,
-                 measurement& m, std::vector<std::thread>& drivers) {
+void run_striped(const options& o, const std::vector<int>& clients, window& w, measurement& m,
+                 std::vector<std::thread>& drivers) {
   const std::size_t parts = std::min(o.rails, clients.size());
   auto sync = std::make_shared<std::barrier<>>(static_cast<std::ptrdiff_t>(parts));
   auto stop = std::make_shared<std::atomic<bool>>(false);
   auto mismatches = std::make_shared<std::atomic<std::uint64_t>>(0);
   for (std::size_t c = 0; c < parts; ++c) {
-    drivers.emplace_back([&o, &clients, &phase, &m, sync, stop, mismatches, c, parts] {
+    drivers.emplace_back([&o, &clients, &w, &m, sync, stop, mismatches, c, parts] {
       std::uint64_t part = o.block_bytes / parts + (c < o.block_bytes % parts ? 1 : 0);
-      std::vector<char> buffer(part, 'c');
+      block_vector<char> buffer(part, 'c');
       auto expected =
-          o.verify ? patterned(o.block_bytes, slot_seed(read_seed, 0)) : std::vector<char>();
+          o.verify ? patterned(o.block_bytes, slot_seed(read_seed, 0)) : block_vector<char>();
+      bool seen_first = false;
       while (true) {
         // Part 0 decides for everyone whether another op runs.
-        if (c == 0) stop->store(phase.load(std::memory_order_relaxed) >= 2);
+        if (c == 0) stop->store(w.stopping());
         sync->arrive_and_wait();
         if (stop->load()) return;
-        bool measuring = phase.load(std::memory_order_relaxed) == 1;
         auto start = clock_type::now();
         request r{0, part, 0};
         bool ok = send_all(clients[c], &r, sizeof(r)) &&
@@ -239,7 +239,8 @@ void run_striped(const options& o, const std::vector<int>& clients, std::atomic<
         if (!ok) stop->store(true);
         if (wrong) mismatches->fetch_add(1);
         if (c == 0) m.mismatches = mismatches->load();
-        if (c == 0 && measuring) {
+        if (ok) w.completed(seen_first);
+        if (c == 0 && ok && w.measuring()) {
           m.latency_us.push_back(
               std::chrono::duration<double, std::micro>(clock_type::now() - start).count());
           m.bytes += o.block_bytes;
@@ -255,13 +256,13 @@ void run_striped(const options& o, const std::vector<int>& clients, std::atomic<
 // connection's `slots` blocks in turn, each with a buffer of its own here
 // and at the server, as a faultlane batch's requests each have theirs.
 void drive_connection(const options& o, int fd, std::size_t depth, connection_memory& memory,
-                      std::atomic<int>& phase, measurement& m) {
+                      window& w, measurement& m) {
   const std::size_t slots = memory.slots;
   std::uint64_t ack = 0;
   std::uint64_t n = 0;
   std::vector<bool> writes(depth);
-  while (phase.load(std::memory_order_relaxed) < 2) {
-    bool measuring = phase.load(std::memory_order_relaxed) == 1;
+  bool seen_first = false;
+  while (!w.stopping()) {
     auto start = clock_type::now();
     for (std::size_t k = 0; k < depth; ++k) {
       bool is_write = o.op == operation::write || (o.op == operation::mix && (n + k) % 2 == 1);
@@ -284,7 +285,8 @@ void drive_connection(const options& o, int fd, std::size_t depth, connection_me
                       : !holds_pattern(into, o.block_bytes, slot_seed(read_seed, (n + k) % slots),
                                        memory.scratch_client);
       }
-      if (measuring) {
+      w.completed(seen_first);
+      if (w.measuring()) {
         m.latency_us.push_back(
             std::chrono::duration<double, std::micro>(clock_type::now() - start).count());
         m.bytes += o.block_bytes;
@@ -337,11 +339,11 @@ void connect_pairs(const options& o, std::vector<connection_memory>& memory,
 // buffers of `footprint` bytes: a step's worth stays in the caches, as
 // iperf3's 128 KiB buffer does; a block's worth touches the memory a
 // transfer of that block touches.
-void stream_one(int from, int to, std::vector<char>& source, std::vector<char>& sink,
-                std::atomic<int>& phase, measurement& m) {
-  std::thread sender([from, &source, &phase] {
+void stream_one(int from, int to, block_vector<char>& source, block_vector<char>& sink,
+                window& w, measurement& m) {
+  std::thread sender([from, &source, &w] {
     std::size_t at = 0;
-    while (phase.load(std::memory_order_relaxed) < 2) {
+    while (!w.stopping()) {
       const std::size_t n = std::min(step_bytes(), source.size() - at);
       if (!send_all(from, source.data() + at, n)) return;
       at = (at + n) % source.size();
@@ -350,11 +352,13 @@ void stream_one(int from, int to, std::vector<char>& source, std::vector<char>& 
   });
   std::size_t at = 0;
   set_watermark(to, bulk_watermark);
+  bool seen_first = false;
   while (true) {
     ssize_t k = ::recv(to, sink.data() + at, std::min(step_bytes(), sink.size() - at), 0);
     if (k <= 0) break;
     at = (at + static_cast<std::size_t>(k)) % sink.size();
-    if (phase.load(std::memory_order_relaxed) == 1) m.bytes += static_cast<std::uint64_t>(k);
+    w.completed(seen_first);
+    if (w.measuring()) m.bytes += static_cast<std::uint64_t>(k);
   }
   sender.join();
 }
@@ -369,19 +373,19 @@ std::size_t stream_footprint(const options& o, stream_buffers buffers) {
 measurement run_stream(const options& o, stream_buffers buffers) {
   const std::size_t footprint = stream_footprint(o, buffers);
   auto pairs = connected_pairs(o.lanes);
-  std::atomic<int> phase{0};
+  window w;
   std::vector<measurement> per(pairs.size());
   // Touched before the clock starts, even with no warm-up.
-  std::vector<std::vector<char>> sources(pairs.size(), std::vector<char>(footprint, 's'));
-  std::vector<std::vector<char>> sinks(pairs.size(), std::vector<char>(footprint, 0));
+  std::vector<block_vector<char>> sources(pairs.size(), block_vector<char>(footprint, 's'));
+  std::vector<block_vector<char>> sinks(pairs.size(), block_vector<char>(footprint, 0));
   std::vector<std::thread> receivers;
   for (std::size_t i = 0; i < pairs.size(); ++i) {
     receivers.emplace_back([&, i] {
-      stream_one(pairs[i].first, pairs[i].second, sources[i], sinks[i], phase, per[i]);
+      stream_one(pairs[i].first, pairs[i].second, sources[i], sinks[i], w, per[i]);
     });
   }
   measurement total;
-  total.seconds = run_phases(o, phase, total);
+  total.seconds = run_phases(o, w, pairs.size(), total);
   for (auto& r : receivers) r.join();
   for (auto [a, b] : pairs) ::close(a), ::close(b);
   for (auto& m : per) total.bytes += m.bytes;
@@ -412,23 +416,23 @@ measurement run_baseline(const options& o) {
   std::vector<std::thread> servers;
   connect_pairs(o, memory, clients, servers);
 
-  std::atomic<int> phase{0};  // 0 warmup, 1 measure, 2 stop
+  window w;
   std::vector<measurement> per(connections);
   // As on the faultlane side: the latency log does not grow in the window.
   for (auto& m : per) m.latency_us.reserve(latency_log_entries(o, connections));
   std::vector<std::thread> drivers;
   if (striped(o)) {
-    run_striped(o, clients, phase, per[0], drivers);
+    run_striped(o, clients, w, per[0], drivers);
   } else {
     for (std::size_t c = 0; c < connections; ++c) {
       const std::size_t depth = depth_of(c);
       if (depth == 0) continue;
       drivers.emplace_back(
-          [&, c, depth] { drive_connection(o, clients[c], depth, memory[c], phase, per[c]); });
+          [&, c, depth] { drive_connection(o, clients[c], depth, memory[c], w, per[c]); });
     }
   }
   measurement total;
-  const double seconds = run_phases(o, phase, total);
+  const double seconds = run_phases(o, w, drivers.size(), total);
   for (auto& d : drivers) d.join();
   for (int fd : clients) ::shutdown(fd, SHUT_RDWR), ::close(fd);
   for (auto& s : servers) s.join();
