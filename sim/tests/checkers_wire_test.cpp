@@ -182,6 +182,10 @@ TEST(slice_coverage, an_ok_read_missing_a_planned_slice) {
 TEST(slice_coverage, an_unsliced_read_goes_whole_on_whichever_rail_its_lane_has) {
   auto w = clean_world();
   find(w, event_kind::slice_dispatched, 0x1f00000004).rail = 1;  // rotation picked rail 1
+  w.h.links[1].tap.push_back(up_frame(w, 0, 0x1f00000004));      // and its relay
+  std::erase_if(w.h.links[0].tap, [](const relays::tap_record& t) {
+    return t.request_id == 0x1f00000004 && t.request;
+  });
   EXPECT_TRUE(check_slice_coverage(w.h).passed()) << all(check_slice_coverage(w.h));
   find(w, event_kind::slice_dispatched, 0x1f00000004).length = 500;  // but never a part of it
   auto r = check_slice_coverage(w.h);
@@ -208,6 +212,32 @@ TEST(slice_coverage, a_tapped_frame_off_the_plan) {
                             "tap of link client-server-r0 (rail 0) saw READ request 0x1f00000002 "
                             "for region bytes [512, 4608), which is not in the plan",
                             102, 0x1f00000002));
+}
+
+// An unsliced READ may take any rail, but its frame travels on the rail its
+// dispatch named: seen on another, it is off the plan, and missing on its own.
+TEST(slice_coverage, an_unsliced_read_is_looked_for_on_its_own_rail) {
+  auto w = clean_world();
+  w.h.links[1].tap.push_back(up_frame(w, 0, 0x1f00000004));
+  std::erase_if(w.h.links[0].tap, [](const relays::tap_record& t) {
+    return t.request_id == 0x1f00000004 && t.request;
+  });
+  auto r = check_slice_coverage(w.h);
+  EXPECT_EQ(r.violations.size(), 2u) << all(r);
+  EXPECT_TRUE(mentions(r,
+                       "tap of link client-server-r1 (rail 1) saw READ request 0x1f00000004 for "
+                       "region bytes [100, 1100), which is not in the plan: rail 0 [100, 1100)"))
+      << all(r);
+  EXPECT_TRUE(mentions(r,
+                       "READ ended ok but the tapped link of rail 0 never saw its planned "
+                       "slice [100, 1100)"))
+      << all(r);
+  w.op(4).outcome = status::timeout;  // the frame rule alone
+  EXPECT_TRUE(
+      one_violation(check_slice_coverage(w.h), "saw READ request 0x1f00000004", 103, 0x1f00000004));
+  w.op(4).outcome = status::ok;
+  find(w, event_kind::slice_dispatched, 0x1f00000004).rail = 1;
+  EXPECT_TRUE(check_slice_coverage(w.h).passed()) << all(check_slice_coverage(w.h));
 }
 
 TEST(slice_coverage, a_frame_on_the_wrong_rail) {
