@@ -133,17 +133,21 @@ void slice_check::check_dispatches(const op_record& op, const std::vector<slice>
 void slice_check::check_taps(const op_record& op, const std::vector<slice>& plan) {
   const auto* t = index_.trace(op);
   if (t == nullptr) return;
-  std::set<std::uint64_t> ids;
-  for (const auto* d : t->slices) ids.insert(d->request_id);
+  std::map<std::uint64_t, std::size_t> rail_of;  // request id -> the rail it was dispatched on
+  for (const auto* d : t->slices) rail_of.emplace(d->request_id, d->rail);
   std::vector<bool> seen(plan.size(), false);
-  for (auto id : ids) {
+  for (const auto& [id, dispatched_rail] : rail_of) {
     auto it = reads_.find(id);
     if (it == reads_.end()) continue;
+    // An unsliced READ may take any rail, but its frames travel on the rail
+    // its own dispatch named.
+    auto here = plan;
+    for (auto& s : here) s.rail = s.rail == any_rail ? dispatched_rail : s.rail;
     for (const auto& [link, frame] : it->second) {
       bool planned = false;
-      for (std::size_t i = 0; i < plan.size(); ++i) {
-        if (on_rail(plan[i], link->rail) && op.offset + plan[i].offset == frame->remote_offset &&
-            plan[i].length == frame->length) {
+      for (std::size_t i = 0; i < here.size(); ++i) {
+        if (here[i].rail == link->rail && op.offset + here[i].offset == frame->remote_offset &&
+            here[i].length == frame->length) {
           planned = seen[i] = true;
         }
       }
@@ -153,7 +157,7 @@ void slice_check::check_taps(const op_record& op, const std::vector<slice>& plan
           fmt::format("tap of link {} (rail {}) saw READ request {} for region bytes [{}, {}), "
                       "which is not in the plan: {}",
                       link->name, link->rail, hex(id), frame->remote_offset,
-                      frame->remote_offset + frame->length, show(plan, op.offset)));
+                      frame->remote_offset + frame->length, show(here, op.offset)));
       v.request_id = id;
       r_.violations.push_back(std::move(v));
     }

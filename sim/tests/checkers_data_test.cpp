@@ -140,6 +140,19 @@ TEST(data_integrity, a_write_that_never_completed_taints_every_later_read) {
   EXPECT_TRUE(r.passed()) << all(r);
 }
 
+// ...and the final bytes too: they may hold it or not, the rest must match.
+TEST(data_integrity, a_write_that_never_completed_leaves_its_final_bytes_unknown) {
+  world w;
+  w.start(wire::opcode::write, 1024, 4096, 11);
+  w.finish();
+  put(w.h.finals[0].bytes, 1024, pattern(4096, 11));  // it landed after all
+  auto r = check_data_integrity(w.h);
+  EXPECT_TRUE(r.passed()) << all(r);
+  EXPECT_EQ(r.checked, region_size - 4096);
+  w.h.finals[0].bytes[6000] ^= std::byte{1};
+  EXPECT_TRUE(one_violation(check_data_integrity(w.h), "at offset 6000", 0, 0));
+}
+
 TEST(data_integrity, no_check_when_the_target_incarnation_ended_during_the_read) {
   world w;
   auto rd = w.start(wire::opcode::read, 0, 4096);
@@ -218,6 +231,69 @@ TEST(data_integrity, final_bytes_that_differ) {
   EXPECT_TRUE(one_violation(r, "final bytes of region buf on server#0 hold", 0, 0));
   EXPECT_TRUE(mentions(r, "at offset 10, the model has")) << all(r);
   EXPECT_TRUE(mentions(r, "2 of 65536 compared bytes differ")) << all(r);
+}
+
+TEST(data_integrity, final_bytes_of_the_wrong_size) {
+  auto w = clean_world();
+  w.h.finals[0].bytes.resize(100);
+  EXPECT_TRUE(one_violation(check_data_integrity(w.h),
+                            "final bytes of region buf on server#0: 100 bytes read, the model "
+                            "has 65536",
+                            0, 0));
+}
+
+// An ok op must lie inside its region: an end past it, or a start past it
+// (where `size - offset` would wrap), each on its own.
+TEST(data_integrity, an_ok_op_outside_its_region) {
+  for (auto opcode : {wire::opcode::read, wire::opcode::write}) {
+    world w;
+    auto id = opcode == wire::opcode::read ? w.read(60 * 1024, 4096) : w.write(60 * 1024, 4096, 11);
+    EXPECT_TRUE(check_data_integrity(w.h).passed()) << all(check_data_integrity(w.h));
+    std::string name = opcode == wire::opcode::read ? "READ" : "WRITE";
+    w.op(id).offset = 62 * 1024;
+    EXPECT_TRUE(one_violation(check_data_integrity(w.h),
+                              name + " ok over [63488, 67584) of region buf on server#0, which "
+                                     "holds 65536 bytes",
+                              100, 0x1f00000000));
+    w.op(id).offset = 70000;
+    EXPECT_TRUE(one_violation(check_data_integrity(w.h), name + " ok over [70000, 74096)", 100,
+                              0x1f00000000));
+  }
+  // An ambiguous WRITE past the end says nothing of the region.
+  world w;
+  auto wr = w.start(wire::opcode::write, 60 * 1024, 4096, 11);
+  w.end(wr, status::ambiguous_write);
+  w.op(wr).offset = 70000;
+  EXPECT_TRUE(check_data_integrity(w.h).passed()) << all(check_data_integrity(w.h));
+}
+
+// Models are per region: a WRITE to region `other` leaves `buf` as it was.
+TEST(data_integrity, a_write_to_another_region_is_not_seen) {
+  world w;
+  w.h.registrations.push_back(registration_record{.transport = "server",
+                                                  .region = "other",
+                                                  .id = 0x5100,
+                                                  .registered_seq = w.tick(),
+                                                  .fill_seed = region_seed,
+                                                  .size = region_size});
+  auto wr = w.start(wire::opcode::write, 0, 4096, 11);
+  w.op(wr).region = "other";
+  w.end(wr);  // the world keeps one model: buf's bytes now show the WRITE
+  auto rd = w.read(0, 4096);
+  EXPECT_TRUE(one_violation(check_data_integrity(w.h), "READ of region buf on server#0 [0, 4096)",
+                            101, 0x1f00000001));
+  w.op(rd).data = pattern(4096, region_seed);
+  EXPECT_TRUE(check_data_integrity(w.h).passed()) << all(check_data_integrity(w.h));
+}
+
+// Only an ok READ's bytes are held to the model.
+TEST(data_integrity, a_failed_read_is_not_compared) {
+  auto w = clean_world();
+  w.op(4).data.assign(1000, std::byte{0});
+  EXPECT_TRUE(one_violation(check_data_integrity(w.h), "READ of region buf on server#0 [100, 1100)",
+                            103, 0x1f00000004));
+  w.op(4).outcome = status::timeout;
+  EXPECT_TRUE(check_data_integrity(w.h).passed()) << all(check_data_integrity(w.h));
 }
 
 // 10 000 ops of 4 KiB-64 KiB, eight in flight, over a 4 MiB region: every

@@ -106,6 +106,20 @@ TEST(expectations, counts_out_of_range) {
       one_violation(check_expectations(s, w.h), "bogus is neither a status nor done", 0, 0));
 }
 
+// STREAM.STATUS counts only that status; STREAM.done counts every outcome.
+TEST(expectations, a_status_count_counts_only_that_status) {
+  auto w = fired_world();
+  auto s = clean_scenario();
+  s.streams[0].allow.push_back(status::timeout);
+  w.op(2).outcome = status::timeout;
+  EXPECT_TRUE(one_violation(check_expectations(s, w.h),
+                            "expect.counts writes.ok: 1 ops, expected 2", 0, 0));
+  s.expect.counts["writes.ok"] = {1, 1};
+  s.expect.counts["writes.done"] = {2, 2};
+  s.expect.counts["writes.timeout"] = {1, 1};
+  EXPECT_TRUE(check_expectations(s, w.h).passed()) << all(check_expectations(s, w.h));
+}
+
 TEST(expectations, fault_counts_out_of_range) {
   auto w = fired_world();
   auto s = clean_scenario();
@@ -133,6 +147,41 @@ TEST(expectations, a_declared_fault_that_never_fired) {
   // Named in expect.faults (here: must not fire), it is held to that instead.
   s.expect.faults["latency.up"] = {0, 0};
   EXPECT_TRUE(check_expectations(s, w.h).passed());
+}
+
+// A declared fault fires on its own link: the same counter on another link
+// does not count. A range for LINK/NAME in expect.faults replaces the rule.
+TEST(expectations, a_declared_fault_fires_on_its_own_link) {
+  auto w = clean_world();
+  w.h.links[1].counters["latency.up"] = 4;
+  auto s = clean_scenario();
+  EXPECT_TRUE(one_violation(check_expectations(s, w.h),
+                            "declared fault latency.up on link client-server-r0 never fired", 0,
+                            0));
+  s.expect.faults["client-server-r0/latency.up"] = {0, 0};
+  EXPECT_TRUE(check_expectations(s, w.h).passed()) << all(check_expectations(s, w.h));
+}
+
+// An armed failpoint must fire at least once, unless marked optional.
+TEST(expectations, an_armed_failpoint_that_never_fired) {
+  auto w = fired_world();
+  auto s = clean_scenario();
+  event_spec e;
+  e.action = event_action::arm;
+  e.failpoint = "lane.before_send";
+  s.events.push_back(e);
+  const std::string text =
+      "armed failpoint lane.before_send never fired: the scenario tested nothing";
+  EXPECT_TRUE(one_violation(check_expectations(s, w.h), text, 0, 0));
+  w.h.failpoints_fired["lane.other"] = 1;
+  EXPECT_TRUE(one_violation(check_expectations(s, w.h), text, 0, 0));
+  w.h.failpoints_fired["lane.before_send"] = 0;
+  EXPECT_TRUE(one_violation(check_expectations(s, w.h), text, 0, 0));
+  w.h.failpoints_fired["lane.before_send"] = 1;
+  EXPECT_TRUE(check_expectations(s, w.h).passed()) << all(check_expectations(s, w.h));
+  w.h.failpoints_fired.clear();
+  s.events.back().failpoint_optional = true;
+  EXPECT_TRUE(check_expectations(s, w.h).passed()) << all(check_expectations(s, w.h));
 }
 
 TEST(expectations, a_fault_added_by_an_event_must_fire_too) {

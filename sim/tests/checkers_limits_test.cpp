@@ -36,6 +36,8 @@ TEST(bounds, a_relay_over_its_active_fault_cap) {
 
 TEST(bounds, admission_tasks_over_the_limit) {
   auto w = clean_world();
+  first(w, event_kind::admission_changed).tasks = 8;  // at the limit is within it
+  EXPECT_TRUE(check_bounds(w.h).passed()) << all(check_bounds(w.h));
   first(w, event_kind::admission_changed).tasks = 9;
   EXPECT_TRUE(one_violation(check_bounds(w.h),
                             "client#0 admitted 9 tasks, over max_outstanding_tasks 8", 0, 0));
@@ -43,6 +45,8 @@ TEST(bounds, admission_tasks_over_the_limit) {
 
 TEST(bounds, admission_bytes_over_the_limit) {
   auto w = clean_world();
+  first(w, event_kind::admission_changed).admitted_bytes = 1 << 20;
+  EXPECT_TRUE(check_bounds(w.h).passed()) << all(check_bounds(w.h));
   first(w, event_kind::admission_changed).admitted_bytes = (1 << 20) + 1;
   EXPECT_TRUE(one_violation(check_bounds(w.h),
                             "admitted 1048577 bytes, over max_outstanding_bytes 1048576", 0, 0));
@@ -50,6 +54,8 @@ TEST(bounds, admission_bytes_over_the_limit) {
 
 TEST(bounds, stats_sessions_over_max_connections) {
   auto w = clean_world();
+  w.h.stats[1].stats.sessions_live = 16;
+  EXPECT_TRUE(check_bounds(w.h).passed()) << all(check_bounds(w.h));
   w.h.stats[1].stats.sessions_live = 17;
   EXPECT_TRUE(one_violation(check_bounds(w.h),
                             "stats of server#0: sessions_live 17, over max_connections 16", 0, 0));
@@ -57,6 +63,9 @@ TEST(bounds, stats_sessions_over_max_connections) {
 
 TEST(bounds, stats_admission_over_the_limits) {
   auto w = clean_world();
+  w.h.stats[0].stats.tasks_admitted_now = 8;
+  w.h.stats[0].stats.bytes_admitted_now = 1 << 20;
+  EXPECT_TRUE(check_bounds(w.h).passed()) << all(check_bounds(w.h));
   w.h.stats[0].stats.tasks_admitted_now = 9;
   EXPECT_TRUE(
       one_violation(check_bounds(w.h), "tasks_admitted_now 9, over max_outstanding_tasks", 0, 0));
@@ -86,6 +95,57 @@ TEST(bounds, lease_left_after_a_clean_shutdown) {
   // A shutdown that failed is not held to it.
   w.h.shutdowns[1].result = status::timeout;
   EXPECT_TRUE(check_bounds(w.h).passed());
+}
+
+// Limits are those of the incarnation that reported: client#1 allows 2
+// tasks and 2 sessions, client#0 8 and 16.
+TEST(bounds, limits_are_the_reporting_incarnation_s) {
+  auto w = clean_world();
+  auto second = w.h.incarnations[0];
+  second.index = 1;
+  second.max_outstanding_tasks = 2;
+  second.max_connections = 2;
+  w.h.incarnations.push_back(second);
+  auto adm = first(w, event_kind::admission_changed);
+  adm.tasks = 3;
+  w.h.events.push_back(adm);
+  auto st = w.h.stats[0];
+  st.stats.sessions_live = 3;
+  w.h.stats.push_back(st);
+  EXPECT_TRUE(check_bounds(w.h).passed()) << all(check_bounds(w.h));
+  w.h.events.back().incarnation = 1;
+  EXPECT_TRUE(one_violation(check_bounds(w.h),
+                            "client#1 admitted 3 tasks, over max_outstanding_tasks 2", 0, 0));
+  w.h.events.back().incarnation = 0;
+  w.h.stats.back().incarnation = 1;
+  EXPECT_TRUE(one_violation(check_bounds(w.h),
+                            "stats of client#1: sessions_live 3, over max_connections 2", 0, 0));
+}
+
+// Leases are counted per transport incarnation: server#2 acquiring does
+// not cover server#1 releasing, and a lease server#1 still holds is not
+// server#0's at its clean shutdown.
+TEST(bounds, leases_are_counted_per_incarnation) {
+  auto w = clean_world();
+  auto lease = [&](event_kind k, std::uint32_t incarnation) {
+    auto& e = w.event(k, "server");
+    e.incarnation = incarnation;
+    e.registration_id = region_id;
+  };
+  lease(event_kind::lease_acquired, 2);
+  lease(event_kind::lease_released, 1);
+  EXPECT_TRUE(one_violation(check_bounds(w.h),
+                            "server#1 released a lease of registration 0x5000 with none held "
+                            "(-1 live)",
+                            0, 0));
+  auto held = clean_world();
+  auto& e = held.event(event_kind::lease_acquired, "server");
+  e.incarnation = 1;
+  e.registration_id = region_id;
+  EXPECT_TRUE(check_bounds(held.h).passed()) << all(check_bounds(held.h));
+  held.h.events.back().incarnation = 0;
+  EXPECT_TRUE(one_violation(check_bounds(held.h),
+                            "server#0 shut down cleanly with 1 leases acquired", 0, 0));
 }
 
 TEST(drained_shutdown, clean_history_passes) {
@@ -141,6 +201,41 @@ TEST(drained_shutdown, task_finalized_after_shutdown_returned) {
   EXPECT_TRUE(one_violation(check_drained_shutdown(w.h), "task finalized (ok) at seq", 100, 0));
 }
 
+// A shutdown answers for the tasks of its own transport incarnation that
+// were submitted before it returned: not client#1's, not later ones.
+TEST(drained_shutdown, only_its_own_tasks) {
+  auto w = clean_world();
+  const auto end = w.h.shutdowns[0].end_seq;
+  auto other = w.op(1);
+  other.id = w.h.ops.size() + 1;
+  other.task_id = 500;
+  other.initiator_incarnation = 1;
+  other.complete_seq = end + 5;
+  w.h.ops.push_back(other);
+  auto later = other;
+  later.id = w.h.ops.size() + 1;
+  later.task_id = 501;
+  later.initiator_incarnation = 0;
+  later.submit_seq = end + 1;
+  later.complete_seq = 0;
+  w.h.ops.push_back(later);
+  auto fin = first(w, event_kind::task_finalized);
+  fin.task_id = 500;
+  fin.incarnation = 1;
+  fin.seq = end + 5;
+  w.h.events.push_back(fin);
+  EXPECT_TRUE(check_drained_shutdown(w.h).passed()) << all(check_drained_shutdown(w.h));
+  w.h.ops[other.id - 1].initiator_incarnation = 0;
+  EXPECT_TRUE(one_violation(check_drained_shutdown(w.h), "but completed at seq", 500, 0));
+  w.h.ops[other.id - 1].initiator_incarnation = 1;
+  w.h.events.back().incarnation = 0;
+  EXPECT_TRUE(one_violation(check_drained_shutdown(w.h), "task finalized (ok) at seq", 500, 0));
+  w.h.events.back().transport = "server";
+  w.h.events.back().incarnation = 0;
+  w.h.events.back().seq = end + 1;  // before the server's own shutdown returned
+  EXPECT_TRUE(check_drained_shutdown(w.h).passed()) << all(check_drained_shutdown(w.h));
+}
+
 TEST(drained_shutdown, every_gauge_must_be_zero) {
   using field = std::uint64_t transport_stats::*;
   const std::pair<const char*, field> gauges[] = {
@@ -179,10 +274,13 @@ TEST(liveness, a_phase_with_no_ops) {
 }
 
 TEST(liveness, an_op_that_failed) {
-  auto w = clean_world();
-  w.op(5).outcome = status::timeout;
-  EXPECT_TRUE(
-      one_violation(check_liveness(w.h), "the op ended timeout, expected ok", 104, 0x1f00000005));
+  for (auto outcome : {status::timeout, status::connection_failed, status::stale_registration}) {
+    auto w = clean_world();
+    w.op(5).outcome = outcome;
+    EXPECT_TRUE(one_violation(check_liveness(w.h),
+                              "the op ended " + std::string(to_string(outcome)) + ", expected ok",
+                              104, 0x1f00000005));
+  }
 }
 
 TEST(liveness, an_op_submit_refused) {

@@ -114,6 +114,37 @@ TEST(exactly_once, finalize_of_a_task_no_op_has) {
   EXPECT_EQ(r.violations[0].seq, 9999u);
 }
 
+// Task ids are numbered per transport incarnation: a finalize of task 100
+// by client#1 or by the server is not op 1's, and is a task no op submitted.
+TEST(exactly_once, a_finalize_elsewhere_is_another_task) {
+  for (const auto& [transport, incarnation] :
+       {std::pair<std::string, std::uint32_t>{"client", 1}, {"server", 0}}) {
+    auto w = clean_world();
+    auto other = *find_event(w, event_kind::task_finalized, 100);
+    other.transport = transport;
+    other.incarnation = incarnation;
+    other.seq = 9999;
+    w.h.events.push_back(other);
+    EXPECT_TRUE(one_violation(check_exactly_once(w.h),
+                              "task_finalized (ok) on " + transport + "#" +
+                                  std::to_string(incarnation) +
+                                  " for task 100 that no op submitted",
+                              100, 0));
+  }
+}
+
+// The same for task_submitted: another incarnation's task 100 is not op 1's.
+TEST(exactly_once, a_submit_elsewhere_is_another_task) {
+  auto w = clean_world();
+  auto other = *find_event(w, event_kind::task_submitted, 100);
+  other.incarnation = 1;
+  w.h.events.push_back(other);
+  EXPECT_TRUE(check_exactly_once(w.h).passed()) << all(check_exactly_once(w.h));
+  w.h.events.back().incarnation = 0;
+  EXPECT_TRUE(
+      one_violation(check_exactly_once(w.h), "task_submitted seen 2 times", 100, op1_request));
+}
+
 TEST(exactly_once, refused_submit_is_not_a_task) {
   auto w = clean_world();
   auto refused = w.op(1);
@@ -149,6 +180,24 @@ TEST(stale_rejection, never_registered) {
   EXPECT_TRUE(one_violation(check_stale_rejection(w.h),
                             "registration 0x9999 was never registered on server", 100,
                             op1_request));
+}
+
+// Registrations are per transport: the client's id 0x9999 is not the
+// server's.
+TEST(stale_rejection, id_of_another_transport) {
+  auto w = clean_world();
+  w.h.registrations.push_back(registration_record{.transport = "client",
+                                                  .region = "buf",
+                                                  .id = 0x9999,
+                                                  .registered_seq = 1,
+                                                  .fill_seed = 3,
+                                                  .size = region_size});
+  first_execution(w).registration_id = 0x9999;
+  EXPECT_TRUE(one_violation(check_stale_rejection(w.h),
+                            "registration 0x9999 was never registered on server", 100,
+                            op1_request));
+  w.h.registrations.back().transport = "server";
+  EXPECT_TRUE(check_stale_rejection(w.h).passed()) << all(check_stale_rejection(w.h));
 }
 
 TEST(stale_rejection, id_of_another_incarnation) {

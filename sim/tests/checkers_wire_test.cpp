@@ -44,6 +44,21 @@ TEST(no_replay, target_executed_a_request_id_twice) {
   EXPECT_EQ(r.violations[0].request_id, op1_request);
 }
 
+// A refusal is not an execution: refused, then run under the same id, the
+// request ran once.
+TEST(no_replay, a_refused_then_executed_request_ran_once) {
+  auto w = clean_world();
+  auto refused = find(w, event_kind::server_executed, op1_request);
+  refused.outcome = status::stale_registration;
+  refused.seq -= 1;
+  w.h.events.push_back(refused);
+  auto r = check_no_replay(w.h);
+  EXPECT_TRUE(r.passed()) << all(r);
+  w.h.events.back().outcome = status::ok;
+  EXPECT_TRUE(
+      mentions(check_no_replay(w.h), "server#0 executed WRITE request 0x1f00000000 2 times"));
+}
+
 TEST(no_replay, per_target_rule_holds_without_an_op) {
   auto w = clean_world();
   auto stray = find(w, event_kind::server_executed, op1_request);
@@ -119,6 +134,71 @@ TEST(no_replay, write_dispatched_again_after_a_rejection_is_fine) {
   EXPECT_TRUE(r.passed()) << all(r);
 }
 
+// The refusal that allows a second dispatch is the earlier request's: one
+// of the later request, by the target or on the tap, does not.
+TEST(no_replay, a_refusal_of_the_later_request_does_not_count) {
+  for (bool on_tap : {false, true}) {
+    auto w = clean_world();
+    auto again = find(w, event_kind::slice_dispatched, op1_request);
+    again.request_id = 0x1f000000ff;
+    again.seq = w.op(1).complete_seq - 1;
+    w.h.events.push_back(again);
+    if (on_tap) {
+      auto refusal = w.h.links[0].tap.back();
+      refusal.request_id = 0x1f000000ff;
+      refusal.status = 6;
+      w.h.links[0].tap.push_back(refusal);
+    } else {
+      auto refusal = find(w, event_kind::server_executed, op1_request);
+      refusal.request_id = 0x1f000000ff;
+      refusal.outcome = status::stale_registration;
+      refusal.seq = again.seq;
+      w.h.events.push_back(refusal);
+    }
+    EXPECT_TRUE(one_violation(check_no_replay(w.h),
+                              "WRITE dispatched 2 times: request 0x1f00000000 (seq", 100,
+                              op1_request));
+  }
+}
+
+// One WRITE op runs at most once over all its request ids, even when the
+// tap saw the first one refused (so sending it again was allowed).
+TEST(no_replay, one_op_executed_under_two_request_ids) {
+  auto w = clean_world();
+  auto again = find(w, event_kind::slice_dispatched, op1_request);
+  again.request_id = 0x1f000000ff;
+  again.seq = w.op(1).complete_seq - 2;
+  w.h.events.push_back(again);
+  for (auto& t : w.h.links[0].tap) {
+    if (t.request_id == op1_request && !t.request) t.status = 6;
+  }
+  EXPECT_TRUE(check_no_replay(w.h).passed()) << all(check_no_replay(w.h));
+  auto ran = find(w, event_kind::server_executed, op1_request);
+  ran.request_id = 0x1f000000ff;
+  ran.seq = w.op(1).complete_seq - 1;
+  w.h.events.push_back(ran);
+  EXPECT_TRUE(one_violation(check_no_replay(w.h),
+                            "WRITE executed 2 times by the target: request 0x1f00000000 on "
+                            "server#0 at seq",
+                            100, op1_request));
+  EXPECT_TRUE(mentions(check_no_replay(w.h), "request 0x1f000000ff on server#0 at seq"));
+}
+
+// Request ids are numbered per initiator: the same id from another
+// initiator's link is another request.
+TEST(no_replay, the_tap_rule_is_per_initiator) {
+  auto w = clean_world();
+  auto other = w.h.links[0];
+  other.name = "client2-server-r0";
+  other.initiator = "client2";
+  other.tap = {up_frame(w, 0, op1_request)};
+  w.h.links.push_back(other);
+  EXPECT_TRUE(check_no_replay(w.h).passed()) << all(check_no_replay(w.h));
+  w.h.links.back().initiator = "client";
+  EXPECT_TRUE(one_violation(check_no_replay(w.h), "WRITE sent twice: request 0x1f00000000", 100,
+                            op1_request));
+}
+
 TEST(no_replay, tap_saw_a_write_sent_twice_on_one_link) {
   auto w = clean_world();
   auto again = up_frame(w, 0, op1_request);
@@ -179,9 +259,36 @@ TEST(slice_coverage, an_ok_read_missing_a_planned_slice) {
   EXPECT_TRUE(check_slice_coverage(w.h).passed());
 }
 
+// A dispatch must match a planned slice in rail, offset and length, each
+// on its own (the READ failed, so only this rule is at stake).
+TEST(slice_coverage, a_dispatch_off_the_plan_in_one_field) {
+  auto w = clean_world();
+  w.op(3).outcome = status::timeout;
+  EXPECT_TRUE(check_slice_coverage(w.h).passed()) << all(check_slice_coverage(w.h));
+  auto& d = find(w, event_kind::slice_dispatched, 0x1f00000003);  // rail 1 [4096, 8192)
+  d.rail = 0;
+  EXPECT_TRUE(one_violation(check_slice_coverage(w.h),
+                            "dispatched request 0x1f00000003 on rail 0 for task bytes [4096, 8192)",
+                            102, 0x1f00000003));
+  d.rail = 1;
+  d.offset = 4000;
+  EXPECT_TRUE(one_violation(check_slice_coverage(w.h),
+                            "dispatched request 0x1f00000003 on rail 1 for task bytes [4000, 8096)",
+                            102, 0x1f00000003));
+  d.offset = 4096;
+  d.length = 4000;
+  EXPECT_TRUE(one_violation(check_slice_coverage(w.h),
+                            "dispatched request 0x1f00000003 on rail 1 for task bytes [4096, 8096)",
+                            102, 0x1f00000003));
+}
+
 TEST(slice_coverage, an_unsliced_read_goes_whole_on_whichever_rail_its_lane_has) {
   auto w = clean_world();
   find(w, event_kind::slice_dispatched, 0x1f00000004).rail = 1;  // rotation picked rail 1
+  w.h.links[1].tap.push_back(up_frame(w, 0, 0x1f00000004));      // and its relay
+  std::erase_if(w.h.links[0].tap, [](const relays::tap_record& t) {
+    return t.request_id == 0x1f00000004 && t.request;
+  });
   EXPECT_TRUE(check_slice_coverage(w.h).passed()) << all(check_slice_coverage(w.h));
   find(w, event_kind::slice_dispatched, 0x1f00000004).length = 500;  // but never a part of it
   auto r = check_slice_coverage(w.h);
@@ -208,6 +315,42 @@ TEST(slice_coverage, a_tapped_frame_off_the_plan) {
                             "tap of link client-server-r0 (rail 0) saw READ request 0x1f00000002 "
                             "for region bytes [512, 4608), which is not in the plan",
                             102, 0x1f00000002));
+}
+
+TEST(slice_coverage, a_tapped_frame_of_the_wrong_length) {
+  auto w = clean_world();
+  up_frame(w, 0, 0x1f00000002).length = 4000;
+  w.op(3).outcome = status::timeout;  // the frame rule alone
+  EXPECT_TRUE(one_violation(check_slice_coverage(w.h),
+                            "tap of link client-server-r0 (rail 0) saw READ request 0x1f00000002 "
+                            "for region bytes [0, 4000), which is not in the plan",
+                            102, 0x1f00000002));
+}
+
+// An unsliced READ may take any rail, but its frame travels on the rail its
+// dispatch named: seen on another, it is off the plan, and missing on its own.
+TEST(slice_coverage, an_unsliced_read_is_looked_for_on_its_own_rail) {
+  auto w = clean_world();
+  w.h.links[1].tap.push_back(up_frame(w, 0, 0x1f00000004));
+  std::erase_if(w.h.links[0].tap, [](const relays::tap_record& t) {
+    return t.request_id == 0x1f00000004 && t.request;
+  });
+  auto r = check_slice_coverage(w.h);
+  EXPECT_EQ(r.violations.size(), 2u) << all(r);
+  EXPECT_TRUE(mentions(r,
+                       "tap of link client-server-r1 (rail 1) saw READ request 0x1f00000004 for "
+                       "region bytes [100, 1100), which is not in the plan: rail 0 [100, 1100)"))
+      << all(r);
+  EXPECT_TRUE(mentions(r,
+                       "READ ended ok but the tapped link of rail 0 never saw its planned "
+                       "slice [100, 1100)"))
+      << all(r);
+  w.op(4).outcome = status::timeout;  // the frame rule alone
+  EXPECT_TRUE(
+      one_violation(check_slice_coverage(w.h), "saw READ request 0x1f00000004", 103, 0x1f00000004));
+  w.op(4).outcome = status::ok;
+  find(w, event_kind::slice_dispatched, 0x1f00000004).rail = 1;
+  EXPECT_TRUE(check_slice_coverage(w.h).passed()) << all(check_slice_coverage(w.h));
 }
 
 TEST(slice_coverage, a_frame_on_the_wrong_rail) {

@@ -1,12 +1,14 @@
 // Shrinking finds the one fault that matters: a scenario with 8 faults and
 // 3 events (plus the event that plants a bug in the core through a
 // test-only failpoint: it sends a WRITE again after its connection broke)
-// shrinks to the one fault that exposes the bug, and the result is a file
-// that loads and still fails the same checker.
+// shrinks to the one fault that exposes the bug, and the file it writes,
+// run by the program as a user would (its own seed), still fails the same
+// checker.
 #include <gtest/gtest.h>
 
 #include "faultlane/sim/runner.hpp"
 #include "faultlane/sim/shrink.hpp"
+#include "program_run.hpp"
 
 namespace faultlane::sim {
 namespace {
@@ -82,11 +84,17 @@ TEST(shrink, a_planted_replay_shrinks_to_the_one_fault_that_exposes_it) {
   EXPECT_EQ(out.minimal.events.front().action, event_action::arm);
   EXPECT_LE(out.minimal.streams.front().count, 12u);
 
-  // What it writes is a scenario that loads as is and fails the same way.
-  auto reloaded = parse_scenario(to_yaml(out.minimal), "planted.min.yaml");
+  // What it writes (faultlane-sim run --shrink writes to_yaml(minimal) as
+  // NAME.min.yaml) replays as written: its own seed, run by the program
+  // with no --seed, fails the same checker.
+  auto path = test::write_temp("planted.min.yaml", to_yaml(out.minimal));
+  auto reloaded = load_scenario(path);
   ASSERT_TRUE(reloaded.ok()) << reloaded.error().message;
-  auto again = run_scenario(reloaded.value(), o);
-  EXPECT_EQ(first_failing_checker(again), "no_replay") << failure_text(again);
+  EXPECT_EQ(reloaded.value().seed, 3u);
+  auto replay = test::run_program({"run", path});
+  EXPECT_EQ(replay.code, 1) << replay.text;
+  EXPECT_NE(replay.text.find("FAILED planted.min seed 3\n"), std::string::npos) << replay.text;
+  EXPECT_NE(replay.text.find(": FAIL no_replay\n"), std::string::npos) << replay.text;
 }
 
 TEST(shrink, the_same_failure_means_the_same_evidence_numbers_aside) {
