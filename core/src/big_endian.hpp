@@ -4,7 +4,7 @@
 // On a little-endian host a field of 2, 4 or 8 bytes is one load or store
 // and one byte swap; byte by byte it took a shift and an or per byte, and
 // the frame headers of a 4 KiB exchange are decoded and encoded four times
-// (docs/benchmarks.md, "Latest: the instructions of an exchange").
+// (docs/benchmarks.md, "The hot path in numbers").
 #pragma once
 
 #include <bit>

@@ -9,8 +9,8 @@
 // One call writes at most limits::io_chunk_bytes_max (512 KiB), as each
 // later step does. Writing everything the socket buffer took (4 MiB and
 // more on loopback) left 64 MiB transfers at 0.70-0.80x raw TCP; in 512 KiB
-// steps they measure 1.02-1.18x (docs/benchmarks.md, "Latest: socket steps
-// of 512 KiB"): the bytes are still in the caches when the peer copies them.
+// steps they measure 1.02-1.18x (docs/benchmarks.md, "The hot path in
+// numbers"): the bytes are still in the caches when the peer copies them.
 #pragma once
 
 #include <asio/buffer.hpp>
@@ -36,8 +36,7 @@ using send_buffers = std::array<asio::const_buffer, 2>;
 // sendmsg takes. Only the entries used are written: a gather list is
 // usually two buffers. Filling all 64, and Asio copying them into 64
 // iovecs of its own, made a send cost 555 instructions where it now
-// costs 131 (docs/benchmarks.md, "Latest: the instructions of an
-// exchange").
+// costs 131 (docs/benchmarks.md, "The hot path in numbers").
 class buffers_prefix {
  public:
   static constexpr std::size_t buffers_max = 64;

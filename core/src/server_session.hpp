@@ -72,14 +72,14 @@ class server_session : public std::enable_shared_from_this<server_session> {
   // follows it (one request at a time), that receive can leave the socket
   // empty, and the session reads the next request without a probe. At
   // 4 KiB the read cut such a WRITE, and a second receive took the rest
-  // (docs/benchmarks.md, "Latest: a small WRITE in one receive").
+  // (docs/benchmarks.md, "The hot path in numbers").
   static constexpr std::size_t staging_bytes = limits::request_read_ahead_bytes;
   static_assert(staging_bytes >= (8u << 10) + wire::request_frame_bytes);
   // Of it, what a scatter read of a WRITE body's rest takes of the requests
   // behind it. More would copy more of the next WRITE's body out of the
   // staging buffer when large WRITEs come back to back: with the whole
   // read-ahead there, 64 KiB WRITEs in batches of 32 cost 13% more CPU
-  // per op (mean of six alternations, docs/benchmarks.md).
+  // per op (mean of six alternations; bench/results/history.csv).
   static constexpr std::size_t staged_behind_body_bytes = 4u << 10;
   static_assert(staged_behind_body_bytes <= staging_bytes);
   // Answers held for one gather write (a header and a READ's payload
