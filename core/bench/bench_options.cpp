@@ -64,6 +64,13 @@ constexpr std::uint64_t region_bytes_max = 8ull << 30;
 constexpr std::uint64_t batch_bytes_default = 64ull << 20;
 constexpr std::size_t batch_default = 32;
 
+std::string batch_help() {
+  return fmt::format(
+      "operations submitted together (default {}, or as many blocks as fit in {} MiB when "
+      "fewer do)",
+      batch_default, batch_bytes_default >> 20);
+}
+
 std::size_t default_batch(std::uint64_t block_bytes) {
   return static_cast<std::size_t>(
       std::clamp<std::uint64_t>(batch_bytes_default / block_bytes, 1, batch_default));
@@ -229,10 +236,7 @@ void define(CLI::App& app, options& o) {
       ->check(CLI::IsMember({"read", "write", "mix"}));
   auto* block = count(app, "--block-size", o.block_bytes, 1, limits::transfer_bytes_default,
                       "bytes per operation, with K, M or G (default 64K)");
-  count(app, "--batch", o.batch, 1, batch_max,
-        fmt::format("operations submitted together (default {}, or as many blocks as fit in "
-                    "{} MiB when fewer do)",
-                    batch_default, batch_bytes_default >> 20));
+  count(app, "--batch", o.batch, 1, batch_max, batch_help());
   count(app, "--threads", o.threads, 1, threads_max, "submitting threads (default 1)");
   auto* workers = count(app, "--workers", o.workers, limits::worker_count_min,
                         limits::worker_count_max, "faultlane io threads (default 1)");
@@ -248,7 +252,8 @@ void define(CLI::App& app, options& o) {
         "io threads poll N us before blocking (default 0)");
   count(app, "--progress-timeout-ms", o.progress_timeout_ms, 1, limits::timeout_ms_max,
         "a started request that moves no byte for this long fails (default: the core's)");
-  seconds(app, "--duration", o.duration_s, "seconds measured for each side, over all rounds (default 5)");
+  seconds(app, "--duration", o.duration_s,
+          "seconds measured for each side, over all rounds (default 5)");
   app.add_option_function<std::string>(
          "--warmup",
          [&o](const std::string& text) {

@@ -134,6 +134,25 @@ struct saturation {
   std::uint64_t failures = 0;
 };
 
+// A register_buffer and its unregister_buffer, in microseconds; false in
+// `ok` if either failed.
+double time_register(transport& t, std::vector<std::byte>& spare, bool& ok) {
+  const auto start = clock_type::now();
+  auto added = t.register_buffer(spare.data(), spare.size(), permission::remote_read, "spare");
+  ok = added.ok() && t.unregister_buffer(added.value()).ok();
+  return micros(clock_type::now() - start);
+}
+
+// `keys` 64-byte registrations named key/00000000 on.
+void register_keys(transport& t, std::vector<std::byte>& memory, std::uint64_t keys) {
+  for (std::uint64_t k = 0; k < keys; ++k) {
+    (void)t
+        .register_buffer(memory.data() + k * 64, 64, permission::remote_read,
+                         fmt::format("key/{:08}", k))
+        .value();
+  }
+}
+
 // One run against a transport with `keys` registrations.
 saturation saturate(const options& o, std::uint64_t keys, bool pooled) {
   transport_config c;
@@ -142,12 +161,7 @@ saturation saturate(const options& o, std::uint64_t keys, bool pooled) {
   c.rpc_inline = !pooled;
   auto t = transport::start(c).value();
   std::vector<std::byte> memory(keys * 64);
-  for (std::uint64_t k = 0; k < keys; ++k) {
-    (void)t
-        ->register_buffer(memory.data() + k * 64, 64, permission::remote_read,
-                          fmt::format("key/{:08}", k))
-        .value();
-  }
+  register_keys(*t, memory, keys);
   const auto at = t->control_endpoint().value();
   rpc::client_options co;
   co.server = at;
@@ -195,10 +209,9 @@ saturation saturate(const options& o, std::uint64_t keys, bool pooled) {
     const auto start = clock_type::now();
     if (!pinger->ping()) ++failures;
     out.ping_us.push_back(micros(clock_type::now() - start));
-    const auto registering = clock_type::now();
-    auto added = t->register_buffer(spare.data(), spare.size(), permission::remote_read, "spare");
-    if (!added.ok() || !t->unregister_buffer(added.value()).ok()) ++failures;
-    out.register_us.push_back(micros(clock_type::now() - registering));
+    bool registered = false;
+    out.register_us.push_back(time_register(*t, spare, registered));
+    if (!registered) ++failures;
   }
   stop = true;
   for (auto& th : threads) th.join();
