@@ -144,6 +144,12 @@ class window {
     seen_first = true;
     warm_.fetch_add(1, std::memory_order_relaxed);
   }
+  // The same, for a driver whose ops complete on several threads.
+  void completed(std::atomic<bool>& seen_first) noexcept {
+    if (!seen_first.exchange(true, std::memory_order_relaxed)) {
+      warm_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
 
  private:
   friend double run_phases(const options& o, window& w, std::size_t drivers, measurement& m);

@@ -88,7 +88,7 @@ void submit_loop(transport& t, segment_id seg, registration_id id, const options
   std::vector<char> in_window(o.batch);  // not vector<bool>: io threads set neighbours
   std::vector<transfer_request> requests(o.batch);
   std::vector<bool> wrote(o.batch);
-  bool seen_first = false;
+  std::atomic<bool> seen_first{false};
   std::uint64_t n = 0;
   while (!w.stopping()) {
     for (std::size_t k = 0; k < o.batch; ++k) {
@@ -103,9 +103,12 @@ void submit_loop(transport& t, segment_id seg, registration_id id, const options
                      slot_offset(o, thread, k)};
     }
     auto start = clock_type::now();
-    auto batch = t.submit(requests, [&](std::size_t i, status, std::uint64_t) {
+    auto batch = t.submit(requests, [&](std::size_t i, status code, std::uint64_t) {
       done_at[i] = clock_type::now();
       in_window[i] = w.measuring();
+      // As it completes, not after the batch and its verification: the
+      // window may start while the rest of the batch still runs.
+      if (code == status::ok) w.completed(seen_first);
     });
     if (!batch.ok()) die(fmt::format("submit: {}", batch.error().message));
     if (!batch.value()->wait(std::chrono::minutes(2))) die("a batch did not complete in 2 minutes");
@@ -120,7 +123,6 @@ void submit_loop(transport& t, segment_id seg, registration_id id, const options
         s.m.mismatches +=
             std::memcmp(s.scratch.data(), s.local.data() + k * o.block_bytes, o.block_bytes) != 0;
       }
-      w.completed(seen_first);
       if (in_window[k] != 0) {
         s.m.latency_us.push_back(
             std::chrono::duration<double, std::micro>(done_at[k] - start).count());
