@@ -1,5 +1,5 @@
 // Failpoints: named places in the core where tests and scenarios inject
-// failures (DESIGN 2.10).
+// failures (docs/architecture.md lists them).
 //
 //   if (auto injected = FAULTLANE_FAILPOINT("server.before_write_ack")) {
 //     return reject(*injected);
