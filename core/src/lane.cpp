@@ -1,6 +1,7 @@
 // lane: one TCP connection to a peer and its FIFO of frame exchanges; see
-// client.hpp and docs/architecture.md (deadlines, ambiguous WRITEs).
-#include "client.hpp"
+// lane.hpp and docs/architecture.md (deadlines, ambiguous WRITEs).
+#include "lane.hpp"
+#include "peer_group.hpp"
 
 #include <asio/post.hpp>
 #include <asio/read.hpp>

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <span>
 
-#include "client.hpp"
+#include "lane.hpp"
 #include "faultlane/core/failpoint.hpp"
 
 namespace faultlane::detail {

@@ -4,7 +4,7 @@
 // them). complete_head() ends an exchange that got its answer;
 // break_connection() ends every exchange in flight when the connection
 // cannot be trusted, and decides which WRITEs are ambiguous. See
-// client.hpp, docs/architecture.md ("Pipelined lanes") and
+// lane.hpp, docs/architecture.md ("Pipelined lanes") and
 // docs/protocol.md.
 #include <asio/post.hpp>
 #include <asio/read.hpp>
@@ -13,7 +13,8 @@
 #include <algorithm>
 #include <array>
 
-#include "client.hpp"
+#include "lane.hpp"
+#include "peer_group.hpp"
 #include "faultlane/core/failpoint.hpp"
 #include "send_now.hpp"
 #include "tsan_order.hpp"

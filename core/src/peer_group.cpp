@@ -1,12 +1,13 @@
 // peer_group: the lanes to one peer incarnation, the per-peer rotation over
 // them, the connect gate, and the stale-registration refresh; see
-// client.hpp.
+// peer_group.hpp.
 #include <asio/bind_allocator.hpp>
 #include <asio/post.hpp>
 
 #include <algorithm>
 
-#include "client.hpp"
+#include "lane_handoff.hpp"
+#include "peer_group.hpp"
 
 namespace faultlane::detail {
 

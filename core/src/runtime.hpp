@@ -2,7 +2,7 @@
 // pool, registry, admission, counters and run state, and the one handler
 // guard every handler runs behind. Tasks and their frame exchanges are in
 // task.hpp; the target side in server.hpp, the initiator side in
-// client.hpp, the front in transport_impl.hpp.
+// lane.hpp and peer_group.hpp, the front in transport_impl.hpp.
 #pragma once
 
 #include <atomic>

@@ -11,7 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "client.hpp"
+#include "lane_handoff.hpp"
+#include "peer_group.hpp"
 #include "faultlane/core/rpc_server.hpp"
 #include "faultlane/core/transport.hpp"
 #include "server.hpp"
