@@ -1,18 +1,15 @@
 // The target's listeners: one per rail (or one on bind_address), accepts
-// spread round-robin over the shards, the connection limit at accept, and
-// the bounded backoff after an accept error. Sessions are server.cpp's.
+// spread round-robin over the shards and the connection limit at accept.
+// The accepting itself, with its backoff after an error, is accept_loop's;
+// sessions are server.cpp's.
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include "faultlane/core/failpoint.hpp"
-#include "faultlane/core/limits.hpp"
 #include "server.hpp"
 
 namespace faultlane::detail {
 
 using asio::ip::tcp;
-using namespace std::chrono;
 
 // Opens one listener on `address`:`port` on shard 0.
 result<std::uint16_t> server::open_listener(const std::string& address, std::uint16_t port) {
@@ -23,18 +20,13 @@ result<std::uint16_t> server::open_listener(const std::string& address, std::uin
                  fmt::format("listen address {}: {}", address, ec.message())};
   listener l;
   l.shard = 0;
-  l.acceptor = std::make_unique<tcp::acceptor>(rt_.pool->context(l.shard));
-  tcp::endpoint ep(ip, port);
-  l.acceptor->open(ep.protocol(), ec);
-  if (!ec) l.acceptor->set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec) l.acceptor->bind(ep, ec);
-  if (!ec) l.acceptor->listen(asio::socket_base::max_listen_connections, ec);
-  if (!ec) l.acceptor->non_blocking(true, ec);  // accept_after_backoff never waits
+  l.loop = std::make_unique<accept_loop>(rt_.pool->context(l.shard), listener_hooks());
+  ec = l.loop->listen(tcp::endpoint(ip, port));
   if (ec) {
     return error{status::connection_failed,
                  fmt::format("listen on {}:{}: {}", address, port, ec.message())};
   }
-  auto bound = l.acceptor->local_endpoint().port();
+  auto bound = l.loop->port();
   FL_ASSERT(port == 0 || bound == port);
   listeners_.push_back(std::move(l));
   return bound;
@@ -60,35 +52,36 @@ result<void> server::listen() {
   }
   FL_ASSERT(endpoints_.size() == listeners_.size());  // one published endpoint per listener
   for (auto& each : listeners_) {
-    post_guarded(rt_, each.shard, [this, &each] { accept_next(each); });
+    post_guarded(rt_, each.shard, [&each] { each.loop->start(); });
   }
   return {};
 }
 
-void server::accept_next(listener& l) {
-  FL_ASSERT(l.acceptor);
-  auto shard = rt_.pool->next_shard();
-  l.acceptor->async_accept(rt_.pool->context(shard),
-                           [this, &l, shard](std::error_code ec, tcp::socket socket) {
-                             run_guarded(
-                                 rt_, [&] { on_accept(l, shard, ec, std::move(socket)); },
-                                 [&] {
-                                   if (l.acceptor->is_open()) accept_next(l);
-                                 });
-                           });
+// Each hook's body runs guarded: a throw marks the runtime failed, and the
+// loop goes on (after an error, once it has waited).
+accept_hooks server::listener_hooks() {
+  return {
+      .place =
+          [this] {
+            auto shard = rt_.pool->next_shard();
+            return accept_destination{rt_.pool->context(shard), shard};
+          },
+      .failed =
+          [this](const std::error_code&) {
+            run_guarded(rt_, [&] {
+              (void)FAULTLANE_FAILPOINT("server.on_accept");
+              bump(rt_.stats.accept_errors);
+            });
+          },
+      .accepted =
+          [this](tcp::socket socket, std::size_t shard) {
+            run_guarded(rt_, [&] { on_accept(shard, std::move(socket)); });
+          },
+  };
 }
 
-void server::on_accept(listener& l, std::size_t shard, const std::error_code& ec,
-                       tcp::socket socket) {
-  if (ec == asio::error::operation_aborted || !l.acceptor->is_open()) return;
+void server::on_accept(std::size_t shard, tcp::socket socket) {
   (void)FAULTLANE_FAILPOINT("server.on_accept");
-  if (ec) {
-    // A transient error (out of descriptors or buffers): retrying at once
-    // would spin, so wait, longer each time, and go on when it clears.
-    bump(rt_.stats.accept_errors);
-    return back_off(l);
-  }
-  l.backoff_ms = 0;
   auto live = rt_.stats.sessions_live.fetch_add(1, std::memory_order_acq_rel);
   if (live >= rt_.config.max_connections || !rt_.accepting_work()) {
     // Over the connection limit: refuse this one at once; the peer sees
@@ -101,41 +94,13 @@ void server::on_accept(listener& l, std::size_t shard, const std::error_code& ec
     bump(rt_.stats.sessions_accepted);
     start_session(shard, std::move(socket));
   }
-  accept_next(l);
-}
-
-void server::back_off(listener& l) {
-  FL_ASSERT(l.acceptor->is_open());
-  l.backoff_ms =
-      std::clamp(l.backoff_ms * 2, limits::accept_backoff_ms_min, limits::accept_backoff_ms_max);
-  if (!l.backoff) l.backoff = std::make_unique<asio::steady_timer>(rt_.pool->context(l.shard));
-  l.backoff->expires_after(milliseconds(l.backoff_ms));
-  l.backoff->async_wait([this, &l](std::error_code ec) {
-    if (ec || !l.acceptor->is_open()) return;
-    run_guarded(rt_, [&] { accept_after_backoff(l); });
-  });
-}
-
-// The connection that failed to be accepted is still queued, and an
-// edge-triggered reactor will not report the listener readable again
-// until another one arrives: try once without waiting first.
-void server::accept_after_backoff(listener& l) {
-  FL_ASSERT(l.acceptor->non_blocking());
-  auto shard = rt_.pool->next_shard();
-  tcp::socket socket(rt_.pool->context(shard));
-  std::error_code ec;
-  l.acceptor->accept(socket, ec);
-  if (ec == asio::error::would_block || ec == asio::error::try_again) return accept_next(l);
-  on_accept(l, shard, ec, std::move(socket));
 }
 
 void server::stop_accepting(std::size_t shard) {
   for (auto& l : listeners_) {
     if (l.shard != shard) continue;
-    std::error_code ignored;
-    l.acceptor->close(ignored);
-    if (l.backoff) l.backoff->cancel();
-    FL_ASSERT(!l.acceptor->is_open());
+    l.loop->close();
+    FL_ASSERT(!l.loop->is_open());
   }
 }
 

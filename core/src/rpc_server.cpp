@@ -14,7 +14,6 @@
 #include <asio/ip/tcp.hpp>
 #include <asio/post.hpp>
 #include <asio/read.hpp>
-#include <asio/steady_timer.hpp>
 #include <asio/write.hpp>
 #include <condition_variable>
 #include <deque>
@@ -24,8 +23,8 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "faultlane/core/accept_loop.hpp"
 #include "faultlane/core/failpoint.hpp"
-#include "faultlane/core/limits.hpp"
 #include "rpc_worker_pool.hpp"
 
 namespace faultlane::rpc {
@@ -62,13 +61,13 @@ class session;
 class server::impl : public std::enable_shared_from_this<server::impl> {
  public:
   impl(io_pool& p, const server_options& o)
-      : pool(p), options(o), acceptor(p.context(0)), backoff(p.context(0)) {
+      : pool(p), options(o), listener(p.context(0), listener_hooks()) {
     if (o.workers > 0) workers = std::make_unique<rpc_worker_pool>(o.workers, o.queue_max);
   }
 
   result<void> listen();
-  void accept_next();
-  void on_accept(const std::error_code& ec, tcp::socket socket, std::size_t shard);
+  accept_hooks listener_hooks();
+  void on_accept(tcp::socket socket, std::size_t shard);
   const method_entry* find(std::string_view name) const;
   void session_closed(std::uint64_t id);
   bool close_sessions(bool gracefully, clock_type::time_point deadline);
@@ -82,10 +81,7 @@ class server::impl : public std::enable_shared_from_this<server::impl> {
   mutable std::shared_mutex methods_mutex;
   std::map<std::string, std::unique_ptr<method_entry>, std::less<>> methods;
 
-  // Shard 0 only.
-  tcp::acceptor acceptor;
-  asio::steady_timer backoff;
-  std::uint32_t backoff_ms = 0;
+  accept_loop listener;  // on shard 0
 
   std::mutex sessions_mutex;
   std::condition_variable sessions_gone;
@@ -301,48 +297,37 @@ result<void> server::impl::listen() {
     return error{status::invalid_argument,
                  fmt::format("rpc listen address {:?}: {}", options.bind_address, ec.message())};
   }
-  tcp::endpoint ep(ip, options.port);
-  acceptor.open(ep.protocol(), ec);
-  if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec) acceptor.bind(ep, ec);
-  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  ec = listener.listen(tcp::endpoint(ip, options.port));
   if (ec) {
     return error{
         status::connection_failed,
         fmt::format("rpc listen on {}:{}: {}", options.bind_address, options.port, ec.message())};
   }
-  asio::post(pool.context(0), [self = shared_from_this()] { self->accept_next(); });
+  asio::post(pool.context(0), [self = shared_from_this()] { self->listener.start(self); });
   return {};
 }
 
-void server::impl::accept_next() {
-  if (!acceptor.is_open()) return;
-  const auto shard = pool.next_shard();
-  acceptor.async_accept(pool.context(shard),
-                        [self = shared_from_this(), shard](std::error_code ec, tcp::socket s) {
-                          self->on_accept(ec, std::move(s), shard);
-                        });
+// Out of descriptors or buffers: the loop waits, longer each time, then
+// goes on. Every pending accept handler holds this impl (start(self)).
+accept_hooks server::impl::listener_hooks() {
+  return {
+      .place =
+          [this] {
+            const auto shard = pool.next_shard();
+            return accept_destination{pool.context(shard), shard};
+          },
+      .failed = [](const std::error_code&) {},
+      .accepted = [this](tcp::socket s, std::size_t shard) { on_accept(std::move(s), shard); },
+  };
 }
 
-void server::impl::on_accept(const std::error_code& ec, tcp::socket socket, std::size_t shard) {
-  if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
-  if (ec) {
-    // Out of descriptors or buffers: wait, longer each time, then go on.
-    backoff_ms =
-        std::clamp(backoff_ms * 2, limits::accept_backoff_ms_min, limits::accept_backoff_ms_max);
-    backoff.expires_after(std::chrono::milliseconds(backoff_ms));
-    backoff.async_wait([self = shared_from_this()](std::error_code e) {
-      if (!e) self->accept_next();
-    });
-    return;
-  }
-  backoff_ms = 0;
+void server::impl::on_accept(tcp::socket socket, std::size_t shard) {
   std::unique_lock lock(sessions_mutex);
   if (sessions.size() >= options.connections_max || stopped.load(std::memory_order_acquire)) {
     lock.unlock();
     std::error_code ignored;
     socket.close(ignored);  // over the bound, or stopping: closed before any byte
-    return accept_next();
+    return;
   }
   const auto id = next_session++;
   auto s = std::make_shared<session>(shared_from_this(), std::move(socket), shard, id);
@@ -350,7 +335,6 @@ void server::impl::on_accept(const std::error_code& ec, tcp::socket socket, std:
   lock.unlock();
   metrics.accepted();
   asio::post(pool.context(shard), [s] { s->start(); });
-  accept_next();
 }
 
 const method_entry* server::impl::find(std::string_view name) const {
@@ -421,7 +405,7 @@ void server::add(std::string name, placement where, handler h) {
 
 endpoint server::local_endpoint() const {
   std::error_code ec;
-  auto ep = impl_->acceptor.local_endpoint(ec);
+  auto ep = impl_->listener.local_endpoint(ec);
   return {impl_->options.bind_address, ec ? std::uint16_t{0} : ep.port()};
 }
 
@@ -442,9 +426,7 @@ result<void> server::stop(clock_type::time_point deadline) {
   auto closed = std::make_shared<std::promise<void>>();
   auto acceptor_closed = closed->get_future();
   asio::post(impl_->pool.context(0), [i = impl_, closed] {
-    std::error_code ignored;
-    i->acceptor.close(ignored);
-    i->backoff.cancel();
+    i->listener.close();
     closed->set_value();
   });
   std::vector<std::string> late;

@@ -10,12 +10,12 @@
 #pragma once
 
 #include <asio/ip/tcp.hpp>
-#include <asio/steady_timer.hpp>
 
 #include <memory>
 #include <unordered_map>
 #include <vector>
 
+#include "faultlane/core/accept_loop.hpp"
 #include "runtime.hpp"
 
 namespace faultlane::detail {
@@ -42,20 +42,13 @@ class server {
 
  private:
   struct listener {
-    std::unique_ptr<asio::ip::tcp::acceptor> acceptor;
-    // Waits out a transient accept error (EMFILE, ENFILE, ENOBUFS) before
-    // the next accept, doubling up to accept_backoff_ms_max.
-    std::unique_ptr<asio::steady_timer> backoff;
-    std::uint32_t backoff_ms = 0;
+    std::unique_ptr<accept_loop> loop;
     std::size_t shard = 0;
   };
   result<std::uint16_t> open_listener(const std::string& address, std::uint16_t port);
-  void accept_next(listener& l);
-  void on_accept(listener& l, std::size_t shard, const std::error_code& ec,
-                 asio::ip::tcp::socket socket);
-  void back_off(listener& l);
+  accept_hooks listener_hooks();
+  void on_accept(std::size_t shard, asio::ip::tcp::socket socket);
   void start_session(std::size_t shard, asio::ip::tcp::socket socket);
-  void accept_after_backoff(listener& l);
 
   runtime& rt_;
   std::vector<listener> listeners_;

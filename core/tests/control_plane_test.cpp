@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/rpc_client.hpp"
 #include "faultlane/core/rpc_server.hpp"
 #include "faultlane/testing/read_within.hpp"
@@ -436,6 +437,27 @@ TEST(rpc_client, a_refused_connect_is_retried_after_the_cooldown_until_the_bound
   EXPECT_GE(n, 2u);
   EXPECT_LE(n, 8u);  // 300 ms / 50 ms cooldown, and not a spin
 }
+
+#if defined(FAULTLANE_FAILPOINTS_ENABLED)
+// The server's listener (the core's accept_loop) backs off after failed
+// accepts and then accepts again: a connection that waited through the
+// failures and one made after them are both answered.
+TEST(rpc_server, failed_accepts_back_off_and_accepting_resumes) {
+  auto s = serve(1, {});
+  failpoint::scoped failing("accept_loop.before_accept",
+                            {.act = failpoint::action::return_error,
+                             .count = 3,
+                             .only_key = s.srv->local_endpoint().port});
+  auto first = client::create(to(s)).value();
+  ASSERT_TRUE(first->ping().ok());
+  ASSERT_TRUE(faultlane::testing::eventually(
+      [] { return failpoint::fired("accept_loop.before_accept") == 3; }));
+  auto second = client::create(to(s)).value();
+  ASSERT_TRUE(second->ping().ok());
+  EXPECT_EQ(s.srv->metrics().connections_accepted, 2u);
+  EXPECT_EQ(first->counters().connect_failures + second->counters().connect_failures, 0u);
+}
+#endif
 
 }  // namespace
 }  // namespace faultlane::rpc

@@ -12,6 +12,7 @@
 #include <future>
 
 #include "connection.hpp"
+#include "faultlane/core/accept_loop.hpp"
 #include "faultlane/core/assert.hpp"
 #include "faultlane/core/hash.hpp"
 #include "faultlane/relays/limits.hpp"
@@ -88,13 +89,13 @@ void consume_sigpipe() {
 class relay::impl {
  public:
   explicit impl(relay_config c)
-      : state(std::make_shared<detail::relay_state>(std::move(c))), accept_retry(state->context) {
+      : state(std::make_shared<detail::relay_state>(std::move(c))),
+        listener(state->context, listener_hooks()) {
     state->upstream = state->config.upstream;
   }
 
-  void accept_next();
-  void on_accept(const std::error_code& ec, tcp::socket socket);
-  void accept_later();
+  accept_hooks listener_hooks();
+  void on_accept(tcp::socket socket);
   bool refused(tcp::socket& socket, std::uint64_t index);
   void broadcast_recheck();
   // The fault with this id in the chain, or its end (faults_mutex held).
@@ -104,9 +105,7 @@ class relay::impl {
   }
 
   std::shared_ptr<detail::relay_state> state;
-  std::unique_ptr<tcp::acceptor> acceptor;
-  asio::steady_timer accept_retry;  // io thread only
-  std::uint32_t accept_backoff_ms = accept_backoff_ms_min;
+  accept_loop listener;  // io thread only, once the thread runs
   address bound;
   std::thread thread;
   std::vector<std::weak_ptr<detail::connection>> connections;  // io thread only
@@ -178,19 +177,13 @@ result<std::unique_ptr<relay>> relay::start(relay_config config) {
     return error{status::invalid_argument,
                  fmt::format("cannot write tap file {}", s.config.tap_path)};
   }
-  std::error_code ec;
   tcp::endpoint ep(asio::ip::make_address(s.config.listen.address), s.config.listen.port);
-  i->acceptor = std::make_unique<tcp::acceptor>(s.context);
-  i->acceptor->open(ep.protocol(), ec);
-  if (!ec) i->acceptor->set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec) i->acceptor->bind(ep, ec);
-  if (!ec) i->acceptor->listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) {
+  if (auto ec = i->listener.listen(ep)) {
     return error{status::connection_failed,
                  fmt::format("listen on {}: {}", s.config.listen.str(), ec.message())};
   }
-  i->bound = {s.config.listen.address, i->acceptor->local_endpoint().port()};
-  i->accept_next();
+  i->bound = {s.config.listen.address, i->listener.port()};
+  i->listener.start();
   auto* raw = i.get();
   i->thread = std::thread([raw] {
     detail::block_sigpipe();
@@ -204,10 +197,18 @@ relay::relay(std::unique_ptr<impl> i) : impl_(std::move(i)) {}
 
 relay::~relay() { stop(); }
 
-void relay::impl::accept_next() {
-  acceptor->async_accept(state->context, [this](std::error_code ec, tcp::socket socket) {
-    on_accept(ec, std::move(socket));
-  });
+// An accept that failed (EMFILE, ENFILE, ENOBUFS, ENOMEM, or anything
+// else) is counted; the loop waits in the backlog's stead, so a shortage
+// of descriptors costs a few wake-ups, not a spinning io thread.
+accept_hooks relay::impl::listener_hooks() {
+  return {
+      .place = [this] { return accept_destination{state->context}; },
+      .failed =
+          [this](const std::error_code&) {
+            state->accept_errors.fetch_add(1, std::memory_order_relaxed);
+          },
+      .accepted = [this](tcp::socket socket, std::size_t) { on_accept(std::move(socket)); },
+  };
 }
 
 // A refuse fault that applies to this connection resets it at once.
@@ -237,10 +238,7 @@ bool relay::impl::refused(tcp::socket& socket, std::uint64_t index) {
   return false;
 }
 
-void relay::impl::on_accept(const std::error_code& ec, tcp::socket socket) {
-  if (ec == asio::error::operation_aborted || !acceptor->is_open()) return;
-  if (ec) return accept_later();
-  accept_backoff_ms = accept_backoff_ms_min;
+void relay::impl::on_accept(tcp::socket socket) {
   auto index = state->accepted.fetch_add(1, std::memory_order_relaxed);
   if (!refused(socket, index)) {
     auto c = std::make_shared<detail::connection>(state, std::move(socket), index);
@@ -248,22 +246,6 @@ void relay::impl::on_accept(const std::error_code& ec, tcp::socket socket) {
     c->start();
   }
   std::erase_if(connections, [](const auto& w) { return w.expired(); });
-  accept_next();
-}
-
-// An accept failed (EMFILE, ENFILE, ENOBUFS, ENOMEM, or anything else): the
-// connection waits in the backlog while the listener backs off, so a
-// shortage of descriptors costs a few wake-ups, not a spinning io thread.
-void relay::impl::accept_later() {
-  FL_ASSERT(accept_backoff_ms >= accept_backoff_ms_min);
-  FL_ASSERT(accept_backoff_ms <= accept_backoff_ms_max);
-  state->accept_errors.fetch_add(1, std::memory_order_relaxed);
-  accept_retry.expires_after(std::chrono::milliseconds(accept_backoff_ms));
-  accept_backoff_ms = std::min(accept_backoff_ms * 2, accept_backoff_ms_max);
-  accept_retry.async_wait([this](std::error_code ec) {
-    if (ec || !acceptor->is_open()) return;  // stopped
-    accept_next();
-  });
 }
 
 void relay::impl::broadcast_recheck() {
@@ -407,9 +389,7 @@ void relay::stop() {
   if (impl_->stopped) return;
   impl_->stopped = true;
   asio::post(impl_->state->context, [i = impl_.get()] {
-    std::error_code ignored;
-    i->acceptor->close(ignored);
-    i->accept_retry.cancel();
+    i->listener.close();
     for (auto& weak : i->connections) {
       if (auto c = weak.lock()) c->abort(false, "the relay stopped");
     }

@@ -4,7 +4,8 @@
 //
 // RLIMIT_NOFILE is per process, so the relay, its upstream and its clients
 // run in a forked child. The child measures and reports on a pipe, one
-// `key value` line each; the test process asserts on the report.
+// `key value` line each; the test process asserts on the report. A second
+// test fails accepts with a failpoint instead, in-process.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -17,7 +18,8 @@
 
 #include <sstream>
 
-#include "faultlane/relays/limits.hpp"
+#include "faultlane/core/failpoint.hpp"
+#include "faultlane/core/limits.hpp"
 #include "relay_fixture.hpp"
 
 namespace faultlane::relays {
@@ -33,9 +35,9 @@ constexpr std::uint64_t errors_timed = 8;
 
 // The wait after the n-th failure in a row (n from 1).
 std::uint64_t backoff_ms_after(std::uint64_t n) {
-  std::uint64_t ms = accept_backoff_ms_min;
-  for (std::uint64_t i = 1; i < n && ms < accept_backoff_ms_max; ++i) ms *= 2;
-  return std::min<std::uint64_t>(ms, accept_backoff_ms_max);
+  std::uint64_t ms = limits::accept_backoff_ms_min;
+  for (std::uint64_t i = 1; i < n && ms < limits::accept_backoff_ms_max; ++i) ms *= 2;
+  return std::min<std::uint64_t>(ms, limits::accept_backoff_ms_max);
 }
 
 // The most failures that fit in `window_ms` from the first.
@@ -212,11 +214,33 @@ TEST(relay_accept, backs_off_while_descriptors_run_out_counts_each_failure_and_r
   expect_counters(counters, {{"accept.errors", errors}}, 1 + clients_waiting + 1);
 }
 
+#if defined(FAULTLANE_FAILPOINTS_ENABLED)
+// The same recovery where the sanitizers run too: the failpoint fails the
+// relay's accepts as EMFILE does (the core's accept_loop; keyed by the
+// listening port). Each failure is counted, and a connection that waited
+// through them and one made after them are both relayed.
+TEST(relay_accept, failed_accepts_are_counted_and_accepting_resumes) {
+  plain_peer echo(plain_peer::mode::echo);
+  auto r = start_relay(config_to(echo.where(), {}));
+  ASSERT_TRUE(r);
+  failpoint::scoped failing(
+      "accept_loop.before_accept",
+      {.act = failpoint::action::return_error, .count = 3, .only_key = r->listen_endpoint().port});
+  client first(r->listen_endpoint());
+  ASSERT_TRUE(echoes(first, 1));
+  ASSERT_TRUE(eventually([&] { return r->counter("accept.errors") == 3; }));
+  client second(r->listen_endpoint());
+  ASSERT_TRUE(echoes(second, 2));
+  EXPECT_EQ(failpoint::fired("accept_loop.before_accept"), 3u);
+  expect_counters(r->counters(), {{"accept.errors", 3}}, 2);
+}
+#endif
+
 TEST(relay_accept, the_bounds_used_above_follow_the_backoff) {
   // 1, 2, 4, ... 64, then 100 ms: the arithmetic the test above relies on.
-  EXPECT_EQ(backoff_ms_after(1), accept_backoff_ms_min);
-  EXPECT_EQ(backoff_ms_after(2), 2 * accept_backoff_ms_min);
-  EXPECT_EQ(backoff_ms_after(40), accept_backoff_ms_max);
+  EXPECT_EQ(backoff_ms_after(1), limits::accept_backoff_ms_min);
+  EXPECT_EQ(backoff_ms_after(2), 2 * limits::accept_backoff_ms_min);
+  EXPECT_EQ(backoff_ms_after(40), limits::accept_backoff_ms_max);
   EXPECT_EQ(errors_max_within(0), 1u);
   EXPECT_EQ(errors_max_within(1), 2u);
   EXPECT_EQ(errors_max_within(127), 8u);

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "checkers_support.hpp"
+#include "faultlane/core/assert.hpp"
 
 namespace faultlane::sim {
 
@@ -31,7 +32,7 @@ std::string describe(const violation& v) {
 
 namespace {
 
-constexpr std::string_view exactly_once_name = "exactly_once";
+constexpr std::string_view exactly_once_name = checker_name(check_exactly_once);
 
 // The op-side half: one callback, a completion, a settled batch, and one
 // task_submitted and one task_finalized with the op's outcome.
@@ -92,28 +93,25 @@ checker_result check_exactly_once(const history& h) {
 }
 
 std::vector<checker_result> run_checkers(const scenario& s, const history& h) {
-  using checker_fn = checker_result (*)(const history&);
-  static constexpr checker_fn checkers[] = {
-      check_exactly_once,    check_data_integrity, check_no_replay,        check_slice_coverage,
-      check_stale_rejection, check_bounds,         check_drained_shutdown, check_liveness};
-  static_assert(std::size(checkers) == std::size(checker_names), "one function per name");
   // Checkers only read the finished history, so each runs on its own
   // thread; the run's verdict waits for the slowest (the data checker).
-  std::vector<std::future<checker_result>> running(std::size(checkers));
-  for (std::size_t i = 0; i < std::size(checkers); ++i) {
-    if (s.expect.checkers_off.count(std::string(checker_names[i])) != 0) continue;
-    running[i] = std::async(std::launch::async, checkers[i], std::cref(h));
+  std::vector<std::future<checker_result>> running(std::size(checker_table));
+  for (std::size_t i = 0; i < std::size(checker_table); ++i) {
+    const auto& c = checker_table[i];
+    if (s.expect.checkers_off.count(std::string(c.name)) != 0) continue;
+    running[i] = std::async(std::launch::async, c.check, std::cref(h));
   }
   auto expectations = check_expectations(s, h);
   std::vector<checker_result> results;
-  for (std::size_t i = 0; i < std::size(checkers); ++i) {
-    std::string name(checker_names[i]);
+  for (std::size_t i = 0; i < std::size(checker_table); ++i) {
+    std::string name(checker_table[i].name);
     auto off = s.expect.checkers_off.find(name);
     if (off != s.expect.checkers_off.end()) {
       results.push_back(checker_result{.name = name, .ran = false, .reason_off = off->second});
       continue;
     }
     results.push_back(running[i].get());
+    FL_ASSERT(results.back().name == name);  // a checker reports under its table name
   }
   results.push_back(std::move(expectations));
   return results;

@@ -20,8 +20,8 @@ namespace {
 using detail::hex;
 using detail::name_of;
 
-constexpr std::string_view stale_name = "stale_rejection";
-constexpr std::string_view bounds_name = "bounds";
+constexpr std::string_view stale_name = checker_name(check_stale_rejection);
+constexpr std::string_view bounds_name = checker_name(check_bounds);
 
 std::string_view op_name(wire::opcode op) { return op == wire::opcode::write ? "WRITE" : "READ"; }
 

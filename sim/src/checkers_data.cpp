@@ -24,7 +24,7 @@ namespace {
 using detail::hex;
 using detail::name_of;
 
-constexpr std::string_view data_name = "data_integrity";
+constexpr std::string_view data_name = checker_name(check_data_integrity);
 
 struct byte_range {
   std::uint64_t lo = 0;  // region offsets, [lo, hi)

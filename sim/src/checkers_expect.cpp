@@ -17,7 +17,7 @@ namespace {
 
 using detail::name_of;
 
-constexpr std::string_view expect_name = "expectations";
+constexpr std::string_view expect_name = expectations_name;
 
 void add(checker_result& r, std::string evidence, std::string transport = {}) {
   r.violations.push_back(violation{.checker = std::string(expect_name),

@@ -23,7 +23,7 @@ namespace {
 using detail::hex;
 using detail::name_of;
 
-constexpr std::string_view replay_name = "no_replay";
+constexpr std::string_view replay_name = checker_name(check_no_replay);
 
 // (a) A target executes one WRITE request id at most once.
 void check_target_executions(const history& h, const detail::history_index& index,

@@ -14,8 +14,8 @@ namespace {
 
 using detail::name_of;
 
-constexpr std::string_view shutdown_name = "drained_shutdown";
-constexpr std::string_view liveness_name = "liveness";
+constexpr std::string_view shutdown_name = checker_name(check_drained_shutdown);
+constexpr std::string_view liveness_name = checker_name(check_liveness);
 constexpr std::uint64_t shutdown_slack_us = 1'000'000;  // scheduling noise on a loaded machine
 
 void add_shutdown(checker_result& r, const shutdown_record& s, std::string evidence) {

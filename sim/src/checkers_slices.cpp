@@ -21,7 +21,7 @@ namespace {
 
 using detail::hex;
 
-constexpr std::string_view slices_name = "slice_coverage";
+constexpr std::string_view slices_name = checker_name(check_slice_coverage);
 
 struct tapped_read {
   const link_record* link = nullptr;

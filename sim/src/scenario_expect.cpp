@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "faultlane/core/stats.hpp"
+#include "faultlane/sim/checkers.hpp"
 #include "scenario_reader.hpp"
 
 namespace faultlane::sim::detail {

@@ -32,6 +32,7 @@ enum class action : std::uint8_t { off, return_error, delay, throw_exception, pa
 // scenario loader accepts only these names, so a misspelled one is an
 // error rather than a failpoint that silently never fires.
 inline constexpr std::string_view known_names[] = {
+    "accept_loop.before_accept",
     "admission.release_extra",
     "client.after_request_sent",
     "client.on_response",

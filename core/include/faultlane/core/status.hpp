@@ -36,6 +36,8 @@ enum class status : std::uint16_t {
   internal_error,
 };
 
+// internal_error stays last. status.cpp's name table has one row per status
+// in this order, which its static_asserts hold it to.
 inline constexpr int status_count = static_cast<int>(status::internal_error) + 1;
 
 std::string_view to_string(status code) noexcept;

@@ -11,14 +11,6 @@
 
 namespace faultlane::relays {
 
-// A failed accept (EMFILE, ENFILE, ENOBUFS, ENOMEM) clears only when
-// something else frees a descriptor or memory, and the listening socket
-// stays readable meanwhile: the listener waits before asking again,
-// doubling from min to max, so it neither spins nor stays deaf for long.
-inline constexpr std::uint32_t accept_backoff_ms_min = 1;
-inline constexpr std::uint32_t accept_backoff_ms_max = 100;
-static_assert(0 < accept_backoff_ms_min && accept_backoff_ms_min <= accept_backoff_ms_max);
-
 // Upstream connect failures come in bursts (the upstream is down): the
 // first is written to stderr, then at most one message per gap, with the
 // number that went unwritten. Every one is counted and tapped.

@@ -8,9 +8,11 @@
 // so a checker that had nothing to look at is visible as such.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "faultlane/sim/history.hpp"
@@ -81,6 +83,62 @@ checker_result check_drained_shutdown(const history& h);
 // the phase's start. checked: ops of liveness phases.
 checker_result check_liveness(const history& h);
 
+// Every checker a scenario runs, in the order they run and are reported:
+// the one list the scenario loader (the `expect.checkers` keys),
+// run_checkers() and each checker's own name all read. A new checker is a
+// row here, its function above, and its clauses (docs/scenarios.md,
+// "Adding a checker").
+struct checker_entry {
+  std::string_view name;
+  checker_result (*check)(const history&);
+};
+inline constexpr checker_entry checker_table[] = {
+    {"exactly_once", check_exactly_once},
+    {"data_integrity", check_data_integrity},
+    {"no_replay", check_no_replay},
+    {"slice_coverage", check_slice_coverage},
+    {"stale_rejection", check_stale_rejection},
+    {"bounds", check_bounds},
+    {"drained_shutdown", check_drained_shutdown},
+    {"liveness", check_liveness},
+};
+
+// The name of the expectations checker, which runs after the table's.
+inline constexpr std::string_view expectations_name = "expectations";
+
+namespace detail {
+constexpr bool checker_table_is_well_formed() {
+  for (std::size_t i = 0; i < std::size(checker_table); ++i) {
+    const auto& a = checker_table[i];
+    if (a.name.empty() || a.check == nullptr || a.name == expectations_name) return false;
+    for (std::size_t j = i + 1; j < std::size(checker_table); ++j) {
+      if (a.name == checker_table[j].name || a.check == checker_table[j].check) return false;
+    }
+  }
+  return true;
+}
+}  // namespace detail
+static_assert(
+    detail::checker_table_is_well_formed(),
+    "each checker once, with a name of its own (reports and `expect.checkers` key by it)");
+
+// The table's names alone, for the scenario loader: it reads no function,
+// so the loader links without the checkers.
+inline constexpr auto checker_names = [] {
+  std::array<std::string_view, std::size(checker_table)> names{};
+  for (std::size_t i = 0; i < names.size(); ++i) names[i] = checker_table[i].name;
+  return names;
+}();
+
+// The name `check` has in checker_table; a checker left out of the table
+// does not compile where it asks for its name.
+consteval std::string_view checker_name(checker_result (*check)(const history&)) {
+  for (const auto& c : checker_table) {
+    if (c.check == check) return c.name;
+  }
+  throw "a checker function missing from checker_table";
+}
+
 // What one `control:` caller saw, over every call of every client: how
 // each ended, and latency (nearest-rank percentiles, whatever the call
 // ended with: a ping that timed out is a slow ping).
@@ -107,7 +165,7 @@ std::string describe(const caller_summary& c);
 // of range, and declared faults that never fired.
 checker_result check_expectations(const scenario& s, const history& h);
 
-// Every checker of checker_names (minus those the scenario turned off,
+// Every checker of checker_table (minus those the scenario turned off,
 // which are reported with ran=false and their reason), then expectations.
 std::vector<checker_result> run_checkers(const scenario& s, const history& h);
 

@@ -275,7 +275,8 @@ struct expectations {
   // "CALLER.max_us" (over every call, whatever it ended with) or
   // "CALLER.incarnations" (distinct ones `describe` answered) -> range.
   std::map<std::string, count_range> control;
-  // Checkers turned off, each with its reason (required).
+  // Checkers turned off (names from checker_names, checkers.hpp), each
+  // with its reason (required).
   std::map<std::string, std::string> checkers_off;
 };
 
@@ -310,11 +311,6 @@ struct scenario {
   std::vector<phase_spec> phases;  // default: fault, heal, liveness
   expectations expect;
 };
-
-// The checker names `expect.checkers` may turn off.
-inline constexpr std::string_view checker_names[] = {
-    "exactly_once",    "data_integrity", "no_replay",        "slice_coverage",
-    "stale_rejection", "bounds",         "drained_shutdown", "liveness"};
 
 result<scenario> parse_scenario(std::string_view text, const std::string& file);
 result<scenario> load_scenario(const std::string& path);
