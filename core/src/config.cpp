@@ -1,4 +1,6 @@
-// Validation and YAML loading of transport_config.
+// Validation and YAML loading of transport_config. The settings list
+// (config.hpp) drives one loop each for the bound checks and the reads; the
+// fields in FAULTLANE_TRANSPORT_FIELDS_BY_HAND are checked and read here by hand.
 #include "faultlane/core/config.hpp"
 
 #include <arpa/inet.h>
@@ -90,11 +92,6 @@ result<void> check_rpc(const transport_config& c) {
       !r) {
     return r;
   }
-  if (auto r =
-          check_range<std::size_t>("rpc_queue_max", c.rpc_queue_max, 1, limits::rpc_queue_max_max);
-      !r) {
-    return r;
-  }
   if (!c.rpc_bind_address.empty() && (!is_ipv4(c.rpc_bind_address))) {
     return config_error("rpc_bind_address",
                         fmt::format("'{}' is not a numeric IPv4 address", c.rpc_bind_address));
@@ -105,80 +102,34 @@ result<void> check_rpc(const transport_config& c) {
 }  // namespace
 
 result<void> validate(const transport_config& c) {
-  if (auto r = check_range("worker_count", c.worker_count, limits::worker_count_min,
-                           limits::worker_count_max);
-      !r)
-    return r;
-  if (auto r =
-          check_range<std::uint32_t>("busy_poll_us", c.busy_poll_us, 0, limits::busy_poll_us_max);
-      !r)
-    return r;
-  if (auto r = check_range<std::size_t>("connections_per_peer", c.connections_per_peer, 1,
-                                        limits::lane_count_max);
-      !r)
-    return r;
-  if (auto r = check_range<std::size_t>("lane_inflight_max", c.lane_inflight_max, 1,
-                                        limits::lane_inflight_max);
-      !r)
-    return r;
-  if (auto r = check_range<std::uint64_t>("max_transfer_bytes", c.max_transfer_bytes, 1,
-                                          limits::transfer_bytes_max);
-      !r)
-    return r;
-  if (auto r = check_range<std::uint64_t>("max_outstanding_tasks", c.max_outstanding_tasks, 1,
-                                          limits::outstanding_tasks_max);
-      !r)
-    return r;
-  if (auto r = check_range<std::uint64_t>("max_outstanding_bytes", c.max_outstanding_bytes, 1,
-                                          limits::outstanding_bytes_max);
-      !r)
-    return r;
-  if (auto r = check_range<std::size_t>("max_connections", c.max_connections, 1,
-                                        limits::connections_max);
-      !r)
-    return r;
-  for (auto [field, value] : {std::pair{"connect_timeout_ms", c.connect_timeout_ms},
-                              std::pair{"progress_timeout_ms", c.progress_timeout_ms},
-                              std::pair{"idle_connection_timeout_ms", c.idle_connection_timeout_ms},
-                              std::pair{"reconnect_cooldown_ms", c.reconnect_cooldown_ms},
-                              std::pair{"shutdown_timeout_ms", c.shutdown_timeout_ms}}) {
-    if (auto r = check_range<std::uint32_t>(field, value, 1, limits::timeout_ms_max); !r) return r;
-  }
+  result<void> r;
+  for_each_transport_setting([&](const auto& setting) {
+    if (r) r = check_range(setting.name, c.*setting.field, setting.minimum, setting.maximum);
+  });
+  if (!r) return r;
   FL_ASSERT(c.worker_count >= limits::worker_count_min && c.connections_per_peer >= 1);
-  if (auto r = check_rpc(c); !r) return r;
+  if (auto rpc = check_rpc(c); !rpc) return rpc;
   return check_addresses(c);
 }
 
 namespace {
 
-const std::set<std::string> known_fields{"bind_address",
-                                         "advertise_address",
-                                         "port",
-                                         "rail_addresses",
-                                         "worker_count",
-                                         "busy_poll_us",
-                                         "connections_per_peer",
-                                         "lane_inflight_max",
-                                         "max_outstanding_tasks",
-                                         "max_outstanding_bytes",
-                                         "max_transfer_bytes",
-                                         "max_connections",
-                                         "connect_timeout_ms",
-                                         "progress_timeout_ms",
-                                         "idle_connection_timeout_ms",
-                                         "reconnect_cooldown_ms",
-                                         "shutdown_timeout_ms",
-                                         "rpc_enabled",
-                                         "rpc_bind_address",
-                                         "rpc_port",
-                                         "rpc_worker_count",
-                                         "rpc_queue_max"};
+// Every key a file may hold: the settings, and the hand-read fields that
+// have one (rpc_inline is spelled `rpc_worker_count: inline`).
+const std::set<std::string, std::less<>> known_fields = [] {
+  std::set<std::string, std::less<>> keys;
+  for_each_transport_setting([&](const auto& setting) { keys.emplace(setting.name); });
+  for (const auto& field : transport_fields_by_hand) {
+    if (field.yaml) keys.emplace(field.name);
+  }
+  return keys;
+}();
 
 // Reads one scalar field if present, with a typed error naming the field.
 template <typename T>
-result<void> read_field(const YAML::Node& root, const char* name, T& out) {
+result<void> read_field(const YAML::Node& root, std::string_view name, T& out) {
   FL_ASSERT(known_fields.count(name) == 1);  // a field the unknown-key check allows
-  const YAML::Node node = root[name];
+  const YAML::Node node = root[std::string(name)];
   if (!node) return {};
   try {
     if constexpr (std::is_same_v<T, bool>) {
@@ -215,22 +166,10 @@ result<transport_config> parse_config(const YAML::Node& root) {
   if (!(r = read_field(root, "bind_address", c.bind_address))) return r.error();
   if (!(r = read_field(root, "advertise_address", c.advertise_address))) return r.error();
   if (!(r = read_field(root, "port", c.port))) return r.error();
-  if (!(r = read_field(root, "worker_count", c.worker_count))) return r.error();
-  if (!(r = read_field(root, "busy_poll_us", c.busy_poll_us))) return r.error();
-  if (!(r = read_field(root, "connections_per_peer", c.connections_per_peer))) return r.error();
-  if (!(r = read_field(root, "lane_inflight_max", c.lane_inflight_max))) return r.error();
-  if (!(r = read_field(root, "max_outstanding_tasks", c.max_outstanding_tasks))) return r.error();
-  if (!(r = read_field(root, "max_outstanding_bytes", c.max_outstanding_bytes))) return r.error();
-  if (!(r = read_field(root, "max_transfer_bytes", c.max_transfer_bytes))) return r.error();
-  if (!(r = read_field(root, "max_connections", c.max_connections))) return r.error();
-  if (!(r = read_field(root, "connect_timeout_ms", c.connect_timeout_ms))) return r.error();
-  if (!(r = read_field(root, "progress_timeout_ms", c.progress_timeout_ms))) return r.error();
-  if (!(r = read_field(root, "idle_connection_timeout_ms", c.idle_connection_timeout_ms))) {
-    return r.error();
-  }
-  if (!(r = read_field(root, "reconnect_cooldown_ms", c.reconnect_cooldown_ms))) return r.error();
-  if (!(r = read_field(root, "shutdown_timeout_ms", c.shutdown_timeout_ms))) return r.error();
-  if (!(r = read_field(root, "rpc_enabled", c.rpc_enabled))) return r.error();
+  for_each_transport_setting([&](const auto& setting) {
+    if (r) r = read_field(root, setting.name, c.*setting.field);
+  });
+  if (!r) return r.error();
   if (!(r = read_field(root, "rpc_bind_address", c.rpc_bind_address))) return r.error();
   if (!(r = read_field(root, "rpc_port", c.rpc_port))) return r.error();
   if (root["rpc_worker_count"] && root["rpc_worker_count"].IsScalar() &&
@@ -239,7 +178,6 @@ result<transport_config> parse_config(const YAML::Node& root) {
   } else if (!(r = read_field(root, "rpc_worker_count", c.rpc_worker_count))) {
     return r.error();
   }
-  if (!(r = read_field(root, "rpc_queue_max", c.rpc_queue_max))) return r.error();
   if (const auto rails = root["rail_addresses"]) {
     if (!rails.IsSequence()) return config_error("rail_addresses", "expected a list of addresses");
     for (const auto& rail : rails) c.rail_addresses.push_back(rail.as<std::string>());

@@ -4,6 +4,11 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
+#include <type_traits>
+
+#include "docs_table.hpp"
+#include "faultlane/testing/settings.hpp"
 
 namespace faultlane {
 namespace {
@@ -65,6 +70,37 @@ TEST(config, every_bounded_field_names_itself) {
   expect_rejected(c, "busy_poll_us");
 }
 
+// validate() holds every setting to its row's bounds: both ends pass, one
+// past either end fails with a message naming the key and the range.
+TEST(config, every_setting_is_checked_against_its_row) {
+  for_each_transport_setting([](const auto& setting) {
+    using T = std::remove_cvref_t<decltype(setting.initial)>;
+    SCOPED_TRACE(std::string(setting.name));
+    auto c = good();
+    for (T ok : {setting.minimum, setting.maximum}) {
+      c.*setting.field = ok;
+      EXPECT_TRUE(validate(c).ok());
+    }
+    if constexpr (!std::is_same_v<T, bool>) {
+      auto expect_out_of_bounds = [&](T bad) {
+        c.*setting.field = bad;
+        auto r = validate(c);
+        ASSERT_FALSE(r.ok()) << bad;
+        EXPECT_EQ(r.error().message, "config: " + std::string(setting.name) + ": must be in [" +
+                                         std::to_string(setting.minimum) + ", " +
+                                         std::to_string(setting.maximum) + "], got " +
+                                         std::to_string(bad));
+      };
+      if (setting.minimum > std::numeric_limits<T>::min()) {
+        expect_out_of_bounds(static_cast<T>(setting.minimum - 1));
+      }
+      if (setting.maximum < std::numeric_limits<T>::max()) {
+        expect_out_of_bounds(static_cast<T>(setting.maximum + 1));
+      }
+    }
+  });
+}
+
 TEST(config, addresses_must_be_numeric_and_specific_where_published) {
   auto c = good();
   c.bind_address = "localhost";
@@ -109,6 +145,25 @@ progress_timeout_ms: 1500
   }
 }
 
+std::string yaml_value(bool v) { return v ? "true" : "false"; }
+template <typename T>
+std::string yaml_value(T v) {
+  return std::to_string(v);
+}
+
+// A file that sets every setting away from its default is read whole.
+TEST(config, yaml_reads_every_setting) {
+  const transport_config want = testing::every_setting_off_default();
+  std::string text = "rpc_worker_count: " + std::to_string(want.rpc_worker_count) + "\n";
+  for_each_transport_setting([&](const auto& setting) {
+    text += std::string(setting.name) + ": " + yaml_value(want.*setting.field) + "\n";
+  });
+  auto got = parse_config_yaml(text);
+  ASSERT_TRUE(got.ok()) << got.error().message << "\n" << text;
+  EXPECT_TRUE(testing::same_settings(want, got.value())) << text;
+  EXPECT_EQ(got.value(), want);
+}
+
 TEST(config, file_loading_reports_the_path) {
   auto missing = load_config_file("/nonexistent/faultlane.yaml");
   ASSERT_FALSE(missing.ok());
@@ -123,6 +178,33 @@ TEST(config, file_loading_reports_the_path) {
   EXPECT_NE(r.error().message.find(path), std::string::npos);
   EXPECT_NE(r.error().message.find("worker_count"), std::string::npos);
   std::remove(path.c_str());
+}
+
+// The two tables of fields in docs/configuration.md are the two lists in
+// config.hpp, in their order, defaults and bounds included.
+TEST(config, docs_settings_tables_match_the_lists) {
+  using docs_table::doc_value;
+  std::string settings = "| field | meaning | default | bound |\n|---|---|---:|---|\n";
+  for_each_transport_setting([&](const auto& setting) {
+    std::string initial;
+    std::string bound;
+    if constexpr (std::is_same_v<decltype(setting.initial), bool>) {
+      initial = setting.initial ? "`true`" : "`false`";
+      bound = "`true` or `false`";
+    } else {
+      initial = doc_value(setting.initial);
+      bound = doc_value(setting.minimum) + ".." + doc_value(setting.maximum);
+    }
+    settings += "| `" + std::string(setting.name) + "` | " + std::string(setting.meaning) + " | " +
+                initial + " | " + bound + " |\n";
+  });
+  EXPECT_TRUE(docs_table::doc_holds("configuration.md", settings));
+  std::string by_hand = "| field | meaning | bound |\n|---|---|---|\n";
+  for (const auto& field : transport_fields_by_hand) {
+    by_hand += "| `" + std::string(field.name) + "` | " + std::string(field.meaning) + " | " +
+               std::string(field.bound) + " |\n";
+  }
+  EXPECT_TRUE(docs_table::doc_holds("configuration.md", by_hand));
 }
 
 }  // namespace

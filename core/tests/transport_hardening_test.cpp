@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "docs_table.hpp"
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/limits.hpp"
 #include "faultlane/testing/read_within.hpp"
@@ -27,6 +28,7 @@ namespace faultlane {
 namespace {
 
 using namespace testing;
+using docs_table::doc_holds;
 
 // A target that answers the first request on each connection with
 // `answer` (after reading its whole body), then closes.
@@ -403,17 +405,6 @@ TEST(transport_hardening, accept_errors_back_off_and_accepting_resumes) {
 }
 
 // The counter table in docs/architecture.md is the declared-once list.
-// Whether docs/<name> holds `table` verbatim (a generated table).
-::testing::AssertionResult doc_holds(const std::string& name, const std::string& table) {
-  std::ifstream doc(FAULTLANE_SOURCE_DIR "/docs/" + name);
-  if (!doc) return ::testing::AssertionFailure() << "docs/" << name << " not found";
-  std::stringstream text;
-  text << doc.rdbuf();
-  if (text.str().find(table) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "docs/" << name << " must hold exactly this table:\n"
-                                       << table;
-}
-
 TEST(transport_hardening, docs_counter_table_matches_the_counter_list) {
   std::string expected = "| counter | counts |\n|---|---|\n";
   for (const auto& c : transport_counters) {
@@ -463,21 +454,12 @@ TEST(transport_hardening, expect_counters_checks_every_counter) {
 namespace faultlane {
 namespace {
 
-// How docs/configuration.md writes a limit's value: powers of two from
-// 1024 up as 2^k, everything else in decimal.
-std::string doc_value(std::uint64_t v) {
-  if (v >= 1024 && (v & (v - 1)) == 0) return "2^" + std::to_string(std::countr_zero(v));
-  if (v >= 1024 && ((v + 1) & v) == 0)
-    return "2^" + std::to_string(std::countr_zero(v + 1)) + " − 1";
-  return std::to_string(v);
-}
-
 // The limits table in docs/configuration.md is the declared-once list in
 // limits.hpp, values included.
 TEST(transport_hardening, docs_limits_table_matches_limits_hpp) {
   std::string expected = "| limit | value | bounds |\n|---|---:|---|\n";
   for (const auto& l : limits::all) {
-    expected += "| `" + std::string(l.name) + "` | " + doc_value(l.value) + " | " +
+    expected += "| `" + std::string(l.name) + "` | " + docs_table::doc_value(l.value) + " | " +
                 std::string(l.meaning) + " |\n";
   }
   EXPECT_TRUE(doc_holds("configuration.md", expected));

@@ -83,44 +83,18 @@ transport_stats stats_from_json(const json& j) {
 }
 
 json to_json(const transport_config& c) {
-  return json{{"worker_count", c.worker_count},
-              {"busy_poll_us", c.busy_poll_us},
-              {"connections_per_peer", c.connections_per_peer},
-              {"lane_inflight_max", c.lane_inflight_max},
-              {"max_outstanding_tasks", c.max_outstanding_tasks},
-              {"max_outstanding_bytes", c.max_outstanding_bytes},
-              {"max_transfer_bytes", c.max_transfer_bytes},
-              {"max_connections", c.max_connections},
-              {"connect_timeout_ms", c.connect_timeout_ms},
-              {"progress_timeout_ms", c.progress_timeout_ms},
-              {"idle_connection_timeout_ms", c.idle_connection_timeout_ms},
-              {"reconnect_cooldown_ms", c.reconnect_cooldown_ms},
-              {"shutdown_timeout_ms", c.shutdown_timeout_ms},
-              {"rpc_enabled", c.rpc_enabled},
-              {"rpc_worker_count", c.rpc_worker_count},
-              {"rpc_inline", c.rpc_inline},
-              {"rpc_queue_max", c.rpc_queue_max}};
+  json j{{"rpc_worker_count", c.rpc_worker_count}, {"rpc_inline", c.rpc_inline}};
+  for_each_transport_setting(
+      [&](const auto& setting) { j[std::string(setting.name)] = c.*setting.field; });
+  return j;
 }
 
 transport_config config_from_json(const json& j) {
   transport_config c;
-  j.at("worker_count").get_to(c.worker_count);
-  j.at("busy_poll_us").get_to(c.busy_poll_us);
-  j.at("connections_per_peer").get_to(c.connections_per_peer);
-  j.at("lane_inflight_max").get_to(c.lane_inflight_max);
-  j.at("max_outstanding_tasks").get_to(c.max_outstanding_tasks);
-  j.at("max_outstanding_bytes").get_to(c.max_outstanding_bytes);
-  j.at("max_transfer_bytes").get_to(c.max_transfer_bytes);
-  j.at("max_connections").get_to(c.max_connections);
-  j.at("connect_timeout_ms").get_to(c.connect_timeout_ms);
-  j.at("progress_timeout_ms").get_to(c.progress_timeout_ms);
-  j.at("rpc_enabled").get_to(c.rpc_enabled);
+  for_each_transport_setting(
+      [&](const auto& setting) { j.at(std::string(setting.name)).get_to(c.*setting.field); });
   j.at("rpc_worker_count").get_to(c.rpc_worker_count);
   j.at("rpc_inline").get_to(c.rpc_inline);
-  j.at("rpc_queue_max").get_to(c.rpc_queue_max);
-  j.at("idle_connection_timeout_ms").get_to(c.idle_connection_timeout_ms);
-  j.at("reconnect_cooldown_ms").get_to(c.reconnect_cooldown_ms);
-  j.at("shutdown_timeout_ms").get_to(c.shutdown_timeout_ms);
   return c;
 }
 

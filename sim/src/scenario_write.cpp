@@ -18,26 +18,13 @@ using out_lines = std::vector<std::string>;
 std::string config_block(const transport_config& c) {
   const transport_config d;
   std::string out;
-  auto add = [&](const char* key, auto value, auto fallback) {
+  auto add = [&](std::string_view key, auto value, auto fallback) {
     if (value != fallback) out += fmt::format("{}{}: {}", out.empty() ? "" : ", ", key, value);
   };
-  add("worker_count", c.worker_count, d.worker_count);
-  add("busy_poll_us", c.busy_poll_us, d.busy_poll_us);
-  add("connections_per_peer", c.connections_per_peer, d.connections_per_peer);
-  add("lane_inflight_max", c.lane_inflight_max, d.lane_inflight_max);
-  add("max_outstanding_tasks", c.max_outstanding_tasks, d.max_outstanding_tasks);
-  add("max_outstanding_bytes", c.max_outstanding_bytes, d.max_outstanding_bytes);
-  add("max_transfer_bytes", c.max_transfer_bytes, d.max_transfer_bytes);
-  add("max_connections", c.max_connections, d.max_connections);
-  add("connect_timeout_ms", c.connect_timeout_ms, d.connect_timeout_ms);
-  add("progress_timeout_ms", c.progress_timeout_ms, d.progress_timeout_ms);
-  add("idle_connection_timeout_ms", c.idle_connection_timeout_ms, d.idle_connection_timeout_ms);
-  add("reconnect_cooldown_ms", c.reconnect_cooldown_ms, d.reconnect_cooldown_ms);
-  add("shutdown_timeout_ms", c.shutdown_timeout_ms, d.shutdown_timeout_ms);
-  add("rpc_enabled", c.rpc_enabled, d.rpc_enabled);
+  for_each_transport_setting(
+      [&](const auto& setting) { add(setting.name, c.*setting.field, setting.initial); });
   if (c.rpc_inline) out += fmt::format("{}rpc_worker_count: inline", out.empty() ? "" : ", ");
   else add("rpc_worker_count", c.rpc_worker_count, d.rpc_worker_count);
-  add("rpc_queue_max", c.rpc_queue_max, d.rpc_queue_max);
   return out;
 }
 

@@ -91,24 +91,9 @@ struct transport_spec {
   // bind_address, port and rail_addresses are the runner's and rejected.
   transport_config config;
   source_mark mark;
+  // Every config field counts (transport_config's own ==); the mark does not.
   friend bool operator==(const transport_spec& a, const transport_spec& b) {
-    const bool control_equal = a.config.rpc_enabled == b.config.rpc_enabled &&
-                               a.config.rpc_worker_count == b.config.rpc_worker_count &&
-                               a.config.rpc_inline == b.config.rpc_inline &&
-                               a.config.rpc_queue_max == b.config.rpc_queue_max;
-    return a.name == b.name && a.process == b.process && a.rails == b.rails &&
-           a.config.worker_count == b.config.worker_count &&
-           a.config.connections_per_peer == b.config.connections_per_peer &&
-           a.config.max_outstanding_tasks == b.config.max_outstanding_tasks &&
-           a.config.max_outstanding_bytes == b.config.max_outstanding_bytes &&
-           a.config.max_transfer_bytes == b.config.max_transfer_bytes &&
-           a.config.max_connections == b.config.max_connections &&
-           a.config.connect_timeout_ms == b.config.connect_timeout_ms &&
-           a.config.progress_timeout_ms == b.config.progress_timeout_ms &&
-           a.config.idle_connection_timeout_ms == b.config.idle_connection_timeout_ms &&
-           a.config.reconnect_cooldown_ms == b.config.reconnect_cooldown_ms &&
-           a.config.shutdown_timeout_ms == b.config.shutdown_timeout_ms &&
-           a.config.busy_poll_us == b.config.busy_poll_us && control_equal;
+    return a.name == b.name && a.process == b.process && a.rails == b.rails && a.config == b.config;
   }
 };
 
