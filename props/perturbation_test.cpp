@@ -112,7 +112,7 @@ TEST(perturbation, the_same_seed_perturbs_the_same_passes) {
 TEST(perturbation, catches_a_check_then_act_the_plain_stress_test_misses) {
   if (!failpoints_on) GTEST_SKIP() << "perturbation points are failpoints; none here";
   // The plain stress test: recorded, not asserted to be zero (a preemption
-  // may land in the window now and then; docs/properties.md has numbers).
+  // may land in the window now and then; the test records both counts).
   constexpr int stress_rounds = 5000;
   const int unperturbed = rounds_gone_wrong<planted_settlement>(stress_rounds);
   RecordProperty("unperturbed_rounds_wrong_of_5000", unperturbed);
