@@ -8,11 +8,30 @@
 namespace faultlane::props {
 namespace {
 
-// Every (type, direction, trigger) cell the generator can draw.
+// The names of the kinds of relays::fault_kinds that `keep` keeps, in order.
+template <typename Keep>
+std::vector<std::string_view> kinds(Keep keep) {
+  std::vector<std::string_view> out;
+  for (const auto& t : relays::fault_kinds) {
+    if (keep(t)) out.push_back(t.name);
+  }
+  return out;
+}
+
+bool in(const relays::fault_kind_traits& t, relays::fault_class c) { return t.category == c; }
+
+// Every (type, direction, trigger) cell the generator can draw: positional
+// and frame faults take the drawn trigger (truncate fires at its bytes),
+// the others none.
 std::vector<std::string> drawable_cells() {
+  using relays::fault_class;
+  using relays::fault_kind;
   std::vector<std::string> cells;
   const char* dirs[] = {"up", "down"};
-  for (const char* kind : {"reset", "stall", "blackhole", "half_close"}) {
+  auto positional = kinds([](const auto& t) {
+    return in(t, fault_class::positional) && t.kind != fault_kind::truncate;
+  });
+  for (auto kind : positional) {
     for (const char* dir : dirs) {
       for (const char* t : {"first_byte", "bytes", "frame", "header_byte", "opcode"}) {
         cells.push_back(fmt::format("{} {} {}", kind, dir, t));
@@ -20,7 +39,7 @@ std::vector<std::string> drawable_cells() {
     }
     cells.push_back(fmt::format("{} down status", kind));
   }
-  for (const char* kind : {"drop_frame", "corrupt"}) {
+  for (auto kind : kinds([](const auto& t) { return in(t, fault_class::frame); })) {
     for (const char* dir : dirs) {
       for (const char* t : {"frame", "header_byte", "opcode"}) {
         cells.push_back(fmt::format("{} {} {}", kind, dir, t));
@@ -30,11 +49,13 @@ std::vector<std::string> drawable_cells() {
   }
   for (const char* dir : dirs) {
     cells.push_back(fmt::format("truncate {} bytes", dir));
-    for (const char* kind : {"latency", "bandwidth", "slicer", "slow_close"}) {
+    for (auto kind : kinds([](const auto& t) { return slowing(t.kind); })) {
       cells.push_back(fmt::format("{} {} -", kind, dir));
     }
   }
-  cells.push_back("refuse up -");
+  for (auto kind : kinds([](const auto& t) { return in(t, fault_class::connection); })) {
+    cells.push_back(fmt::format("{} up -", kind));
+  }
   return cells;
 }
 

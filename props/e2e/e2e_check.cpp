@@ -27,10 +27,9 @@ std::string fault_key(const relays::fault_spec& f) {
   else if (w.status) trigger = "status";
   else if (w.opcode) trigger = "opcode";
   else if (w.after_bytes || f.kind == relays::fault_kind::truncate) trigger = "bytes";
-  else if (f.kind == relays::fault_kind::latency || f.kind == relays::fault_kind::bandwidth ||
-           f.kind == relays::fault_kind::slicer || f.kind == relays::fault_kind::slow_close ||
-           f.kind == relays::fault_kind::refuse) {
-    trigger = "-";
+  else if (const auto c = relays::traits(f.kind).category;
+           c != relays::fault_class::positional && c != relays::fault_class::frame) {
+    trigger = "-";  // rate-shaping, close and connection faults take no trigger here
   }
   return fmt::format("{} {} {}", relays::to_string(f.kind), relays::to_string(f.dir), trigger);
 }

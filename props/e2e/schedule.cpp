@@ -38,13 +38,6 @@ std::uint64_t size_of(size_class c, std::size_t rails) {
   return 1;
 }
 
-// Slowing faults cost time but must never fail an op (the timeouts are far
-// above what they add); every other kind may break an exchange.
-bool slowing(fault_kind k) {
-  return k == fault_kind::latency || k == fault_kind::bandwidth || k == fault_kind::slicer ||
-         k == fault_kind::slow_close;
-}
-
 const status_set broken_exchange{status::connection_failed, status::timeout,
                                  status::ambiguous_write, status::protocol_error,
                                  status::cancelled};
@@ -62,9 +55,8 @@ constexpr status trigger_statuses[] = {status::ok, status::stale_registration,
 relays::direction effective_dir(const fault_draw& d) {
   using relays::fault_kind;
   if (d.kind == fault_kind::refuse) return relays::direction::up;
-  const bool triggered = d.kind != fault_kind::latency && d.kind != fault_kind::bandwidth &&
-                         d.kind != fault_kind::slicer && d.kind != fault_kind::slow_close &&
-                         d.kind != fault_kind::truncate;
+  // truncate fires at its own byte count (fault_of): no drawn trigger.
+  const bool triggered = !slowing(d.kind) && d.kind != fault_kind::truncate;
   if (triggered && d.trigger == trigger_draw::status) return relays::direction::down;
   return d.dir;
 }
@@ -231,6 +223,11 @@ std::string_view to_string(trigger_draw t) noexcept {
     case trigger_draw::status: return "status";
   }
   return "unknown";
+}
+
+bool slowing(relays::fault_kind k) noexcept {
+  const auto c = relays::traits(k).category;
+  return c == relays::fault_class::rate_shaping || c == relays::fault_class::close;
 }
 
 std::size_t fault_count(const schedule& s) noexcept {

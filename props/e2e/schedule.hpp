@@ -97,6 +97,12 @@ struct schedule {
 };
 
 // What a property draws: which events and failpoints may appear, and the
+// Faults that only slow bytes (the rate-shaping and close classes of
+// relays::fault_kinds): they cost time but must never fail an op (the
+// timeouts are far above what they add); every other kind may break an
+// exchange.
+bool slowing(relays::fault_kind k) noexcept;
+
 // bounds of the lists (rapidcheck grows them with its size).
 struct gen_options {
   std::size_t faults_max = 4;
@@ -107,7 +113,7 @@ struct gen_options {
   std::uint64_t ops_max = 24;
   std::uint32_t write_percent_min = 0;  // the no-replay property leans on WRITEs
   bool perturb = false;
-  bool slowing_faults_only = false;  // latency, bandwidth, slicer, slow_close
+  bool slowing_faults_only = false;  // only slowing() kinds
   bool shutdown_always = false;      // one initiator shutdown at a drawn op, besides `events`
   // With shutdown_always: the shutdown always comes while a stall holds a
   // request or its answer, never at an op count that timing may outrun.

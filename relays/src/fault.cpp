@@ -16,10 +16,6 @@
 namespace faultlane::relays {
 namespace {
 
-constexpr std::array<std::string_view, 12> kind_names{
-    "latency",   "bandwidth", "slicer",     "truncate", "reset",      "stall",
-    "blackhole", "refuse",    "drop_frame", "corrupt",  "half_close", "slow_close"};
-
 error bad(const std::string& what) { return error{status::invalid_argument, "fault: " + what}; }
 
 result<std::uint64_t> number(std::string_view key, std::string_view value) {
@@ -112,30 +108,16 @@ std::optional<result<void>> apply_trigger(trigger& w, std::string_view key,
   return std::nullopt;
 }
 
-// The value keys each kind takes (triggers, dir and name apply to all): a
-// key another kind takes is an error here, not silently ignored.
-bool takes(fault_kind kind, std::string_view key) {
-  switch (kind) {
-    case fault_kind::latency: return key == "ms" || key == "jitter_ms";
-    case fault_kind::bandwidth: return key == "bytes_per_s";
-    case fault_kind::slicer: return key == "size" || key == "variation" || key == "delay_us";
-    case fault_kind::truncate: return key == "bytes";
-    case fault_kind::reset:
-    case fault_kind::blackhole:
-    case fault_kind::slow_close: return key == "ms";
-    case fault_kind::corrupt: return key == "field" || key == "payload_byte" || key == "mask";
-    default: return false;
-  }
+// A key some kind takes (fault_kinds): any other kind refuses it by name,
+// rather than ignore it.
+bool value_key(std::string_view key) {
+  return std::any_of(fault_kinds.begin(), fault_kinds.end(),
+                     [&](const fault_kind_traits& t) { return t.takes(key); });
 }
-
-constexpr std::array<std::string_view, 10> value_keys{
-    "ms",       "jitter_ms", "bytes_per_s", "size",         "variation",
-    "delay_us", "bytes",     "field",       "payload_byte", "mask"};
 
 // Applies one key=value to the spec.
 result<void> apply(fault_spec& f, std::string_view key, std::string_view value) {
-  if (std::find(value_keys.begin(), value_keys.end(), key) != value_keys.end() &&
-      !takes(f.kind, key)) {
+  if (value_key(key) && !traits(f.kind).takes(key)) {
     return bad(fmt::format("{} does not take {}=", to_string(f.kind), key));
   }
   if (key == "dir") {
@@ -194,21 +176,26 @@ result<void> validate_corrupt(const fault_spec& f) {
 // counter name defaults to TYPE.DIR.
 result<void> check(fault_spec& f, bool dir_given) {
   auto kind = to_string(f.kind);
-  if (!dir_given && f.kind != fault_kind::refuse) {
+  const bool own_direction = traits(f.kind).category != fault_class::connection;
+  if (!dir_given && own_direction) {
     return bad(fmt::format("{} needs dir=up|down", kind));
   }
   if (auto r = validate(f); !r.ok()) return r;
   if (f.name.empty()) {
-    f.name = f.kind == fault_kind::refuse ? std::string(kind)
-                                          : fmt::format("{}.{}", kind, to_string(f.dir));
+    f.name = own_direction ? fmt::format("{}.{}", kind, to_string(f.dir)) : std::string(kind);
   }
   return {};
 }
 
 }  // namespace
 
-std::string_view to_string(fault_kind k) noexcept {
-  return kind_names[static_cast<std::size_t>(k)];
+std::string_view to_string(fault_kind k) noexcept { return traits(k).name; }
+
+std::optional<fault_kind> find_fault_kind(std::string_view name) noexcept {
+  for (const auto& t : fault_kinds) {
+    if (t.name == name) return t.kind;
+  }
+  return std::nullopt;
 }
 
 std::string_view to_string(direction d) noexcept { return d == direction::up ? "up" : "down"; }
@@ -242,15 +229,10 @@ result<fault_spec> parse_fault(std::string_view text) {
   std::istringstream in{std::string(text)};
   std::string type;
   if (!(in >> type)) return bad("empty fault");
+  auto kind = find_fault_kind(type);
+  if (!kind) return bad(fmt::format("unknown fault type '{}'", type));
   fault_spec f;
-  bool known = false;
-  for (std::size_t i = 0; i < kind_names.size(); ++i) {
-    if (type == kind_names[i]) {
-      f.kind = static_cast<fault_kind>(i);
-      known = true;
-    }
-  }
-  if (!known) return bad(fmt::format("unknown fault type '{}'", type));
+  f.kind = *kind;
   bool dir_given = false;
   std::string token;
   while (in >> token) {

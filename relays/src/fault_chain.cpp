@@ -11,16 +11,7 @@ namespace faultlane::relays::detail {
 
 namespace {
 
-bool positional(fault_kind k) {
-  return k == fault_kind::stall || k == fault_kind::reset || k == fault_kind::truncate ||
-         k == fault_kind::half_close || k == fault_kind::blackhole;
-}
-
-// Faults whose effect lasts, and so take a slot under active_faults_max.
-bool lasting(fault_kind k) {
-  return k == fault_kind::stall || k == fault_kind::blackhole || k == fault_kind::latency ||
-         k == fault_kind::bandwidth || k == fault_kind::slicer;
-}
+bool in_class(const fault_spec& spec, fault_class c) { return traits(spec.kind).category == c; }
 
 std::uint64_t request_id_of(const frame_info& frame) {
   return frame.dir == direction::up ? frame.request.request_id : frame.response.request_id;
@@ -103,7 +94,7 @@ void fault_chain::refresh() {
 
 bool fault_chain::applies_here(const installed_fault& f) const {
   const auto& w = f.spec.when;
-  return f.spec.kind != fault_kind::refuse && f.spec.dir == dir_ &&
+  return !in_class(f.spec, fault_class::connection) && f.spec.dir == dir_ &&
          (!w.connection || *w.connection == owner_.index()) &&
          (!w.rail || *w.rail == relay_.config.rail) &&
          (f.spec.frame_aware() ||
@@ -201,7 +192,7 @@ bool fault_chain::try_fire(fault_state& s, std::uint64_t frame) {
 void fault_chain::count_once(fault_state& s) {
   if (s.counted) return;
   s.counted = true;
-  if (lasting(s.fault->spec.kind)) {
+  if (traits(s.fault->spec.kind).lasting()) {
     if (!relay_.take_effect_slot()) {
       s.applies = false;  // over the cap: this connection goes without it
       return;
@@ -252,9 +243,7 @@ void fault_chain::apply_frame_faults(piece& p) {
   auto& frame = *p.frame;
   for (auto& s : faults_) {
     auto& spec = s.fault->spec;
-    if (!s.applies || (spec.kind != fault_kind::drop_frame && spec.kind != fault_kind::corrupt)) {
-      continue;
-    }
+    if (!s.applies || !in_class(spec, fault_class::frame)) continue;
     if (!frame_matches(spec.when, frame) || !try_fire(s, frame.index)) continue;
     auto where = owner_.record_for(dir_);
     where.frame_index = frame.index;
@@ -304,7 +293,7 @@ void fault_chain::cut_at_positions(piece& p) {
     fault_state* next = nullptr;
     std::uint64_t at = end;
     for (auto& s : faults_) {
-      if (!s.applies || s.done || !positional(s.fault->spec.kind)) continue;
+      if (!s.applies || s.done || !in_class(s.fault->spec, fault_class::positional)) continue;
       auto pos = position_of(s, p);
       if (!pos || *pos > end) continue;
       auto clamped = std::max(*pos, begin);
@@ -340,7 +329,7 @@ void fault_chain::fire_positional(fault_state& s, const piece& p, std::uint64_t 
   s.done = true;
   if (!try_fire(s, p.frame ? p.frame->index : 0)) return;
   auto kind = s.fault->spec.kind;
-  if (lasting(kind)) {
+  if (traits(kind).lasting()) {
     if (!relay_.take_effect_slot()) return;
     s.holds_slot = true;
   }
@@ -418,10 +407,7 @@ void fault_chain::forward(const std::byte* data, std::size_t n) {
   for (auto& s : faults_) {
     if (!s.applies) continue;
     const auto& spec = s.fault->spec;
-    if (spec.kind != fault_kind::latency && spec.kind != fault_kind::slicer &&
-        spec.kind != fault_kind::bandwidth) {
-      continue;
-    }
+    if (!in_class(spec, fault_class::rate_shaping)) continue;
     count_once(s);
     if (!s.applies) continue;  // over the active-fault cap
     if (spec.kind == fault_kind::latency) {
@@ -433,6 +419,7 @@ void fault_chain::forward(const std::byte* data, std::size_t n) {
     } else if (spec.kind == fault_kind::slicer) {
       slicer = &spec;
     } else {
+      FL_ASSERT(spec.kind == fault_kind::bandwidth);  // a rate-shaping kind shapes here
       bandwidth = &spec;
     }
   }

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <future>
 
@@ -357,13 +358,15 @@ std::map<std::string, std::uint64_t> relay::counters() const {
     out = impl_->retired_counts;
     for (const auto& f : s.faults) out[f->spec.name] += f->fired.load(std::memory_order_relaxed);
   }
-  out["faults.overflow"] = s.overflow.load();
-  out["connections.accepted"] = s.accepted.load();
-  out["connections.refused"] = s.refused.load();
-  out["accept.errors"] = s.accept_errors.load();
-  out["frames.decode_errors"] = s.decode_errors.load();
-  out["upstream.connect_failures"] = s.connect_failures.load();
+#define FAULTLANE_RELAY_COUNTER_LOAD(field, name, ...) out[name] = s.field.load();
+  FAULTLANE_RELAY_COUNTERS(FAULTLANE_RELAY_COUNTER_LOAD)
+#undef FAULTLANE_RELAY_COUNTER_LOAD
   return out;
+}
+
+bool is_relay_counter(std::string_view name) noexcept {
+  return std::any_of(relay_counters.begin(), relay_counters.end(),
+                     [&](const relay_counter& c) { return c.counter == name; });
 }
 
 std::uint64_t relay::counter(const std::string& name) const {

@@ -59,12 +59,9 @@ struct relay_state {
   fault_id next_fault_id = 1;
   std::size_t next_order = 0;
 
-  std::atomic<std::uint64_t> overflow{0};
-  std::atomic<std::uint64_t> accepted{0};
-  std::atomic<std::uint64_t> refused{0};
-  std::atomic<std::uint64_t> accept_errors{0};
-  std::atomic<std::uint64_t> decode_errors{0};
-  std::atomic<std::uint64_t> connect_failures{0};
+#define FAULTLANE_RELAY_COUNTER_ATOMIC(field, ...) std::atomic<std::uint64_t> field{0};
+  FAULTLANE_RELAY_COUNTERS(FAULTLANE_RELAY_COUNTER_ATOMIC)
+#undef FAULTLANE_RELAY_COUNTER_ATOMIC
   std::atomic<std::uint64_t> received[2]{};  // bytes read, by direction (up, down)
   // The last connect failure written to stderr, and how many were not
   // written since (io thread only): one message per burst.

@@ -63,13 +63,6 @@ std::vector<proxy_set::proxy::installed>::iterator find_toxic(proxy_set::proxy& 
 
 }  // namespace
 
-bool is_relay_counter(std::string_view name) {
-  for (auto c : relay_counters) {
-    if (c.counter == name) return true;
-  }
-  return false;
-}
-
 reply error_reply(int status, const std::string& message) {
   return {status, json{{"error", message}, {"status", status}}};
 }

@@ -78,29 +78,6 @@ class proxy_set {
 
 reply error_reply(int status, const std::string& message);
 
-// The relay's own counters (relay::counters() adds one per fault name),
-// with the Prometheus metric each is exported as and its help text.
-struct relay_counter {
-  std::string_view counter;
-  std::string_view metric;
-  std::string_view help;
-};
-inline constexpr relay_counter relay_counters[] = {
-    {"connections.accepted", "faultlane_relay_connections_accepted_total",
-     "Connections the relay accepted."},
-    {"connections.refused", "faultlane_relay_connections_refused_total",
-     "Connections a refuse fault reset at once."},
-    {"accept.errors", "faultlane_relay_accept_errors_total",
-     "Failed accepts (each followed by a backoff)."},
-    {"frames.decode_errors", "faultlane_relay_decode_errors_total",
-     "Streams that stopped decoding as faultlane frames (then passed through untouched)."},
-    {"upstream.connect_failures", "faultlane_relay_upstream_connect_failures_total",
-     "Connections whose upstream could not be reached."},
-    {"faults.overflow", "faultlane_relay_faults_overflow_total",
-     "Lasting fault effects skipped over the active-fault cap."},
-};
-bool is_relay_counter(std::string_view name);
-
 }  // namespace faultlane::relays::api
 
 namespace faultlane::relays::api {

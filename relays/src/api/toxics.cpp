@@ -10,43 +10,15 @@
 namespace faultlane::relays::api {
 namespace {
 
-// A Toxiproxy attribute and the fault key it sets, with the unit's factor.
-struct renamed_key {
-  std::string_view attribute;
-  std::string_view key;
-  std::uint64_t scale = 1;
-};
+using toxic_attributes = std::array<toxic_attribute, fault_value_keys_max>;
 
-struct toxiproxy_type {
-  std::string_view type;
-  fault_kind kind;
-  std::array<renamed_key, 3> keys;  // unused entries have an empty name
-};
-
-constexpr std::array<toxiproxy_type, 7> toxiproxy_types{{
-    {"latency", fault_kind::latency, {{{"latency", "ms"}, {"jitter", "jitter_ms"}}}},
-    {"bandwidth", fault_kind::bandwidth, {{{"rate", "bytes_per_s", 1000}}}},
-    {"slicer",
-     fault_kind::slicer,
-     {{{"average_size", "size"}, {"size_variation", "variation"}, {"delay", "delay_us"}}}},
-    {"slow_close", fault_kind::slow_close, {{{"delay", "ms"}}}},
-    {"timeout", fault_kind::blackhole, {{{"timeout", "ms"}}}},
-    {"reset_peer", fault_kind::reset, {{{"timeout", "ms"}}}},
-    {"limit_data", fault_kind::truncate, {{{"bytes", "bytes"}}}},
-}};
-
-const toxiproxy_type* find_toxiproxy_type(std::string_view type) {
-  for (const auto& t : toxiproxy_types) {
-    if (t.type == type) return &t;
+// The kind whose Toxiproxy type is `type` (fault_kinds), with the
+// attributes Toxiproxy names for it; null if none is.
+const fault_kind_traits* find_toxiproxy_type(std::string_view type) {
+  for (const auto& t : fault_kinds) {
+    if (!t.toxic.empty() && t.toxic == type) return &t;
   }
   return nullptr;
-}
-
-std::optional<fault_kind> find_kind(std::string_view type) {
-  for (int k = 0; k <= static_cast<int>(fault_kind::slow_close); ++k) {
-    if (to_string(static_cast<fault_kind>(k)) == type) return static_cast<fault_kind>(k);
-  }
-  return std::nullopt;
 }
 
 error bad(const std::string& what) { return error{status::invalid_argument, what}; }
@@ -132,7 +104,7 @@ std::string_view stream_name(direction d) { return d == direction::up ? "upstrea
 
 result<fault_spec> to_fault(const toxic& t) {
   const auto* toxiproxy = find_toxiproxy_type(t.type);
-  auto kind = toxiproxy ? std::optional(toxiproxy->kind) : find_kind(t.type);
+  auto kind = toxiproxy ? std::optional(toxiproxy->kind) : find_fault_kind(t.type);
   if (!kind) return bad("invalid toxic type");
   if (!t.attributes.is_object()) return bad("attributes must be an object");
   if (!(t.toxicity >= 0.0 && t.toxicity <= 1.0)) {
@@ -147,7 +119,7 @@ result<fault_spec> to_fault(const toxic& t) {
     std::string_view key = attribute;
     std::uint64_t scale = 1;
     bool toxiproxy_attribute = false;
-    for (const auto& r : toxiproxy ? toxiproxy->keys : std::array<renamed_key, 3>{}) {
+    for (const auto& r : toxiproxy ? toxiproxy->toxic_attributes : toxic_attributes{}) {
       if (!r.attribute.empty() && r.attribute == attribute) {
         key = r.key;
         scale = r.scale;
@@ -186,7 +158,8 @@ toxic from_fault(const fault_spec& f) {
   t.type = to_string(f.kind);
   t.dir = f.dir;
   t.toxicity = f.when.probability;
-  const auto* toxiproxy = find_toxiproxy_type(t.type);  // the four that share a name
+  // A kind whose Toxiproxy type is its own name shows with Toxiproxy's attributes.
+  const auto* toxiproxy = find_toxiproxy_type(t.type);
   std::istringstream words(describe(f));
   std::string word;
   words >> word;  // the type
@@ -198,7 +171,7 @@ toxic from_fault(const fault_spec& f) {
     std::uint64_t n = 0;
     bool number = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
     if (number) n = std::stoull(value);
-    for (const auto& r : toxiproxy ? toxiproxy->keys : std::array<renamed_key, 3>{}) {
+    for (const auto& r : toxiproxy ? toxiproxy->toxic_attributes : toxic_attributes{}) {
       if (!r.key.empty() && r.key == key && n % r.scale == 0) {
         key = r.attribute;
         n /= r.scale;
@@ -212,7 +185,7 @@ toxic from_fault(const fault_spec& f) {
 void fill_default_attributes(toxic& t) {
   const auto* toxiproxy = find_toxiproxy_type(t.type);
   if (!toxiproxy || !t.attributes.is_object()) return;
-  for (const auto& r : toxiproxy->keys) {
+  for (const auto& r : toxiproxy->toxic_attributes) {
     if (r.attribute.empty() || t.attributes.contains(r.attribute) ||
         t.attributes.contains(std::string(r.key))) {
       continue;

@@ -3,21 +3,13 @@
 // A toxic is what a Toxiproxy client sends and reads back: a name, a type,
 // a stream (upstream: client to server; downstream: server to client), a
 // toxicity and its attributes. Toxiproxy's own types map onto relay faults
-// with its attribute names and units; every other faultlane fault is a type
-// of its own whose attributes are the fault's keys (docs/relay-api.md):
-//
-//   latency    {latency, jitter} ms        -> latency ms, jitter_ms
-//   bandwidth  {rate} KB/s (1000 bytes)    -> bandwidth bytes_per_s
-//   slicer     {average_size, size_variation, delay (us)} -> slicer
-//   slow_close {delay} ms                  -> slow_close ms
-//   timeout    {timeout} ms                -> blackhole ms (0: never close)
-//   reset_peer {timeout} ms                -> reset ms
-//   limit_data {bytes}                     -> truncate bytes
-//   drop_frame, corrupt, stall, half_close, truncate, refuse, blackhole,
-//   reset      {the fault's keys}          -> that fault
-//
-// The trigger keys (after_bytes, frame, header_byte, opcode, status,
-// request_id, connection, rail, count) are attributes of any type.
+// with its attribute names and units, as the Toxiproxy columns of
+// fault_kinds (faultlane/relays/fault.hpp) say: timeout {timeout} ms is
+// blackhole ms, bandwidth {rate} KB/s is bandwidth bytes_per_s, and so on.
+// Every fault kind is also a type of its own whose attributes are the
+// fault's keys (docs/relay-api.md). The trigger keys (after_bytes, frame,
+// header_byte, opcode, status, request_id, connection, rail, count) are
+// attributes of any type.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -8,6 +8,8 @@
 // so one seed always yields one schedule. docs/faults.md is the reference.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -25,21 +27,144 @@ namespace faultlane::relays {
 
 enum class direction : std::uint8_t { up, down };
 
-enum class fault_kind : std::uint8_t {
-  latency,     // delay each chunk by ms +- jitter_ms
-  bandwidth,   // cap the direction at bytes_per_s
-  slicer,      // cut chunks into writes of size +- variation, delay_us apart
-  truncate,    // forward `bytes` bytes of the direction, then close (FIN)
-  reset,       // abort the connection with RST at the trigger (or ms after it)
-  stall,       // stop forwarding at the trigger; keep the sockets open
-  blackhole,   // swallow everything; keep the sockets open (with ms: close them
-               // ms after it applies, as Toxiproxy's timeout toxic does)
-  refuse,      // refuse new connections (accepted, then reset at once)
-  drop_frame,  // swallow a decoded frame (header and payload)
-  corrupt,     // flip bits in a named header field or a payload byte
-  half_close,  // FIN this direction at the trigger; the other stays open
-  slow_close,  // hold a close (FIN from the source) for ms before passing it on
+// What a kind of fault acts on, which decides where the relay applies it.
+enum class fault_class : std::uint8_t {
+  rate_shaping,  // when bytes leave (each chunk's time, the direction's rate)
+  positional,    // the rest of the stream, from a position on; once per connection
+  frame,         // each decoded frame that matches
+  close,         // a close (FIN) from the source
+  connection,    // a connection at accept: no direction of its own
 };
+
+// A lasting effect (a held stall, a delayed chunk) takes a slot in the
+// relay's active-fault cap (relay_config::active_faults_max) while it lasts.
+enum class fault_effect : std::uint8_t { lasting, momentary };
+
+// A Toxiproxy attribute and the fault key it sets, with its unit's factor.
+struct toxic_attribute {
+  std::string_view attribute;
+  std::string_view key;
+  std::uint64_t scale = 1;
+};
+
+inline constexpr std::size_t fault_value_keys_max = 3;
+
+// FAULTLANE_RELAY_FAULT_KINDS is the one list of fault kinds (docs/faults.md,
+// "Adding a fault kind"). It generates fault_kind and the fault_kinds table
+// that the parser, the fault chain, the Toxiproxy API, the property
+// generator and the docs check read; relay_fault_kinds_test fails if a row
+// is missing from any of them.
+//
+// X(kind, class, effect, (value keys it takes), Toxiproxy type or "",
+//   ({Toxiproxy attribute, key, scale}...)). Trigger keys, dir and name
+// apply to every kind. Toxiproxy's attributes apply under its type only.
+#define FAULTLANE_RELAY_FAULT_KINDS(X)                                                  \
+  /* each chunk leaves ms +- jitter_ms after it arrived */                              \
+  X(latency, rate_shaping, lasting, ("ms", "jitter_ms"), "latency",                     \
+    ({"latency", "ms"}, {"jitter", "jitter_ms"}))                                       \
+  /* the direction paced at bytes_per_s */                                              \
+  X(bandwidth, rate_shaping, lasting, ("bytes_per_s"), "bandwidth",                     \
+    ({"rate", "bytes_per_s", 1000}))                                                    \
+  /* writes of size +- variation bytes, delay_us apart */                               \
+  X(slicer, rate_shaping, lasting, ("size", "variation", "delay_us"), "slicer",         \
+    ({"average_size", "size"}, {"size_variation", "variation"}, {"delay", "delay_us"})) \
+  /* `bytes` bytes of the direction, then FIN and close */                              \
+  X(truncate, positional, momentary, ("bytes"), "limit_data", ({"bytes", "bytes"}))     \
+  /* RST both ways at the trigger, or ms after it */                                    \
+  X(reset, positional, momentary, ("ms"), "reset_peer", ({"timeout", "ms"}))            \
+  /* forwarding stops at the trigger; the sockets stay open */                          \
+  X(stall, positional, lasting, (), "", ())                                             \
+  /* everything swallowed from the trigger on; with ms, closed ms after it */           \
+  X(blackhole, positional, lasting, ("ms"), "timeout", ({"timeout", "ms"}))             \
+  /* new connections reset at accept */                                                 \
+  X(refuse, connection, momentary, (), "", ())                                          \
+  /* a decoded frame swallowed, header and payload */                                   \
+  X(drop_frame, frame, momentary, (), "", ())                                           \
+  /* bits flipped in a named header field or a payload byte */                          \
+  X(corrupt, frame, momentary, ("field", "payload_byte", "mask"), "", ())               \
+  /* FIN in this direction at the trigger; the other stays open */                      \
+  X(half_close, positional, momentary, (), "", ())                                      \
+  /* a FIN from the source held for ms before it is passed on */                        \
+  X(slow_close, close, momentary, ("ms"), "slow_close", ({"delay", "ms"}))
+
+enum class fault_kind : std::uint8_t {
+#define FAULTLANE_FAULT_KIND_ENUMERATOR(kind, ...) kind,
+  FAULTLANE_RELAY_FAULT_KINDS(FAULTLANE_FAULT_KIND_ENUMERATOR)
+#undef FAULTLANE_FAULT_KIND_ENUMERATOR
+};
+
+struct fault_kind_traits {
+  fault_kind kind;
+  std::string_view name;  // in fault text, YAML `type:` and counter names
+  fault_class category;
+  fault_effect effect;
+  std::array<std::string_view, fault_value_keys_max> keys;  // unused entries are empty
+  std::string_view toxic;                                   // Toxiproxy's type; empty if none
+  std::array<toxic_attribute, fault_value_keys_max> toxic_attributes;
+
+  constexpr bool takes(std::string_view key) const {
+    return !key.empty() && std::find(keys.begin(), keys.end(), key) != keys.end();
+  }
+  constexpr bool lasting() const { return effect == fault_effect::lasting; }
+};
+
+#define FAULTLANE_FAULT_KIND_UNPAREN(...) __VA_ARGS__
+#define FAULTLANE_FAULT_KIND_TRAITS(kind, category, effect, keys, toxic, attributes) \
+  fault_kind_traits{fault_kind::kind,                                                \
+                    #kind,                                                           \
+                    fault_class::category,                                           \
+                    fault_effect::effect,                                            \
+                    {{FAULTLANE_FAULT_KIND_UNPAREN keys}},                           \
+                    toxic,                                                           \
+                    {{FAULTLANE_FAULT_KIND_UNPAREN attributes}}},
+inline constexpr std::array fault_kinds{FAULTLANE_RELAY_FAULT_KINDS(FAULTLANE_FAULT_KIND_TRAITS)};
+#undef FAULTLANE_FAULT_KIND_TRAITS
+#undef FAULTLANE_FAULT_KIND_UNPAREN
+
+namespace detail {
+#define FAULTLANE_FAULT_KIND_VALUE(kind, ...) fault_kind::kind,
+inline constexpr fault_kind every_fault_kind[] = {
+    FAULTLANE_RELAY_FAULT_KINDS(FAULTLANE_FAULT_KIND_VALUE)};
+#undef FAULTLANE_FAULT_KIND_VALUE
+}  // namespace detail
+// The enumerators of fault_kind, counted from the list, not from its last.
+inline constexpr std::size_t fault_kind_count = std::size(detail::every_fault_kind);
+
+namespace detail {
+constexpr bool in_enum_order() {
+  for (std::size_t i = 0; i < fault_kinds.size(); ++i) {
+    if (fault_kinds[i].kind != static_cast<fault_kind>(i)) return false;
+  }
+  return true;
+}
+// A Toxiproxy type is looked up before the kinds' names: one that is
+// another kind's name would hide that kind from the HTTP API. Names and
+// types are unique, and each Toxiproxy attribute sets a key its kind takes.
+constexpr bool names_distinct() {
+  for (const auto& a : fault_kinds) {
+    for (const auto& b : fault_kinds) {
+      if (a.kind == b.kind) continue;
+      if (a.name == b.name || a.toxic == b.name) return false;
+      if (!a.toxic.empty() && a.toxic == b.toxic) return false;
+    }
+    for (const auto& t : a.toxic_attributes) {
+      if (!t.attribute.empty() && (a.toxic.empty() || !a.takes(t.key) || t.scale == 0)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+}  // namespace detail
+static_assert(fault_kinds.size() == fault_kind_count, "one traits row per fault_kind");
+static_assert(detail::in_enum_order(), "fault_kinds[i] describes fault_kind i");
+static_assert(detail::names_distinct(), "kind names and Toxiproxy types each name one kind");
+
+constexpr const fault_kind_traits& traits(fault_kind k) {
+  return fault_kinds[static_cast<std::size_t>(k)];
+}
+// The kind named `name` (as fault text and YAML `type:` write it).
+std::optional<fault_kind> find_fault_kind(std::string_view name) noexcept;
 
 std::string_view to_string(fault_kind k) noexcept;
 std::string_view to_string(direction d) noexcept;
@@ -77,10 +202,9 @@ struct fault_spec {
   std::uint64_t payload_byte = 0;  // corrupt field=payload: index, to corrupt_payload_byte_max
   std::uint8_t mask = 0x01;        // corrupt: bits flipped (parsed as 0x06 or 6)
 
-  // Faults whose effect lasts (a held stall, a delayed chunk) take a slot in
-  // the relay's active-fault cap while it lasts.
+  // Needs the relay to decode frames: a frame fault, or a frame trigger.
   bool frame_aware() const noexcept {
-    return kind == fault_kind::drop_frame || kind == fault_kind::corrupt || when.needs_frame();
+    return traits(kind).category == fault_class::frame || when.needs_frame();
   }
 };
 

@@ -18,6 +18,7 @@
 // protocol. docs/faults.md is the reference.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -72,6 +73,39 @@ struct relay_config {
 
 using fault_id = std::uint64_t;
 
+// FAULTLANE_RELAY_COUNTERS is the one list of the relay's own counters
+// (relay::counters() adds one per fault name). It generates the atomics the
+// relay bumps, the names counters() reports, the Prometheus counters the
+// HTTP API exports at /metrics, and the rows docs/faults.md and
+// docs/relay-api.md show (a test checks all of them).
+//
+// X(field, name, Prometheus metric, help).
+#define FAULTLANE_RELAY_COUNTERS(X)                                                       \
+  X(accepted, "connections.accepted", "faultlane_relay_connections_accepted_total",       \
+    "Connections the relay accepted.")                                                    \
+  X(refused, "connections.refused", "faultlane_relay_connections_refused_total",          \
+    "Connections a refuse fault reset at once.")                                          \
+  X(accept_errors, "accept.errors", "faultlane_relay_accept_errors_total",                \
+    "Failed accepts (each followed by a backoff).")                                       \
+  X(decode_errors, "frames.decode_errors", "faultlane_relay_decode_errors_total",         \
+    "Streams that stopped decoding as faultlane frames (then passed through untouched).") \
+  X(connect_failures, "upstream.connect_failures",                                        \
+    "faultlane_relay_upstream_connect_failures_total",                                    \
+    "Connections whose upstream could not be reached.")                                   \
+  X(overflow, "faults.overflow", "faultlane_relay_faults_overflow_total",                 \
+    "Lasting fault effects skipped over the active-fault cap.")
+
+struct relay_counter {
+  std::string_view counter;  // its name in relay::counters()
+  std::string_view metric;
+  std::string_view help;
+};
+#define FAULTLANE_RELAY_COUNTER_INFO(field, name, metric, help) relay_counter{name, metric, help},
+inline constexpr std::array relay_counters{FAULTLANE_RELAY_COUNTERS(FAULTLANE_RELAY_COUNTER_INFO)};
+#undef FAULTLANE_RELAY_COUNTER_INFO
+// Whether `name` is one of relay_counters (a fault may not take it).
+bool is_relay_counter(std::string_view name) noexcept;
+
 class relay {
  public:
   // Validates (loopback only unless allowed), binds, and starts one io
@@ -110,10 +144,7 @@ class relay {
   std::vector<std::pair<fault_id, fault_spec>> faults() const;
 
   // Firings per fault name (every configured fault appears, zeros
-  // included), plus "faults.overflow" (skipped over active_faults_max),
-  // "connections.accepted", "connections.refused", "accept.errors"
-  // (failed accepts, each followed by a backoff) and
-  // "frames.decode_errors" and "upstream.connect_failures".
+  // included), plus each of relay_counters (FAULTLANE_RELAY_COUNTERS).
   std::map<std::string, std::uint64_t> counters() const;
   std::uint64_t counter(const std::string& name) const;
 

@@ -1,0 +1,173 @@
+// The declared-once lists hold together: every row of fault_kinds
+// (FAULTLANE_RELAY_FAULT_KINDS) is parsed from its name and refuses the keys
+// of other kinds, is found by the Toxiproxy API by its own name and by its
+// Toxiproxy type, and is described in docs/faults.md and docs/relay-api.md;
+// every relay counter (FAULTLANE_RELAY_COUNTERS) is reported, exported at
+// /metrics and documented. A row missing from any of them fails here.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "api/proxies.hpp"
+#include "api/toxics.hpp"
+#include "relay_fixture.hpp"
+
+namespace faultlane::relays::testing {
+namespace {
+
+std::string doc(const std::string& name) {
+  std::ifstream in(std::string(FAULTLANE_SOURCE_DIR) + "/docs/" + name);
+  EXPECT_TRUE(in) << "docs/" << name;
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The cells of the table row of `text` whose first cell is `first`; empty
+// if there is no such row.
+std::vector<std::string> row_cells(const std::string& text, const std::string& first) {
+  auto at = text.find("\n| " + first + " |");
+  if (at == std::string::npos) return {};
+  auto end = text.find('\n', at + 1);
+  auto row = text.substr(at + 3, end - at - 3);  // past "\n| "
+  std::vector<std::string> cells;
+  for (std::size_t from = 0, bar; (bar = row.find(" |", from)) != std::string::npos;) {
+    cells.push_back(row.substr(from, bar - from));
+    from = bar + 3;  // past " | "
+  }
+  return cells;
+}
+
+// The paragraph of `text` that begins with `start`, or "".
+std::string paragraph(const std::string& text, const std::string& start) {
+  auto at = text.find(start);
+  if (at == std::string::npos) return "";
+  return text.substr(at, text.find("\n\n", at) - at);
+}
+
+std::string code(std::string_view word) { return "`" + std::string(word) + "`"; }
+
+// Every key some kind takes.
+std::vector<std::string_view> value_keys() {
+  std::vector<std::string_view> out;
+  for (const auto& t : fault_kinds) {
+    for (auto key : t.keys) {
+      if (!key.empty() && std::find(out.begin(), out.end(), key) == out.end()) out.push_back(key);
+    }
+  }
+  return out;
+}
+
+std::string message(const result<fault_spec>& r) { return r.ok() ? "" : r.error().message; }
+
+TEST(relay_fault_kinds, every_kind_is_parsed_from_its_name_and_takes_only_its_keys) {
+  for (const auto& t : fault_kinds) {
+    SCOPED_TRACE(std::string(t.name));
+    EXPECT_EQ(to_string(t.kind), t.name);
+    EXPECT_EQ(find_fault_kind(t.name), t.kind);
+    // Kinds that need a value say so; none is unknown.
+    auto text = fmt::format("{} dir=down", t.name);
+    auto parsed = parse_fault(text);
+    EXPECT_EQ(message(parsed).find("unknown fault type"), std::string::npos) << message(parsed);
+    if (parsed.ok()) EXPECT_EQ(parsed.value().kind, t.kind);
+    auto yaml = parse_fault(YAML::Load(fmt::format("{{type: {}, dir: down}}", t.name)));
+    EXPECT_EQ(message(yaml), message(parsed));
+    for (auto key : value_keys()) {
+      auto with_key = message(parse_fault(fmt::format("{} {}=1", text, key)));
+      auto refused = fmt::format("fault: {} does not take {}=", t.name, key);
+      EXPECT_EQ(with_key.find(refused) == 0, !t.takes(key)) << key << ": " << with_key;
+    }
+  }
+  EXPECT_FALSE(find_fault_kind("no_such_kind"));
+  EXPECT_EQ(message(parse_fault("no_such_kind dir=up")),
+            "fault: unknown fault type 'no_such_kind'");
+}
+
+TEST(relay_fault_kinds, the_toxiproxy_api_finds_every_kind_by_its_name_and_its_type) {
+  auto kind_of = [](std::string_view type) -> std::optional<fault_kind> {
+    api::toxic probe{"t", std::string(type), direction::down, 1.0, nlohmann::json::object()};
+    auto f = api::to_fault(probe);
+    if (!f.ok() && f.error().message == "invalid toxic type") return std::nullopt;
+    // A type the API knows may still need attributes; the kind it stands
+    // for is named first in its error.
+    if (!f.ok()) {
+      for (const auto& t : fault_kinds) {
+        if (f.error().message.rfind(std::string(t.name) + " ", 0) == 0 ||
+            f.error().message.rfind(std::string(type) + " toxic: " + std::string(t.name), 0) == 0)
+          return t.kind;
+      }
+      ADD_FAILURE() << type << ": " << f.error().message;
+      return std::nullopt;
+    }
+    return f.value().kind;
+  };
+  for (const auto& t : fault_kinds) {
+    SCOPED_TRACE(std::string(t.name));
+    EXPECT_EQ(kind_of(t.name), t.kind);
+    if (!t.toxic.empty()) EXPECT_EQ(kind_of(t.toxic), t.kind);
+  }
+  EXPECT_FALSE(kind_of("no_such_toxic"));
+}
+
+TEST(relay_fault_kinds, the_docs_describe_every_kind_with_its_keys_and_toxiproxy_type) {
+  const auto faults = doc("faults.md");
+  const auto api = doc("relay-api.md");
+  const auto own_types = paragraph(api, "Every other relay fault is a type of its own");
+  ASSERT_FALSE(own_types.empty());
+  for (const auto& t : fault_kinds) {
+    SCOPED_TRACE(std::string(t.name));
+    // | fault | keys | effect | counted |
+    auto row = row_cells(faults, code(t.name));
+    ASSERT_EQ(row.size(), 4u) << "docs/faults.md's fault table has no row for " << t.name;
+    for (auto key : t.keys) {
+      if (!key.empty()) EXPECT_NE(row[1].find(code(key)), std::string::npos) << key;
+    }
+    if (!t.toxic.empty()) {
+      // | type | attributes | relay fault |
+      auto toxic_row = row_cells(api, code(t.toxic));
+      ASSERT_EQ(toxic_row.size(), 3u) << "docs/relay-api.md's toxic table has no " << t.toxic;
+      EXPECT_EQ(toxic_row[2].rfind("`" + std::string(t.name), 0), 0u) << toxic_row[2];
+      for (const auto& a : t.toxic_attributes) {
+        if (a.attribute.empty()) continue;
+        EXPECT_NE(toxic_row[1].find(code(a.attribute)), std::string::npos) << a.attribute;
+      }
+    }
+    if (t.toxic != t.name) {
+      EXPECT_NE(own_types.find(code(t.name)), std::string::npos)
+          << "docs/relay-api.md lists " << t.name << " among the types of their own";
+    }
+  }
+}
+
+TEST(relay_fault_kinds, every_relay_counter_is_reported_exported_and_documented) {
+  plain_peer peer(plain_peer::mode::echo);
+  auto r = relay::start(config_to(peer.where(), {}));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const auto reported = r.value()->counters();
+  api::proxy_set set(config_to(peer.where(), {}));
+  ASSERT_EQ(set.create({{"name", "p"}, {"upstream", peer.where().str()}}).status, 201);
+  const auto metrics = set.metrics();
+  const auto faults = doc("faults.md");
+  const auto api = doc("relay-api.md");
+  for (const auto& c : relay_counters) {
+    SCOPED_TRACE(std::string(c.counter));
+    EXPECT_TRUE(is_relay_counter(c.counter));
+    EXPECT_EQ(reported.count(std::string(c.counter)), 1u);
+    EXPECT_NE(metrics.find(fmt::format("# HELP {} {}\n# TYPE {} counter\n{}{{proxy=\"p\"}} 0\n",
+                                       c.metric, c.help, c.metric, c.metric)),
+              std::string::npos)
+        << metrics;
+    EXPECT_NE(faults.find("| " + code(c.counter) + " |"), std::string::npos)
+        << "docs/faults.md's counter table";
+    EXPECT_NE(api.find("| " + code(c.metric) + " | counter |"), std::string::npos)
+        << "docs/relay-api.md's metrics table";
+  }
+  // Nothing else: counters() holds the relay counters and one per fault.
+  EXPECT_EQ(reported.size(), relay_counters.size());
+}
+
+}  // namespace
+}  // namespace faultlane::relays::testing
