@@ -4,6 +4,7 @@
 // (or inline too, with rpc_inline).
 #include <fmt/format.h>
 
+#include <locale>
 #include <regex>
 
 #include "faultlane/core/failpoint.hpp"
@@ -19,6 +20,20 @@ using rpc::rpc_status;
 
 reply bad_request(const result<void>& r) {
   return reply::failure(rpc_status::bad_request, r.error().message);
+}
+
+// libstdc++'s ctype<char>::narrow caches each character's answer in the
+// facet on first use, unsynchronised (GCC bug 77704): two workers compiling
+// their first patterns at once race on that cache (ThreadSanitizer reports
+// it under concurrent list_registrations calls). Narrowing every character
+// once, before any worker runs, leaves the cache read-only after.
+void warm_narrow_cache() {
+  static const bool warmed = [] {
+    const auto& ctype = std::use_facet<std::ctype<char>>(std::locale());
+    for (int c = 1; c < 256; ++c) (void)ctype.narrow(static_cast<char>(c), '\0');
+    return true;
+  }();
+  (void)warmed;
 }
 
 reply list_registrations(transport::impl& t, const call& c) {
@@ -89,6 +104,7 @@ std::string transport::impl::control_bind_address() const {
 result<void> transport::impl::start_control() {
   const auto& c = rt.config;
   if (!c.rpc_enabled) return {};
+  warm_narrow_cache();
   rpc::server_options o;
   o.bind_address = control_bind_address();
   o.port = c.rpc_port;
