@@ -157,6 +157,21 @@ class window {
   std::atomic<std::size_t> warm_{0};
 };
 
+// A driver that ends (an error, the stop) counts as warm from then on: the
+// warm-up waits for drivers that can still complete an op, never for one
+// that is gone (a run whose ops all fail must not sit out the longest wait).
+class warm_on_exit {
+ public:
+  warm_on_exit(window& w, bool& seen_first) : w_(w), seen_first_(seen_first) {}
+  warm_on_exit(const warm_on_exit&) = delete;
+  warm_on_exit& operator=(const warm_on_exit&) = delete;
+  ~warm_on_exit() { w_.completed(seen_first_); }
+
+ private:
+  window& w_;
+  bool& seen_first_;
+};
+
 // The longest warm-up: past it, a side whose drivers have not all
 // completed an op is measured anyway and the round is counted in
 // measurement::cold_rounds, which the output explains.

@@ -185,8 +185,11 @@ outcome measure(const options& o) {
     if (r.baseline) {
       auto raw = o.via_relay ? run_faultlane(direct) : run_baseline(round);
       const auto fs = summarize(fl), bs = summarize(raw);
-      r.round_throughput_ratio.push_back(fs.bytes_per_s / std::max(bs.bytes_per_s, 1e-9));
-      r.round_latency_ratio.push_back(fs.mean_us / std::max(bs.mean_us, 1e-9));
+      // A round where either side completed nothing has no ratio.
+      if (fl.ops > 0 && raw.ops > 0) {
+        r.round_throughput_ratio.push_back(fs.bytes_per_s / bs.bytes_per_s);
+        r.round_latency_ratio.push_back(fs.mean_us / bs.mean_us);
+      }
       merge(r.raw, std::move(raw));
     }
     merge(r.fl, std::move(fl));

@@ -103,12 +103,12 @@ void submit_loop(transport& t, segment_id seg, registration_id id, const options
                      slot_offset(o, thread, k)};
     }
     auto start = clock_type::now();
-    auto batch = t.submit(requests, [&](std::size_t i, status code, std::uint64_t) {
+    auto batch = t.submit(requests, [&](std::size_t i, status, std::uint64_t) {
       done_at[i] = clock_type::now();
       in_window[i] = w.measuring();
-      // As it completes, not after the batch and its verification: the
-      // window may start while the rest of the batch still runs.
-      if (code == status::ok) w.completed(seen_first);
+      // As it completes (failed or not), not after the batch and its
+      // verification: the window may start while the rest of the batch runs.
+      w.completed(seen_first);
     });
     if (!batch.ok()) die(fmt::format("submit: {}", batch.error().message));
     if (!batch.value()->wait(std::chrono::minutes(2))) die("a batch did not complete in 2 minutes");
@@ -191,10 +191,10 @@ class closed_loop {
     const bool in_window = w_.measuring();
     {
       std::lock_guard lock(mutex_);
+      w_.completed(seen_first_);  // a failed op has completed too
       if (code != status::ok) {
         s_.m.failed(code);
       } else {
-        w_.completed(seen_first_);
         if (in_window) {
           s_.m.latency_us.push_back(
               std::chrono::duration<double, std::micro>(now - start_).count());

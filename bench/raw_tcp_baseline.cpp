@@ -225,6 +225,7 @@ void run_striped(const options& o, const std::vector<int>& clients, window& w, m
       auto expected =
           o.verify ? patterned(o.block_bytes, slot_seed(read_seed, 0)) : block_vector<char>();
       bool seen_first = false;
+      warm_on_exit gone(w, seen_first);
       while (true) {
         // Part 0 decides for everyone whether another op runs.
         if (c == 0) stop->store(w.stopping());
@@ -262,6 +263,7 @@ void drive_connection(const options& o, int fd, std::size_t depth, connection_me
   std::uint64_t n = 0;
   std::vector<bool> writes(depth);
   bool seen_first = false;
+  warm_on_exit gone(w, seen_first);
   while (!w.stopping()) {
     auto start = clock_type::now();
     for (std::size_t k = 0; k < depth; ++k) {
@@ -353,6 +355,7 @@ void stream_one(int from, int to, block_vector<char>& source, block_vector<char>
   std::size_t at = 0;
   set_watermark(to, bulk_watermark);
   bool seen_first = false;
+  warm_on_exit gone(w, seen_first);
   while (true) {
     ssize_t k = ::recv(to, sink.data() + at, std::min(step_bytes(), sink.size() - at), 0);
     if (k <= 0) break;

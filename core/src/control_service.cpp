@@ -26,7 +26,9 @@ reply bad_request(const result<void>& r) {
 // facet on first use, unsynchronised (GCC bug 77704): two workers compiling
 // their first patterns at once race on that cache (ThreadSanitizer reports
 // it under concurrent list_registrations calls). Narrowing every character
-// once, before any worker runs, leaves the cache read-only after.
+// once, before any worker runs, leaves the cache read-only after. It warms
+// the facet of the global locale as it is when the control plane starts;
+// a program that installs another global locale later is not covered.
 void warm_narrow_cache() {
   static const bool warmed = [] {
     const auto& ctype = std::use_facet<std::ctype<char>>(std::locale());

@@ -140,7 +140,7 @@ result<registration_id> registry::register_buffer(void* base, std::size_t length
   entry->length = length;
   entry->perm = perm;
   entry->name = std::move(name);
-  if (perm != permission::local_only) advertised_.emplace(id, entry);
+  if (perm != permission::local_only) advertised_.emplace(sequence_, entry);
   const bool inserted = live_.emplace(id, std::move(entry)).second;
   FL_ASSERT(inserted);
   FL_ASSERT(id != 0);
@@ -166,7 +166,7 @@ result<void> registry::unregister_buffer(registration_id id, std::chrono::millis
       // defect the stale-rejection checker exists to catch.
       if (FAULTLANE_FAILPOINT("planted.accept_stale_id")) return {};
       live_.erase(it);
-      advertised_.erase(id);
+      advertised_.erase(id ^ namespace_);  // its sequence number
       retiring_.emplace(id, entry);
     } else if (auto r = retiring_.find(id); r != retiring_.end()) {
       entry = r->second;  // an earlier timed-out unregister: wait again
@@ -241,10 +241,13 @@ std::vector<registration_info> registry::advertised_page(registration_id after,
   std::vector<registration_info> out;
   out.reserve(max);
   std::shared_lock lock(mutex_);
-  for (auto it = advertised_.upper_bound(after); it != advertised_.end() && out.size() < max;
-       ++it) {
+  // The cursor is the last id a page gave; pages run in sequence order.
+  const std::uint64_t after_sequence = after == 0 ? 0 : after ^ namespace_;
+  for (auto it = advertised_.upper_bound(after_sequence);
+       it != advertised_.end() && out.size() < max; ++it) {
     const auto& entry = *it->second;
-    FL_ASSERT(entry.id == it->first && entry.length > 0 && entry.perm != permission::local_only);
+    FL_ASSERT((entry.id ^ namespace_) == it->first && entry.length > 0 &&
+              entry.perm != permission::local_only);
     out.push_back({entry.id, entry.base, entry.length, entry.perm, entry.name});
   }
   return out;

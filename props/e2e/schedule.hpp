@@ -96,13 +96,13 @@ struct schedule {
   std::string planted;
 };
 
-// What a property draws: which events and failpoints may appear, and the
 // Faults that only slow bytes (the rate-shaping and close classes of
 // relays::fault_kinds): they cost time but must never fail an op (the
 // timeouts are far above what they add); every other kind may break an
 // exchange.
 bool slowing(relays::fault_kind k) noexcept;
 
+// What a property draws: which events and failpoints may appear, and the
 // bounds of the lists (rapidcheck grows them with its size).
 struct gen_options {
   std::size_t faults_max = 4;

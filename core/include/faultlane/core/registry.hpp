@@ -115,13 +115,14 @@ class registry {
   result<lease> acquire(registration_id id, std::uint64_t offset, std::uint64_t length,
                         access kind);
 
-  // Registrations peers may use (local_only excluded), ordered by id, a
-  // page at a time: those with an id above `after`, at most `max` of them
-  // (at most limits::registration_page_max). A scan passes the last id it
-  // got to take the next page; the lock is held for one page only, so a
-  // scan of a million names never holds registration up for longer than one
-  // page's copying. A registration that lives through the whole scan is in
-  // it; one made or removed during it may or may not be.
+  // Registrations peers may use (local_only excluded), in the order they
+  // were made, a page at a time: those made after `after` (0: from the
+  // first), at most `max` of them (at most limits::registration_page_max).
+  // A scan passes the last id it got to take the next page; the lock is held
+  // for one page only, so a scan of a million names never holds
+  // registration up for longer than one page's copying. Every registration
+  // made before the scan ends and still there is in it (a new one sorts
+  // after the cursor, ids would not); one removed during it may be missing.
   std::vector<registration_info> advertised_page(registration_id after, std::size_t max) const;
   // Every page.
   std::vector<registration_info> advertised() const;
@@ -150,9 +151,9 @@ class registry {
   std::uint64_t sequence_ = 0;
   bool closed_ = false;
   std::unordered_map<registration_id, entry_ptr> live_;
-  // The live entries peers may see (local_only left out), in id order,
-  // for the paged scans; acquire() looks up live_.
-  std::map<registration_id, entry_ptr> advertised_;
+  // The live entries peers may see (local_only left out), by sequence
+  // number (id ^ namespace_), for the paged scans; acquire() looks up live_.
+  std::map<std::uint64_t, entry_ptr> advertised_;
   std::unordered_map<registration_id, entry_ptr> retiring_;
   std::atomic<std::size_t> active_leases_{0};
 };
