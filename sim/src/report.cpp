@@ -246,6 +246,11 @@ std::string failure_text(const run_result& r) {
   if (r.hist) {
     append_outcomes(out, *r.hist);
     append_failure_counters(out, *r.hist);
+    // What the runner noted (a stream that stopped early, ops left in
+    // flight): why a count came out short.
+    for (const auto& m : r.hist->marks) {
+      if (m.kind == "note") out += "note: " + m.text + "\n";
+    }
   }
   out += fmt::format("seed: {}\n", r.seed);
   if (!r.replay.empty()) out += "replay: " + r.replay + "\n";

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <shared_mutex>
 #include <string>
@@ -55,6 +56,10 @@ class region_ranges {
  public:
   // Takes [offset, offset + length) of `region` if free.
   bool try_take(const std::string& region, std::uint64_t offset, std::uint64_t length);
+  // Takes the first free `length` bytes of `region` (of `size` bytes) at or
+  // after `from`, wrapping round; nullopt when no gap is that long.
+  std::optional<std::uint64_t> take_first_fit(const std::string& region, std::uint64_t size,
+                                              std::uint64_t length, std::uint64_t from);
   void release(const std::string& region, std::uint64_t offset);
   // Keeps the range taken until release_deferred() (the phase's end).
   void defer(const std::string& region, std::uint64_t offset);

@@ -159,6 +159,15 @@ class stream_runner {
           return offset;
         }
       }
+      // Draws miss when most of the region is taken (ambiguous WRITEs hold
+      // theirs until the phase ends): a gap that fits is still used before
+      // waiting, or the stream would stop with room left.
+      const auto from =
+          std::uniform_int_distribution<std::uint64_t>(0, region_.size - length)(rng_);
+      if (auto offset = run_.ranges_.take_first_fit(region_.name, region_.size, length, from)) {
+        if (st_.offsets == offset_mode::sequential) next_offset_ = *offset + length;
+        return offset;
+      }
       if (!may_wait) return std::nullopt;
       switch (run_.ranges_.wait(seen, region_.name, run_.deadline_)) {
         case region_ranges::wait_result::released: break;
@@ -314,6 +323,30 @@ bool region_ranges::try_take(const std::string& region, std::uint64_t offset,
   if (next != taken.begin() && std::prev(next)->second > offset) return false;
   taken.emplace(offset, offset + length);
   return true;
+}
+
+std::optional<std::uint64_t> region_ranges::take_first_fit(const std::string& region,
+                                                           std::uint64_t size,
+                                                           std::uint64_t length,
+                                                           std::uint64_t from) {
+  std::lock_guard lock(mutex_);
+  auto& taken = taken_[region];
+  std::optional<std::uint64_t> at;    // the lowest fit at or after `from`
+  std::optional<std::uint64_t> wrap;  // the lowest fit of all
+  auto consider = [&](std::uint64_t begin, std::uint64_t end) {  // free [begin, end)
+    if (end < begin || end - begin < length) return;
+    if (!wrap) wrap = begin;
+    if (!at && end - length >= from) at = std::max(begin, from);
+  };
+  std::uint64_t free_from = 0;
+  for (const auto& [offset, end] : taken) {
+    consider(free_from, offset);
+    free_from = std::max(free_from, end);
+  }
+  consider(free_from, size);
+  if (!at) at = wrap;
+  if (at) taken.emplace(*at, *at + length);
+  return at;
 }
 
 void region_ranges::release(const std::string& region, std::uint64_t offset) {
