@@ -72,7 +72,9 @@ TEST(relay_fault_kinds, every_kind_is_parsed_from_its_name_and_takes_only_its_ke
     auto text = fmt::format("{} dir=down", t.name);
     auto parsed = parse_fault(text);
     EXPECT_EQ(message(parsed).find("unknown fault type"), std::string::npos) << message(parsed);
-    if (parsed.ok()) EXPECT_EQ(parsed.value().kind, t.kind);
+    if (parsed.ok()) {
+      EXPECT_EQ(parsed.value().kind, t.kind);
+    }
     auto yaml = parse_fault(YAML::Load(fmt::format("{{type: {}, dir: down}}", t.name)));
     EXPECT_EQ(message(yaml), message(parsed));
     for (auto key : value_keys()) {
@@ -107,7 +109,9 @@ TEST(relay_fault_kinds, the_toxiproxy_api_finds_every_kind_by_its_name_and_its_t
   for (const auto& t : fault_kinds) {
     SCOPED_TRACE(std::string(t.name));
     EXPECT_EQ(kind_of(t.name), t.kind);
-    if (!t.toxic.empty()) EXPECT_EQ(kind_of(t.toxic), t.kind);
+    if (!t.toxic.empty()) {
+      EXPECT_EQ(kind_of(t.toxic), t.kind);
+    }
   }
   EXPECT_FALSE(kind_of("no_such_toxic"));
 }
@@ -123,7 +127,9 @@ TEST(relay_fault_kinds, the_docs_describe_every_kind_with_its_keys_and_toxiproxy
     auto row = row_cells(faults, code(t.name));
     ASSERT_EQ(row.size(), 4u) << "docs/faults.md's fault table has no row for " << t.name;
     for (auto key : t.keys) {
-      if (!key.empty()) EXPECT_NE(row[1].find(code(key)), std::string::npos) << key;
+      if (!key.empty()) {
+        EXPECT_NE(row[1].find(code(key)), std::string::npos) << key;
+      }
     }
     if (!t.toxic.empty()) {
       // | type | attributes | relay fault |
