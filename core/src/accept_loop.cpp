@@ -10,6 +10,7 @@
 #include "faultlane/core/assert.hpp"
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/limits.hpp"
+#include "faultlane/core/net.hpp"
 
 namespace faultlane {
 
@@ -24,7 +25,7 @@ std::error_code accept_loop::listen(const tcp::endpoint& at) {
   FL_ASSERT(!acceptor_.is_open());
   std::error_code ec;
   acceptor_.open(at.protocol(), ec);
-  if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor_.set_option(net::acceptor::reuse_address(true), ec);
   if (!ec) acceptor_.bind(at, ec);
   if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (!ec) acceptor_.non_blocking(true, ec);  // accept_after_backoff never waits
@@ -48,17 +49,17 @@ void accept_loop::accept_next(const keep_alive& owner) {
   // stays queued. Keyed by the listening port, to fail one listener.
   if (FAULTLANE_FAILPOINT_KEY("accept_loop.before_accept", port_)) {
     asio::post(acceptor_.get_executor(), [this, owner, to] {
-      on_accept(owner, asio::error::no_descriptors, tcp::socket(to.context), to.shard);
+      on_accept(owner, asio::error::no_descriptors, net::socket(to.context), to.shard);
     });
     return;
   }
   acceptor_.async_accept(to.context,
-                         [this, owner, shard = to.shard](std::error_code ec, tcp::socket socket) {
+                         [this, owner, shard = to.shard](std::error_code ec, net::socket socket) {
                            on_accept(owner, ec, std::move(socket), shard);
                          });
 }
 
-void accept_loop::on_accept(const keep_alive& owner, const std::error_code& ec, tcp::socket socket,
+void accept_loop::on_accept(const keep_alive& owner, const std::error_code& ec, net::socket socket,
                             std::size_t shard) {
   if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
   if (ec) {
@@ -87,7 +88,7 @@ void accept_loop::back_off(const keep_alive& owner) {
 void accept_loop::accept_after_backoff(const keep_alive& owner) {
   FL_ASSERT(acceptor_.non_blocking());
   auto to = hooks_.place();
-  tcp::socket socket(to.context);
+  net::socket socket(to.context);
   std::error_code ec;
   if (FAULTLANE_FAILPOINT_KEY("accept_loop.before_accept", port_)) {
     ec = asio::error::no_descriptors;

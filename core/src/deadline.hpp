@@ -10,7 +10,6 @@
 // Single-threaded: used only on the owning connection's shard.
 #pragma once
 
-#include <asio/basic_waitable_timer.hpp>
 #include <asio/io_context.hpp>
 
 #include <chrono>
@@ -19,6 +18,7 @@
 #include <memory>
 
 #include "faultlane/core/assert.hpp"
+#include "faultlane/core/net.hpp"
 
 namespace faultlane::detail {
 
@@ -28,13 +28,11 @@ namespace faultlane::detail {
 // function object taken from the thread's recycling cache, which under
 // load missed now and then and allocated in the steady state (the deadline
 // fires once per progress timeout while a connection is busy).
-using shard_timer = asio::basic_waitable_timer<std::chrono::steady_clock,
-                                               asio::wait_traits<std::chrono::steady_clock>,
-                                               asio::io_context::executor_type>;
+using shard_timer = net::shard_timer;
 
 class deadline {
  public:
-  using clock = std::chrono::steady_clock;
+  using clock = net::clock;
 
   // `on_expire` runs on the shard when the deadline passes; `on_stale`
   // whenever a superseded wait completes (for the stale-handler counter).

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "faultlane/core/limits.hpp"
+#include "faultlane/core/net.hpp"
 
 namespace faultlane {
 namespace {
@@ -51,12 +52,12 @@ io_pool::io_pool(std::size_t worker_count, std::uint32_t busy_poll_us)
     // on its first I/O object. Building it now means a socket created
     // later, when the process is out of descriptors, fails as a socket
     // (an error code) instead of throwing from inside a handler.
-    asio::steady_timer reactor_now(shards_.back()->context);
+    net::timer reactor_now(shards_.back()->context);
   }
   // Threads start only once every shard exists, so a handler that posts to
   // another shard never sees a half-built pool.
   for (std::size_t i = 0; i < worker_count; ++i) {
-    shards_[i]->thread = std::thread([this, i] { run_shard(i); });
+    shards_[i]->thread = net::thread([this, i] { run_shard(i); });
   }
 }
 

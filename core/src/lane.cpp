@@ -13,6 +13,7 @@
 #include <array>
 
 #include "faultlane/core/failpoint.hpp"
+#include "faultlane/core/net.hpp"
 #include "send_now.hpp"
 #include "server.hpp"
 #include "tsan_order.hpp"
@@ -92,7 +93,7 @@ void lane::uncount_connecting() noexcept {
 // exchanges may each run callbacks or throw.
 void lane::enqueue(op_chain ops) {
   run_handler([this, &ops] {
-    auto start_by = steady_clock::time_point{};
+    auto start_by = net::clock::time_point{};
     bool queued = false;
     while (!ops.empty()) {
       auto op = ops.pop_front();
@@ -108,8 +109,8 @@ void lane::enqueue(op_chain ops) {
         retire(std::move(op), status::cancelled, 0);
         continue;
       }
-      if (op->start_by != steady_clock::time_point{} &&
-          (start_by == steady_clock::time_point{} || op->start_by < start_by)) {
+      if (op->start_by != net::clock::time_point{} &&
+          (start_by == net::clock::time_point{} || op->start_by < start_by)) {
         start_by = op->start_by;
       }
       queue_.push_back(std::move(op));
@@ -118,7 +119,7 @@ void lane::enqueue(op_chain ops) {
     if (!queued) return;
     (void)FAULTLANE_FAILPOINT("lane.enqueue");
     pump();
-    if (start_by != steady_clock::time_point{} && !queue_.empty()) arm_start_deadline(start_by);
+    if (start_by != net::clock::time_point{} && !queue_.empty()) arm_start_deadline(start_by);
   });
 }
 
@@ -145,9 +146,9 @@ void lane::take_deferred() noexcept {
 }
 
 // One timer for the earliest start deadline of the work still queued.
-void lane::arm_start_deadline(steady_clock::time_point when) {
-  FL_ASSERT(when != steady_clock::time_point{});
-  if (start_timer_at_ != steady_clock::time_point{} && start_timer_at_ <= when) return;
+void lane::arm_start_deadline(net::clock::time_point when) {
+  FL_ASSERT(when != net::clock::time_point{});
+  if (start_timer_at_ != net::clock::time_point{} && start_timer_at_ <= when) return;
   start_timer_at_ = when;
   start_timer_.expires_at(when);
   start_timer_.async_wait(guarded([this](std::error_code ec) {
@@ -159,14 +160,14 @@ void lane::arm_start_deadline(steady_clock::time_point when) {
 }
 
 void lane::expire_queued_work() {
-  FL_ASSERT(start_timer_at_ == steady_clock::time_point{});  // the timer that fired
-  const auto now = steady_clock::now();
-  auto next = steady_clock::time_point{};
+  FL_ASSERT(start_timer_at_ == net::clock::time_point{});  // the timer that fired
+  const auto now = net::clock::now();
+  auto next = net::clock::time_point{};
   for (auto it = queue_.begin(); it != queue_.end();) {
     const auto start_by = (*it)->start_by;
-    if (start_by == steady_clock::time_point{} || start_by > now) {
-      if (start_by != steady_clock::time_point{} &&
-          (next == steady_clock::time_point{} || start_by < next)) {
+    if (start_by == net::clock::time_point{} || start_by > now) {
+      if (start_by != net::clock::time_point{} &&
+          (next == net::clock::time_point{} || start_by < next)) {
         next = start_by;
       }
       ++it;
@@ -177,7 +178,7 @@ void lane::expire_queued_work() {
     bump(rt_.stats.timeouts);
     retire(std::move(op), status::timeout, 0);  // never left: definite
   }
-  if (next != steady_clock::time_point{}) arm_start_deadline(next);
+  if (next != net::clock::time_point{}) arm_start_deadline(next);
 }
 
 // An idle connection should have nothing to read: readability or a hang-up
@@ -202,8 +203,7 @@ int lane::check_idle_connection() {
     bump(rt_.stats.idle_checks_skipped);
     return 0;
   }
-  pollfd p{socket_.native_handle(), POLLIN | POLLRDHUP, 0};
-  return ::poll(&p, 1, 0);
+  return net::peer_gone_or_ready(socket_);
 }
 
 namespace {

@@ -19,6 +19,7 @@
 
 #include "deadline.hpp"
 #include "faultlane/core/limits.hpp"
+#include "faultlane/core/net.hpp"
 #include "receive_watermark.hpp"
 #include "task.hpp"
 #include "unprobed_read.hpp"
@@ -97,7 +98,7 @@ class lane : public std::enable_shared_from_this<lane> {
     };
   }
   void on_handler_exception() noexcept;
-  void arm_start_deadline(std::chrono::steady_clock::time_point when);
+  void arm_start_deadline(net::clock::time_point when);
   void expire_queued_work();
   int check_idle_connection();
   void pump();
@@ -144,7 +145,7 @@ class lane : public std::enable_shared_from_this<lane> {
   const std::size_t index_;
   const std::size_t rail_;
   const std::size_t shard_;
-  asio::ip::tcp::socket socket_;
+  net::socket socket_;
   // Reads answers (unprobed_read.hpp): without Asio's probe on the
   // connection whose epoch_ quiet_connection_ holds, which the idle check
   // found quiet (or skipped, below) earlier in the running pump() (0
@@ -172,7 +173,7 @@ class lane : public std::enable_shared_from_this<lane> {
   // Ends queued work whose start deadline passed (armed only while such
   // work waits; see transfer_request::start_deadline_ms).
   shard_timer start_timer_;
-  std::chrono::steady_clock::time_point start_timer_at_{};
+  net::clock::time_point start_timer_at_{};
   // Exchanges whose request started to leave, oldest first; the newest
   // leaving_ of them are in a gather write and not all out yet.
   std::pmr::deque<op_ptr> inflight_{&deque_blocks_};

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "faultlane/core/failpoint.hpp"
+#include "faultlane/core/net.hpp"
 #include "server.hpp"
 
 namespace faultlane::detail {
@@ -74,13 +75,13 @@ accept_hooks server::listener_hooks() {
             });
           },
       .accepted =
-          [this](tcp::socket socket, std::size_t shard) {
+          [this](net::socket socket, std::size_t shard) {
             run_guarded(rt_, [&] { on_accept(shard, std::move(socket)); });
           },
   };
 }
 
-void server::on_accept(std::size_t shard, tcp::socket socket) {
+void server::on_accept(std::size_t shard, net::socket socket) {
   (void)FAULTLANE_FAILPOINT("server.on_accept");
   auto live = rt_.stats.sessions_live.fetch_add(1, std::memory_order_acq_rel);
   if (live >= rt_.config.max_connections || !rt_.accepting_work()) {

@@ -9,6 +9,8 @@
 #include "lane_handoff.hpp"
 #include "peer_group.hpp"
 
+#include "faultlane/core/net.hpp"
+
 namespace faultlane::detail {
 
 using namespace std::chrono;
@@ -193,7 +195,7 @@ peer_group::connect_decision peer_group::request_connect(const std::shared_ptr<l
   std::lock_guard lock(gate_mutex_);
   if (failure_streak_ == 0) return connect_decision::go;  // healthy: lanes connect in parallel
   auto cooldown = milliseconds(rt_.config.reconnect_cooldown_ms);
-  if (steady_clock::now() < last_failure_ + cooldown) return connect_decision::refuse;
+  if (net::clock::now() < last_failure_ + cooldown) return connect_decision::refuse;
   if (probe_in_flight_) {
     waiting_.push_back(l);
     return connect_decision::wait;
@@ -210,7 +212,7 @@ void peer_group::connect_finished(connect_outcome outcome) {
       failure_streak_ = 0;
     } else if (outcome == connect_outcome::failed) {
       ++failure_streak_;
-      last_failure_ = steady_clock::now();
+      last_failure_ = net::clock::now();
     }
     probe_in_flight_ = false;
     wake.swap(waiting_);

@@ -17,6 +17,8 @@
 
 #include "lane.hpp"
 
+#include "faultlane/core/net.hpp"
+
 namespace faultlane::detail {
 
 class peer_group : public std::enable_shared_from_this<peer_group> {
@@ -87,7 +89,7 @@ class peer_group : public std::enable_shared_from_this<peer_group> {
 
   std::mutex gate_mutex_;
   std::uint32_t failure_streak_ = 0;
-  std::chrono::steady_clock::time_point last_failure_{};
+  net::clock::time_point last_failure_{};
   bool probe_in_flight_ = false;
   std::vector<std::weak_ptr<lane>> waiting_;
 };

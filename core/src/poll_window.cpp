@@ -1,4 +1,5 @@
 // poll_window; see poll_window.hpp.
+#include "faultlane/core/net.hpp"
 #include "faultlane/core/poll_window.hpp"
 
 #include <asio/post.hpp>
@@ -12,7 +13,7 @@ void poll_window::again() noexcept {
   polling_ = true;
   try {
     asio::post(context_, [this] {
-      const auto now = std::chrono::steady_clock::now();
+      const auto now = net::clock::now();
       if (happened_) {
         happened_ = false;
         last_event_ = now;

@@ -7,12 +7,12 @@
 // Small transfers (the latency path) are untouched.
 #pragma once
 
-#include <asio/ip/tcp.hpp>
 
 #include <algorithm>
 #include <cstddef>
 
 #include "faultlane/core/assert.hpp"
+#include "faultlane/core/net.hpp"
 
 namespace faultlane::detail {
 
@@ -24,7 +24,7 @@ class receive_watermark {
   // `total` bytes are still to come of a transfer of `whole` bytes (its
   // first bytes may have come with its header already): a large transfer
   // is large however it started.
-  void begin(asio::ip::tcp::socket& socket, std::size_t total, std::size_t whole) {
+  void begin(net::socket& socket, std::size_t total, std::size_t whole) {
     FL_ASSERT(current_ == 1);  // end() ran after the last receive
     FL_ASSERT(total > 0 && total <= whole);
     total_ = total;
@@ -32,13 +32,13 @@ class receive_watermark {
     if (whole >= bulk_bytes_min) set(socket, std::min(total, watermark_bytes));
   }
   // From a completion condition: `transferred` of `total` have arrived.
-  void progress(asio::ip::tcp::socket& socket, std::size_t transferred) {
+  void progress(net::socket& socket, std::size_t transferred) {
     FL_ASSERT(transferred <= total_);
     queued_at_check_ = 0;  // the reader took what was waiting
     std::size_t left = total_ - std::min(transferred, total_);
     if (left < current_) set(socket, std::max<std::size_t>(left, 1));
   }
-  void end(asio::ip::tcp::socket& socket) {
+  void end(net::socket& socket) {
     if (current_ != 1) set(socket, 1);
     current_ = 1;  // even if the kernel refused: the next begin() starts over
   }
@@ -47,14 +47,13 @@ class receive_watermark {
   // socket, below the watermark, than at the last check. A slow but steady
   // link is then still making progress; a stalled one is not, however many
   // bytes arrived before it stalled.
-  bool queued_bytes_grew(asio::ip::tcp::socket& socket) {
+  bool queued_bytes_grew(net::socket& socket) {
     if (current_ <= 1) return false;  // every byte wakes the reader already
-    asio::socket_base::bytes_readable queued;
     std::error_code ec;
-    socket.io_control(queued, ec);
+    const std::size_t queued = net::bytes_readable(socket, ec);
     if (ec) return false;
-    const bool grew = queued.get() > queued_at_check_;
-    queued_at_check_ = queued.get();
+    const bool grew = queued > queued_at_check_;
+    queued_at_check_ = queued;
     return grew;
   }
 
@@ -63,10 +62,8 @@ class receive_watermark {
  private:
   // Records only what the kernel took: a refused watermark leaves the old
   // one, so progress() and end() never act on a value that is not in force.
-  void set(asio::ip::tcp::socket& socket, std::size_t bytes) {
-    std::error_code ec;
-    socket.set_option(asio::socket_base::receive_low_watermark(static_cast<int>(bytes)), ec);
-    if (!ec) current_ = bytes;
+  void set(net::socket& socket, std::size_t bytes) {
+    if (net::set_receive_watermark(socket, bytes)) current_ = bytes;
   }
 
   std::size_t total_ = 0;

@@ -2,8 +2,7 @@
 #include "faultlane/core/registry.hpp"
 
 #include "faultlane/core/failpoint.hpp"
-
-#include <sys/random.h>
+#include "faultlane/core/net.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -28,19 +27,6 @@ struct registry_entry {
   std::size_t leases = 0;
 };
 }  // namespace detail
-
-std::uint64_t os_random_u64() {
-  std::uint64_t value = 0;
-  auto* out = reinterpret_cast<unsigned char*>(&value);
-  std::size_t filled = 0;
-  while (filled < sizeof(value)) {
-    ssize_t n = getrandom(out + filled, sizeof(value) - filled, 0);
-    if (n < 0 && errno == EINTR) continue;
-    FL_ASSERT(n > 0);  // getrandom without GRND_NONBLOCK only fails on a broken kernel.
-    filled += static_cast<std::size_t>(n);
-  }
-  return value;
-}
 
 std::string_view to_string(permission p) noexcept {
   switch (p) {
@@ -101,7 +87,7 @@ void lease::release() noexcept {
 // --- registry ----------------------------------------------------------------
 
 registry::registry(registry_options options)
-    : namespace_(options.namespace_value.value_or(os_random_u64())),
+    : namespace_(options.namespace_value.value_or(net::os_random_u64())),
       sequence_max_(options.sequence_max) {
   FL_ASSERT(sequence_max_ > 0);
   FL_ASSERT(sequence_max_ <= limits::registration_sequence_max);
@@ -277,10 +263,10 @@ result<void> registry::close(std::chrono::milliseconds timeout) {
   }
   const bool unbounded = timeout == std::chrono::milliseconds::max();
   const auto deadline =
-      std::chrono::steady_clock::now() + (unbounded ? std::chrono::milliseconds(0) : timeout);
+      net::clock::now() + (unbounded ? std::chrono::milliseconds(0) : timeout);
   for (auto& [id, entry] : pending) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
+        deadline - net::clock::now());
     auto waited =
         wait_retired(entry, id, unbounded ? timeout : std::max(left, std::chrono::milliseconds(0)));
     if (!waited.ok()) return waited;

@@ -4,6 +4,7 @@
 // methods post to it. A call is pending from call_async until its callback
 // ran, and at any moment is in one place: waiting to be sent (`unsent_`),
 // or sent on the current connection (`sent_`).
+#include "faultlane/core/net.hpp"
 #include "faultlane/core/rpc_client.hpp"
 
 #include <fmt/format.h>
@@ -29,7 +30,7 @@
 namespace faultlane::rpc {
 
 using asio::ip::tcp;
-using clock_type = std::chrono::steady_clock;
+using clock_type = net::clock;
 using std::chrono::milliseconds;
 
 namespace {
@@ -50,7 +51,7 @@ class client::impl : public std::enable_shared_from_this<client::impl> {
       : options(o), socket(io), connect_timer(io), attempt_timer(io), retry_timer(io) {}
 
   void start() {
-    thread = std::thread([this] {
+    thread = net::thread([this] {
       pthread_setname_np(pthread_self(), "fl-rpc-client");
       io.run();
     });
@@ -74,13 +75,13 @@ class client::impl : public std::enable_shared_from_this<client::impl> {
   const client_options options;
   asio::io_context io{1};
   asio::executor_work_guard<asio::io_context::executor_type> guard{io.get_executor()};
-  std::thread thread;
+  net::thread thread;
 
   // The io thread only.
-  tcp::socket socket;
-  asio::steady_timer connect_timer;
-  asio::steady_timer attempt_timer;
-  asio::steady_timer retry_timer;
+  net::socket socket;
+  net::timer connect_timer;
+  net::timer attempt_timer;
+  net::timer retry_timer;
   enum class state { disconnected, connecting, connected } conn = state::disconnected;
   std::uint64_t generation = 0;  // bumps on every connect and reset
   clock_type::time_point last_failure{};
@@ -163,7 +164,7 @@ void client::impl::connect() {
   std::error_code ec;
   auto address = asio::ip::make_address(options.server.address, ec);
   if (ec) return on_connected(ec, gen);
-  socket = tcp::socket(io);
+  socket = net::socket(io);
   connect_timer.expires_after(milliseconds(options.connect_timeout_ms));
   connect_timer.async_wait([self = shared_from_this(), gen](std::error_code e) {
     if (e || gen != self->generation || self->conn != state::connecting) return;

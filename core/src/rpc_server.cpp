@@ -5,6 +5,7 @@
 // Pooled handlers run on the worker pool and post their answer back to the
 // session's shard. Handlers keep the session alive, and the session keeps
 // the server's state alive, so a late handler never outlives what it uses.
+#include "faultlane/core/net.hpp"
 #include "faultlane/core/rpc_server.hpp"
 
 #include <fmt/format.h>
@@ -30,7 +31,7 @@
 namespace faultlane::rpc {
 
 using asio::ip::tcp;
-using clock_type = std::chrono::steady_clock;
+using clock_type = net::clock;
 
 namespace {
 
@@ -67,7 +68,7 @@ class server::impl : public std::enable_shared_from_this<server::impl> {
 
   result<void> listen();
   accept_hooks listener_hooks();
-  void on_accept(tcp::socket socket, std::size_t shard);
+  void on_accept(net::socket socket, std::size_t shard);
   const method_entry* find(std::string_view name) const;
   void session_closed(std::uint64_t id);
   bool close_sessions(bool gracefully, clock_type::time_point deadline);
@@ -95,7 +96,7 @@ class server::impl : public std::enable_shared_from_this<server::impl> {
 
 class session : public std::enable_shared_from_this<session> {
  public:
-  session(std::shared_ptr<server::impl> owner, tcp::socket socket, std::size_t shard,
+  session(std::shared_ptr<server::impl> owner, net::socket socket, std::size_t shard,
           std::uint64_t id)
       : owner_(std::move(owner)), socket_(std::move(socket)), shard_(shard), id_(id) {}
 
@@ -117,7 +118,7 @@ class session : public std::enable_shared_from_this<session> {
   void close();
 
   std::shared_ptr<server::impl> owner_;
-  tcp::socket socket_;
+  net::socket socket_;
   const std::size_t shard_;
   const std::uint64_t id_;
   header_bytes_array header_in_{};
@@ -283,7 +284,7 @@ void session::close() {
   if (closed_) return;
   closed_ = true;
   std::error_code ignored;
-  socket_.shutdown(tcp::socket::shutdown_both, ignored);
+  socket_.shutdown(net::socket::shutdown_both, ignored);
   socket_.close(ignored);
   out_.clear();
   out_bytes_ = 0;
@@ -317,11 +318,11 @@ accept_hooks server::impl::listener_hooks() {
             return accept_destination{pool.context(shard), shard};
           },
       .failed = [](const std::error_code&) {},
-      .accepted = [this](tcp::socket s, std::size_t shard) { on_accept(std::move(s), shard); },
+      .accepted = [this](net::socket s, std::size_t shard) { on_accept(std::move(s), shard); },
   };
 }
 
-void server::impl::on_accept(tcp::socket socket, std::size_t shard) {
+void server::impl::on_accept(net::socket socket, std::size_t shard) {
   std::unique_lock lock(sessions_mutex);
   if (sessions.size() >= options.connections_max || stopped.load(std::memory_order_acquire)) {
     lock.unlock();

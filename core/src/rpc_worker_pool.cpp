@@ -9,6 +9,7 @@
 
 #include "faultlane/core/assert.hpp"
 #include "faultlane/core/failpoint.hpp"
+#include "faultlane/core/net.hpp"
 
 namespace faultlane::rpc {
 
@@ -37,7 +38,7 @@ rpc_worker_pool::rpc_worker_pool(std::size_t threads, std::size_t queue_max)
 }
 
 rpc_worker_pool::~rpc_worker_pool() {
-  (void)stop(std::chrono::steady_clock::time_point::max());
+  (void)stop(net::clock::time_point::max());
   for (auto& t : threads_) {
     if (!t.joinable()) continue;
     // The last job of a server may release the server, and this pool with
@@ -80,7 +81,7 @@ void rpc_worker_pool::run(const std::shared_ptr<state>& s) {
   }
 }
 
-bool rpc_worker_pool::stop(std::chrono::steady_clock::time_point deadline) {
+bool rpc_worker_pool::stop(net::clock::time_point deadline) {
   std::deque<job> cancelled;
   {
     std::lock_guard lock(state_->mutex);
@@ -101,7 +102,7 @@ bool rpc_worker_pool::stop(std::chrono::steady_clock::time_point deadline) {
   }();
   const std::size_t self = on_worker ? 1 : 0;
   auto done = [&] { return state_->running <= self; };
-  if (deadline == std::chrono::steady_clock::time_point::max()) {
+  if (deadline == net::clock::time_point::max()) {
     state_->idle.wait(lock, done);
     return true;
   }

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "faultlane/core/net.hpp"
 #include "faultlane/core/unique_function.hpp"
 
 namespace faultlane::rpc {
@@ -39,7 +40,7 @@ class rpc_worker_pool {
   // Takes no more jobs, runs every queued job as job(true) on this thread,
   // raises stopping(), and waits until `deadline` for running jobs. True
   // when no job runs any more.
-  bool stop(std::chrono::steady_clock::time_point deadline);
+  bool stop(net::clock::time_point deadline);
 
   // Raised by stop(): a long handler checks it and gives up early.
   const std::atomic<bool>& stopping() const noexcept { return state_->stopping; }
@@ -64,7 +65,7 @@ class rpc_worker_pool {
 
   const std::size_t queue_max_;
   std::shared_ptr<state> state_;
-  std::vector<std::thread> threads_;
+  std::vector<net::thread> threads_;
 };
 
 }  // namespace faultlane::rpc

@@ -5,10 +5,12 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "faultlane/core/net.hpp"
+
 namespace faultlane::detail {
 
 bool run_on_every_shard(runtime& rt, std::function<void(std::size_t)> fn,
-                        std::chrono::steady_clock::time_point deadline) {
+                        net::clock::time_point deadline) {
   FL_ASSERT(!rt.pool->on_pool_thread());
   // Shared with the posted handlers, which may outlive this call.
   struct round {

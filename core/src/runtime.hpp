@@ -18,6 +18,7 @@
 #include "faultlane/core/admission.hpp"
 #include "faultlane/core/config.hpp"
 #include "faultlane/core/io_pool.hpp"
+#include "faultlane/core/net.hpp"
 #include "faultlane/core/observer.hpp"
 #include "faultlane/core/registry.hpp"
 #include "faultlane/core/stats.hpp"
@@ -44,7 +45,7 @@ struct runtime {
       : config(c),
         admission_control({c.max_outstanding_tasks, c.max_outstanding_bytes}),
         observer(c.observer),
-        incarnation(os_random_u64() | 1),
+        incarnation(net::os_random_u64() | 1),
         next_request_id(first_request_id(incarnation)) {}
 
   // Request ids start at a random base per transport (bits 32..62 of its
@@ -111,6 +112,6 @@ void post_guarded(runtime& rt, std::size_t shard, Fn fn) {
 // its loop already stopped): `fn` may still run later, so it owns what it
 // uses. Never called on a pool thread, which would wait on itself.
 bool run_on_every_shard(runtime& rt, std::function<void(std::size_t)> fn,
-                        std::chrono::steady_clock::time_point deadline);
+                        net::clock::time_point deadline);
 
 }  // namespace faultlane::detail

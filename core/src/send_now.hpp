@@ -14,7 +14,6 @@
 #pragma once
 
 #include <asio/buffer.hpp>
-#include <asio/ip/tcp.hpp>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -26,6 +25,7 @@
 
 #include "faultlane/core/assert.hpp"
 #include "faultlane/core/limits.hpp"
+#include "faultlane/core/net.hpp"
 
 namespace faultlane::detail {
 
@@ -79,23 +79,18 @@ class buffers_prefix {
 // made here rather than through Asio's write_some, which copies the
 // buffers into an array of its own first.
 template <typename ConstBuffers>
-std::size_t send_now(asio::ip::tcp::socket& socket, const ConstBuffers& out, std::error_code& ec) {
+std::size_t send_now(net::socket& socket, const ConstBuffers& out, std::error_code& ec) {
   ec.clear();
   buffers_prefix step(out, limits::io_chunk_bytes_max);
   if (step.bytes() == 0) return 0;
   const msghdr message = step.message();
-  ssize_t sent = 0;
-  int error = 0;
-  do {
-    sent = ::sendmsg(socket.native_handle(), &message, MSG_NOSIGNAL | MSG_DONTWAIT);
-    error = sent < 0 ? errno : 0;
-  } while (error == EINTR);
+  const std::ptrdiff_t sent = net::send_now_raw(socket, message);
   if (sent >= 0) {
     FL_ASSERT(static_cast<std::size_t>(sent) <= step.bytes());
     return static_cast<std::size_t>(sent);
   }
-  if (error == EAGAIN || error == EWOULDBLOCK) return 0;
-  ec = std::error_code(error, asio::error::get_system_category());
+  if (sent == -EAGAIN || sent == -EWOULDBLOCK) return 0;
+  ec = std::error_code(static_cast<int>(-sent), asio::error::get_system_category());
   return 0;
 }
 

@@ -6,6 +6,8 @@
 
 #include "server_session.hpp"
 
+#include "faultlane/core/net.hpp"
+
 namespace faultlane::detail {
 
 using asio::ip::tcp;
@@ -21,7 +23,7 @@ server::~server() = default;
 
 // The socket already belongs to its shard's io_context; the session starts
 // there.
-void server::start_session(std::size_t shard, tcp::socket socket) {
+void server::start_session(std::size_t shard, net::socket socket) {
   FL_ASSERT(socket.is_open());
   auto s = std::make_shared<server_session>(rt_, *this, shard, std::move(socket));
   post_guarded(rt_, shard, [s] { s->start(); });

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "faultlane/core/accept_loop.hpp"
+#include "faultlane/core/net.hpp"
 #include "runtime.hpp"
 
 namespace faultlane::detail {
@@ -47,8 +48,8 @@ class server {
   };
   result<std::uint16_t> open_listener(const std::string& address, std::uint16_t port);
   accept_hooks listener_hooks();
-  void on_accept(std::size_t shard, asio::ip::tcp::socket socket);
-  void start_session(std::size_t shard, asio::ip::tcp::socket socket);
+  void on_accept(std::size_t shard, net::socket socket);
+  void start_session(std::size_t shard, net::socket socket);
 
   runtime& rt_;
   std::vector<listener> listeners_;

@@ -12,6 +12,7 @@
 #include "deadline.hpp"
 #include "faultlane/core/frame.hpp"
 #include "faultlane/core/limits.hpp"
+#include "faultlane/core/net.hpp"
 #include "faultlane/core/registry.hpp"
 #include "receive_watermark.hpp"
 #include "runtime.hpp"
@@ -44,7 +45,7 @@ enum class session_state {
 // hot path").
 class server_session : public std::enable_shared_from_this<server_session> {
  public:
-  server_session(runtime& rt, server& owner, std::size_t shard, asio::ip::tcp::socket socket)
+  server_session(runtime& rt, server& owner, std::size_t shard, net::socket socket)
       : rt_(rt),
         owner_(owner),
         shard_(shard),
@@ -207,7 +208,7 @@ class server_session : public std::enable_shared_from_this<server_session> {
   runtime& rt_;
   server& owner_;
   const std::size_t shard_;
-  asio::ip::tcp::socket socket_;
+  net::socket socket_;
   deadline deadline_;
   std::array<std::byte, staging_bytes> staging_{};
   std::size_t staged_begin_ = 0;  // staging_[staged_begin_, staged_end_) is unread

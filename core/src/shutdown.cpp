@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "faultlane/core/failpoint.hpp"
+#include "faultlane/core/net.hpp"
 #include "transport_impl.hpp"
 
 namespace faultlane {
@@ -28,9 +29,9 @@ result<void> transport::impl::shutdown() {
   std::lock_guard guard(shutdown_mutex);
   if (shut_down) return shutdown_result;
   shut_down = true;
-  const auto deadline = steady_clock::now() + milliseconds(rt.config.shutdown_timeout_ms);
+  const auto deadline = net::clock::now() + milliseconds(rt.config.shutdown_timeout_ms);
   auto left = [&] {
-    return std::max(milliseconds(0), duration_cast<milliseconds>(deadline - steady_clock::now()));
+    return std::max(milliseconds(0), duration_cast<milliseconds>(deadline - net::clock::now()));
   };
   auto on_every_shard = [&](std::function<void(std::size_t)> fn) {
     return detail::run_on_every_shard(rt, std::move(fn), deadline);
@@ -42,7 +43,7 @@ result<void> transport::impl::shutdown() {
   // The control plane next: its handlers read what the rest tears down,
   // and none may run once shutdown returns. It gets half the bound, so a
   // control client that does not read cannot eat the data plane's drain.
-  const auto control_deadline = steady_clock::now() + (deadline - steady_clock::now()) / 2;
+  const auto control_deadline = net::clock::now() + (deadline - net::clock::now()) / 2;
   auto control_stopped = control ? control->stop(control_deadline) : result<void>{};
   bool rounds_done = on_every_shard([this](std::size_t shard) { srv->stop_accepting(shard); });
   rounds_done = rounds_done && on_every_shard([](std::size_t) {});  // queued dispatches run first
@@ -121,7 +122,7 @@ result<void> transport::impl::close_segment(segment_id segment) {
     groups.erase(it);
     closed_groups.push_back(group);
   }
-  const auto deadline = steady_clock::now() + milliseconds(rt.config.shutdown_timeout_ms);
+  const auto deadline = net::clock::now() + milliseconds(rt.config.shutdown_timeout_ms);
   if (!detail::run_on_every_shard(
           rt, [group](std::size_t shard) { group->shutdown_on(shard, status::cancelled); },
           deadline)) {
@@ -148,7 +149,7 @@ void transport::drop_connections(segment_id segment) {
   }
   std::lock_guard guard(impl_->shutdown_mutex);  // never races the pool's stop
   if (impl_->shut_down) return;
-  const auto deadline = steady_clock::now() + milliseconds(impl_->rt.config.shutdown_timeout_ms);
+  const auto deadline = net::clock::now() + milliseconds(impl_->rt.config.shutdown_timeout_ms);
   (void)detail::run_on_every_shard(
       impl_->rt, [group](std::size_t shard) { group->drop_connections_on(shard); }, deadline);
 }

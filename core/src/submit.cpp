@@ -11,6 +11,7 @@
 
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/limits.hpp"
+#include "faultlane/core/net.hpp"
 #include "faultlane/core/slice_plan.hpp"
 #include "transport_impl.hpp"
 
@@ -96,8 +97,8 @@ bool transfer_batch::wait(milliseconds timeout) const {
   // saves the waiter a sleep and a wake-up, which would double a 4 KiB
   // READ's latency. Past it, the waiter blocks.
   constexpr auto spin = microseconds(50);
-  for (auto until = steady_clock::now() + std::min<steady_clock::duration>(spin, timeout);
-       steady_clock::now() < until;) {
+  for (auto until = net::clock::now() + std::min<net::clock::duration>(spin, timeout);
+       net::clock::now() < until;) {
     if (completed() == size_) return true;
     std::this_thread::yield();
   }
@@ -214,7 +215,7 @@ result<std::shared_ptr<transfer_batch>> transport::impl::submit(
 void transport::impl::dispatch(const transfer_request& r, detail::task_state& task,
                                const std::shared_ptr<transfer_batch>& batch,
                                detail::peer_group& group, detail::lane_handoff& handoff) {
-  const auto start_by = steady_clock::now() + milliseconds(r.start_deadline_ms);
+  const auto start_by = net::clock::now() + milliseconds(r.start_deadline_ms);
   auto make_op = [&](std::uint64_t offset, std::uint64_t length) {
     FL_ASSERT(length > 0 && offset <= r.length && length <= r.length - offset);
     auto op = detail::make_pooled<detail::transfer_op>(memory);

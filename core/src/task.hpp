@@ -16,6 +16,7 @@
 #include "batch_memory.hpp"
 #include "faultlane/core/admission.hpp"
 #include "faultlane/core/completion.hpp"
+#include "faultlane/core/net.hpp"
 #include "faultlane/core/observer.hpp"
 #include "faultlane/core/transport.hpp"
 #include "runtime.hpp"
@@ -82,7 +83,7 @@ struct transfer_op {
   wire::request_bytes header{};  // its request header, encoded as it leaves
   // When the request must have started to leave (start_deadline_ms), or
   // the epoch for none.
-  std::chrono::steady_clock::time_point start_by{};
+  net::clock::time_point start_by{};
   bool retired = false;
 
   transfer_op() = default;

@@ -8,6 +8,7 @@
 
 #include "faultlane/core/descriptor_text.hpp"
 #include "faultlane/core/limits.hpp"
+#include "faultlane/core/net.hpp"
 #include "faultlane/core/rpc_client.hpp"
 #include "transport_impl.hpp"
 
@@ -75,7 +76,7 @@ transport::~transport() {
     // Destroyed from a completion callback: this thread cannot wait for its
     // own loop, so another thread shuts down and destroys. The callback
     // returns at once; every task still gets its one terminal status.
-    std::thread([i = std::move(impl_)]() mutable {
+    net::thread([i = std::move(impl_)]() mutable {
       (void)i->shutdown();
       i.reset();
     }).detach();

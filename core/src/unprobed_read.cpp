@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "faultlane/core/assert.hpp"
+#include "faultlane/core/net.hpp"
 
 namespace faultlane::detail {
 
@@ -28,8 +29,8 @@ static_assert(std::is_same_v<asio::detail::reactor, asio::detail::epoll_reactor>
 // A socket's descriptor and its reactor registration, which basic_socket
 // keeps protected: a member pointer named through a derived class reads
 // them without changing the socket's type.
-struct socket_internals : asio::ip::tcp::socket {
-  static auto& of(asio::ip::tcp::socket& socket) {
+struct socket_internals : net::socket {
+  static auto& of(net::socket& socket) {
     return (socket.*&socket_internals::impl_).get_implementation();
   }
 };
@@ -42,13 +43,12 @@ unprobed_read::unprobed_read() noexcept
 
 unprobed_read::~unprobed_read() { FL_ASSERT(!pending()); }
 
-bool unprobed_read::report_bytes_left(asio::ip::tcp::socket& socket) noexcept {
+bool unprobed_read::report_bytes_left(net::socket& socket) noexcept {
   FL_ASSERT(reads_skip_the_probe);
-  const int on = 1;
-  return ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_INQ, &on, sizeof on) == 0;
+  return net::report_bytes_left(socket);
 }
 
-void unprobed_read::start(asio::ip::tcp::socket& socket,
+void unprobed_read::start(net::socket& socket,
                           std::span<const asio::mutable_buffer> buffers, handler done, probe how) {
   FL_ASSERT(reads_skip_the_probe);  // elsewhere callers read with async_read_some
   FL_ASSERT(!pending() && done && !buffers.empty() && buffers.size() <= buffers_max);
@@ -114,26 +114,23 @@ asio::detail::reactor_op::status unprobed_read::perform(reactor_op* base) {
   msghdr msg{};
   msg.msg_iov = self->iov_.data();
   msg.msg_iovlen = self->iov_count_;
-  for (;;) {
-    msg.msg_control = self->control_.data();
-    msg.msg_controllen = self->control_.size();
-    const ssize_t n = ::recvmsg(self->fd_, &msg, MSG_DONTWAIT);
-    if (n > 0) {
-      self->bytes_transferred_ = static_cast<std::size_t>(n);
-      // A read done in the probe is posted: the reactor may report the
-      // socket again before its handler runs.
-      self->left_nothing_ = !probing && bytes_left(msg) == 0;
-      return done;
-    }
-    if (n == 0) {
-      self->ec_ = asio::error::eof;
-      return done;
-    }
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return not_done;  // a spurious edge
-    self->ec_ = std::error_code(errno, asio::error::get_system_category());
+  msg.msg_control = self->control_.data();
+  msg.msg_controllen = self->control_.size();
+  const std::ptrdiff_t n = net::recv_now_raw(self->fd_, msg);
+  if (n > 0) {
+    self->bytes_transferred_ = static_cast<std::size_t>(n);
+    // A read done in the probe is posted: the reactor may report the
+    // socket again before its handler runs.
+    self->left_nothing_ = !probing && bytes_left(msg) == 0;
     return done;
   }
+  if (n == 0) {
+    self->ec_ = asio::error::eof;
+    return done;
+  }
+  if (n == -EAGAIN || n == -EWOULDBLOCK) return not_done;  // a spurious edge
+  self->ec_ = std::error_code(static_cast<int>(-n), asio::error::get_system_category());
+  return done;
 }
 
 void unprobed_read::complete(void* owner, asio::detail::scheduler_operation* base,

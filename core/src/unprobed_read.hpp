@@ -46,7 +46,6 @@
 #pragma once
 
 #include <asio/detail/reactor_op.hpp>
-#include <asio/ip/tcp.hpp>
 #include <asio/version.hpp>
 
 #include <array>
@@ -56,6 +55,7 @@
 #include <sys/uio.h>
 #include <system_error>
 
+#include "faultlane/core/net.hpp"
 #include "faultlane/core/unique_function.hpp"
 
 namespace asio::detail {
@@ -83,7 +83,7 @@ class unprobed_read final : asio::detail::reactor_op {
   // Asks the kernel to tell every read of `socket` how many bytes it left
   // (TCP_INQ, Linux 4.18 on). False where it refuses: left_nothing() then
   // stays false.
-  static bool report_bytes_left(asio::ip::tcp::socket& socket) noexcept;
+  static bool report_bytes_left(net::socket& socket) noexcept;
 
   unprobed_read() noexcept;
   unprobed_read(const unprobed_read&) = delete;
@@ -95,7 +95,7 @@ class unprobed_read final : asio::detail::reactor_op {
   // io_context with the bytes read, or an error, as for async_read_some: end of file as
   // asio::error::eof, a read cancelled or its socket closed while it waited as operation_aborted, a
   // socket already closed as bad_descriptor.
-  void start(asio::ip::tcp::socket& socket, std::span<const asio::mutable_buffer> buffers,
+  void start(net::socket& socket, std::span<const asio::mutable_buffer> buffers,
              handler done, probe how);
   bool pending() const noexcept { return static_cast<bool>(done_); }
   // Whether the read that completed last, with bytes, took everything the

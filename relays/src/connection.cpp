@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "faultlane/core/assert.hpp"
+#include "faultlane/core/net.hpp"
 
 namespace faultlane::relays::detail {
 
@@ -27,7 +28,7 @@ std::string text_of(const tcp::endpoint& e) {
 
 }  // namespace
 
-connection::connection(std::shared_ptr<relay_state> state, tcp::socket client, std::uint64_t index)
+connection::connection(std::shared_ptr<relay_state> state, net::socket client, std::uint64_t index)
     : state_(std::move(state)),
       client_(std::move(client)),
       upstream_(state_->context),

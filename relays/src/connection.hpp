@@ -12,11 +12,13 @@
 #include "pipe.hpp"
 #include "relay_internal.hpp"
 
+#include "faultlane/core/net.hpp"
+
 namespace faultlane::relays::detail {
 
 class connection : public std::enable_shared_from_this<connection> {
  public:
-  connection(std::shared_ptr<relay_state> state, asio::ip::tcp::socket client, std::uint64_t index);
+  connection(std::shared_ptr<relay_state> state, net::socket client, std::uint64_t index);
   ~connection();
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
@@ -53,8 +55,8 @@ class connection : public std::enable_shared_from_this<connection> {
   void record(record_kind kind, std::string_view reason = {});  // open/close, to the tap
 
   std::shared_ptr<relay_state> state_;
-  asio::ip::tcp::socket client_;
-  asio::ip::tcp::socket upstream_;
+  net::socket client_;
+  net::socket upstream_;
   const std::uint64_t index_;
   // Frames are decoded when a tap or a frame-aware fault exists at accept.
   const bool decode_;

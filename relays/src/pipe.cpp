@@ -8,6 +8,7 @@
 
 #include "connection.hpp"
 #include "faultlane/core/assert.hpp"
+#include "faultlane/core/net.hpp"
 #include "faultlane/relays/limits.hpp"
 
 namespace faultlane::relays::detail {
@@ -20,7 +21,7 @@ constexpr int splice_rounds_max = 16;
 constexpr unsigned splice_flags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
 }  // namespace
 
-pipe::pipe(connection& owner, direction dir, tcp::socket& src, tcp::socket& dst)
+pipe::pipe(connection& owner, direction dir, net::socket& src, net::socket& dst)
     : owner_(owner),
       dir_(dir),
       src_(src),
@@ -219,7 +220,7 @@ void pipe::wait_for(state waiting) {
   bool source = waiting == state::splice_waiting_source;
   state_ = waiting;
   (source ? src_ : dst_)
-      .async_wait(source ? tcp::socket::wait_read : tcp::socket::wait_write,
+      .async_wait(source ? net::socket::wait_read : net::socket::wait_write,
                   [self = owner_.self(), this, waiting](std::error_code ec) {
                     if (state_ == state::closed) return;
                     FL_ASSERT(state_ == waiting);

@@ -16,13 +16,15 @@
 #include "relay_internal.hpp"
 #include "send_queue.hpp"
 
+#include "faultlane/core/net.hpp"
+
 namespace faultlane::relays::detail {
 
 class connection;
 
 class pipe {
  public:
-  pipe(connection& owner, direction dir, asio::ip::tcp::socket& src, asio::ip::tcp::socket& dst);
+  pipe(connection& owner, direction dir, net::socket& src, net::socket& dst);
   ~pipe();
   pipe(const pipe&) = delete;
   pipe& operator=(const pipe&) = delete;
@@ -66,8 +68,8 @@ class pipe {
 
   connection& owner_;
   const direction dir_;
-  asio::ip::tcp::socket& src_;
-  asio::ip::tcp::socket& dst_;
+  net::socket& src_;
+  net::socket& dst_;
   send_queue out_;
   fault_chain chain_;
   std::vector<std::byte> buffer_;

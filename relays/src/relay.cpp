@@ -16,6 +16,7 @@
 #include "faultlane/core/accept_loop.hpp"
 #include "faultlane/core/assert.hpp"
 #include "faultlane/core/hash.hpp"
+#include "faultlane/core/net.hpp"
 #include "faultlane/relays/limits.hpp"
 #include "loopback.hpp"
 
@@ -96,8 +97,8 @@ class relay::impl {
   }
 
   accept_hooks listener_hooks();
-  void on_accept(tcp::socket socket);
-  bool refused(tcp::socket& socket, std::uint64_t index);
+  void on_accept(net::socket socket);
+  bool refused(net::socket& socket, std::uint64_t index);
   void broadcast_recheck();
   // The fault with this id in the chain, or its end (faults_mutex held).
   std::vector<detail::fault_ptr>::iterator find_fault(fault_id id) {
@@ -108,7 +109,7 @@ class relay::impl {
   std::shared_ptr<detail::relay_state> state;
   accept_loop listener;  // io thread only, once the thread runs
   address bound;
-  std::thread thread;
+  net::thread thread;
   std::vector<std::weak_ptr<detail::connection>> connections;  // io thread only
   std::map<std::string, std::uint64_t> retired_counts;         // removed faults
   std::mutex stop_mutex;
@@ -186,7 +187,7 @@ result<std::unique_ptr<relay>> relay::start(relay_config config) {
   i->bound = {s.config.listen.address, i->listener.port()};
   i->listener.start();
   auto* raw = i.get();
-  i->thread = std::thread([raw] {
+  i->thread = net::thread([raw] {
     detail::block_sigpipe();
     raw->state->context.run();
   });
@@ -208,12 +209,12 @@ accept_hooks relay::impl::listener_hooks() {
           [this](const std::error_code&) {
             state->accept_errors.fetch_add(1, std::memory_order_relaxed);
           },
-      .accepted = [this](tcp::socket socket, std::size_t) { on_accept(std::move(socket)); },
+      .accepted = [this](net::socket socket, std::size_t) { on_accept(std::move(socket)); },
   };
 }
 
 // A refuse fault that applies to this connection resets it at once.
-bool relay::impl::refused(tcp::socket& socket, std::uint64_t index) {
+bool relay::impl::refused(net::socket& socket, std::uint64_t index) {
   for (const auto& f : state->snapshot()) {
     const auto& spec = f->spec;
     const auto& w = spec.when;
@@ -239,7 +240,7 @@ bool relay::impl::refused(tcp::socket& socket, std::uint64_t index) {
   return false;
 }
 
-void relay::impl::on_accept(tcp::socket socket) {
+void relay::impl::on_accept(net::socket socket) {
   auto index = state->accepted.fetch_add(1, std::memory_order_relaxed);
   if (!refused(socket, index)) {
     auto c = std::make_shared<detail::connection>(state, std::move(socket), index);

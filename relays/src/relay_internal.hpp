@@ -18,13 +18,14 @@
 #include <vector>
 
 #include "faultlane/core/assert.hpp"
+#include "faultlane/core/net.hpp"
 #include "faultlane/core/poll_window.hpp"
 #include "faultlane/relays/relay.hpp"
 #include "frame_stream.hpp"
 
 namespace faultlane::relays::detail {
 
-using clock_type = std::chrono::steady_clock;
+using clock_type = net::clock;
 
 struct installed_fault {
   fault_id id = 0;

@@ -5,13 +5,14 @@
 
 #include "connection.hpp"
 #include "faultlane/core/assert.hpp"
+#include "faultlane/core/net.hpp"
 #include "faultlane/relays/limits.hpp"
 
 namespace faultlane::relays::detail {
 
 using asio::ip::tcp;
 
-send_queue::send_queue(connection& owner, direction dir, tcp::socket& dst,
+send_queue::send_queue(connection& owner, direction dir, net::socket& dst,
                        std::function<void()> on_room)
     : owner_(owner),
       dir_(dir),
@@ -39,7 +40,7 @@ void send_queue::pump() {
       case out_item::kind::data: return write_front();
       case out_item::kind::fin: {
         std::error_code ignored;
-        dst_.shutdown(tcp::socket::shutdown_send, ignored);
+        dst_.shutdown(net::socket::shutdown_send, ignored);
         items_.pop_front();
         return end_direction();
       }

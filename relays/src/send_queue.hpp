@@ -18,6 +18,8 @@
 
 #include "relay_internal.hpp"
 
+#include "faultlane/core/net.hpp"
+
 namespace faultlane::relays::detail {
 
 class connection;
@@ -40,7 +42,7 @@ struct out_item {
 class send_queue {
  public:
   // `on_room` runs when the queued bytes fell to queued_bytes_max or below.
-  send_queue(connection& owner, direction dir, asio::ip::tcp::socket& dst,
+  send_queue(connection& owner, direction dir, net::socket& dst,
              std::function<void()> on_room);
 
   void push(out_item item);
@@ -74,8 +76,8 @@ class send_queue {
 
   connection& owner_;
   const direction dir_;
-  asio::ip::tcp::socket& dst_;
-  asio::steady_timer timer_;
+  net::socket& dst_;
+  net::timer timer_;
   std::function<void()> on_room_;
   std::deque<out_item> items_;
   std::size_t queued_bytes_ = 0;

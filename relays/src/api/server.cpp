@@ -15,6 +15,8 @@
 #include "loopback.hpp"
 #include "proxies.hpp"
 
+#include "faultlane/core/net.hpp"
+
 namespace faultlane::relays {
 
 using nlohmann::json;
@@ -53,7 +55,7 @@ class api_server::impl {
   api::proxy_set proxies;
   httplib::Server http;
   std::optional<address> bound;
-  std::thread thread;
+  net::thread thread;
   std::atomic<bool> serving_done{false};
   std::mutex stop_mutex;
   bool stopped = false;
@@ -167,7 +169,7 @@ result<std::unique_ptr<api_server>> api_server::start(api_config config) {
       return error{status::connection_failed,
                    fmt::format("api: cannot listen on {} (in use?)", at.str())};
     }
-    i->thread = std::thread([raw = i.get()] {
+    i->thread = net::thread([raw = i.get()] {
       raw->http.listen_after_bind();
       raw->serving_done = true;
     });

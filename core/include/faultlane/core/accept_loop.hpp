@@ -27,6 +27,8 @@
 #include <memory>
 #include <system_error>
 
+#include "faultlane/core/net.hpp"
+
 namespace faultlane {
 
 // Where an accepted socket goes: the context it is bound to, and a number
@@ -45,7 +47,7 @@ struct accept_hooks {
   std::function<void(const std::error_code&)> failed;
   // A connection, bound to the context place() gave; the loop accepts the
   // next after this returns.
-  std::function<void(asio::ip::tcp::socket, std::size_t shard)> accepted;
+  std::function<void(net::socket, std::size_t shard)> accepted;
 };
 
 class accept_loop {
@@ -76,14 +78,14 @@ class accept_loop {
  private:
   using keep_alive = std::shared_ptr<void>;
   void accept_next(const keep_alive& owner);
-  void on_accept(const keep_alive& owner, const std::error_code& ec, asio::ip::tcp::socket socket,
+  void on_accept(const keep_alive& owner, const std::error_code& ec, net::socket socket,
                  std::size_t shard);
   void back_off(const keep_alive& owner);
   void accept_after_backoff(const keep_alive& owner);
 
   accept_hooks hooks_;
-  asio::ip::tcp::acceptor acceptor_;
-  asio::steady_timer backoff_;
+  net::acceptor acceptor_;
+  net::timer backoff_;
   std::uint32_t backoff_ms_ = 0;
   std::uint16_t port_ = 0;  // also the failpoint's key
 };

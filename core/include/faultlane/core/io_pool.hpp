@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "faultlane/core/net.hpp"
 #include "faultlane/core/poll_window.hpp"
 #include "faultlane/core/status.hpp"
 
@@ -71,7 +72,7 @@ class io_pool {
         : polling(context, std::chrono::microseconds(busy_poll_us)) {}
     asio::io_context context{1};
     asio::executor_work_guard<asio::io_context::executor_type> guard{context.get_executor()};
-    std::thread thread;
+    net::thread thread;
     poll_window polling;  // the shard's thread only
   };
 

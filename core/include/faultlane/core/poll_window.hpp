@@ -18,6 +18,8 @@
 
 #include <chrono>
 
+#include "faultlane/core/net.hpp"
+
 namespace faultlane {
 
 class poll_window {
@@ -44,7 +46,7 @@ class poll_window {
   const std::chrono::microseconds window_;
   bool polling_ = false;   // the polling handler is queued
   bool happened_ = false;  // an event since the polling handler last looked
-  std::chrono::steady_clock::time_point last_event_{};
+  net::clock::time_point last_event_{};
 };
 
 }  // namespace faultlane

@@ -158,8 +158,4 @@ class registry {
   std::atomic<std::size_t> active_leases_{0};
 };
 
-// Reads 64 bits from the OS CSPRNG (getrandom); aborts only if the kernel
-// cannot provide randomness at all.
-std::uint64_t os_random_u64();
-
 }  // namespace faultlane

@@ -22,6 +22,7 @@
 
 #include "faultlane/core/endpoint.hpp"
 #include "faultlane/core/io_pool.hpp"
+#include "faultlane/core/net.hpp"
 #include "faultlane/core/rpc_frame.hpp"
 #include "faultlane/core/rpc_metrics.hpp"
 #include "faultlane/core/status.hpp"
@@ -90,7 +91,7 @@ class server {
   // every connection closes. Must run while the io threads still run, not
   // on one of them. timeout if a handler was still running at the deadline
   // (it is waited for, unbounded, when the server is destroyed). Idempotent.
-  result<void> stop(std::chrono::steady_clock::time_point deadline);
+  result<void> stop(net::clock::time_point deadline);
 
   class impl;
 

@@ -1,0 +1,118 @@
+// net: the one place core/ and relays/ name the socket, acceptor, timer,
+// clock and thread types, and the system calls the hot path makes itself.
+//
+// Everything else in core/ and relays/ says net::socket, net::clock,
+// net::thread, net::send_now_raw() and so on (ci/tidy's `seam` check holds
+// them to it), so one compile-time switch can put the real core on another
+// network and clock (docs/architecture.md, "The seam"; the deterministic
+// simulation of issue 32 is what it is for). This build is the real one:
+// Asio's TCP types, the steady clock, OS threads and Linux's calls, as
+// aliases and inline functions, so no call costs more than before.
+//
+// Kept here, by name, are the calls that bypass Asio on the hot path:
+//   send_now_raw         one non-blocking sendmsg that never raises SIGPIPE
+//   peer_gone_or_ready   the idle lane's level-triggered check (poll(2))
+//   recv_now_raw         the unprobed read's recvmsg, on the reactor's report
+//   report_bytes_left    TCP_INQ, so a read says whether it left the socket empty
+//   bytes_readable       what waits in the socket (the watermark's progress check)
+//   set_receive_watermark  SO_RCVLOWAT
+//   os_random_u64        getrandom(2), for namespaces and incarnations
+#pragma once
+
+#include <asio/basic_waitable_timer.hpp>
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/steady_timer.hpp>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <system_error>
+#include <thread>
+
+namespace faultlane::net {
+
+using clock = std::chrono::steady_clock;
+using socket = asio::ip::tcp::socket;
+using acceptor = asio::ip::tcp::acceptor;
+// A timer whose executor is any (a handler through it may allocate).
+using timer = asio::steady_timer;
+// A timer on a shard whose executor is the io_context's own: its handler is
+// called directly (see deadline.hpp for why that matters).
+using shard_timer =
+    asio::basic_waitable_timer<clock, asio::wait_traits<clock>, asio::io_context::executor_type>;
+using thread = std::thread;
+
+// One sendmsg(2) that never waits and never raises SIGPIPE: the bytes sent,
+// or -errno (EINTR retried here; EAGAIN when the socket buffer is full).
+inline std::ptrdiff_t send_now_raw(socket& s, const msghdr& message) noexcept {
+  for (;;) {
+    const ssize_t sent = ::sendmsg(s.native_handle(), &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (sent >= 0) return sent;
+    if (errno != EINTR) return -errno;
+  }
+}
+
+// One recvmsg(2) that never waits, on a descriptor the reactor reported:
+// the bytes read, 0 at end of file, or -errno (EINTR retried here).
+inline std::ptrdiff_t recv_now_raw(int fd, msghdr& message) noexcept {
+  for (;;) {
+    const ssize_t n = ::recvmsg(fd, &message, MSG_DONTWAIT);
+    if (n >= 0) return n;
+    if (errno != EINTR) return -errno;
+  }
+}
+
+// Level-triggered and without waiting: > 0 when bytes, a FIN, a reset or an
+// error wait on the socket (an idle lane's peer went away), 0 when it is
+// quiet, < 0 when the check itself failed.
+inline int peer_gone_or_ready(socket& s) noexcept {
+  pollfd p{s.native_handle(), POLLIN | POLLRDHUP, 0};
+  return ::poll(&p, 1, 0);
+}
+
+// Asks the kernel to tell every read of `s` how many bytes it left (TCP_INQ,
+// Linux 4.18 on). False where it refuses.
+inline bool report_bytes_left(socket& s) noexcept {
+  const int on = 1;
+  return ::setsockopt(s.native_handle(), IPPROTO_TCP, TCP_INQ, &on, sizeof on) == 0;
+}
+
+// The bytes waiting in the socket's receive queue (FIONREAD).
+inline std::size_t bytes_readable(socket& s, std::error_code& ec) {
+  asio::socket_base::bytes_readable queued;
+  s.io_control(queued, ec);
+  return ec ? 0 : queued.get();
+}
+
+// Wake the reader only when `bytes` wait (SO_RCVLOWAT); false if refused.
+inline bool set_receive_watermark(socket& s, std::size_t bytes) {
+  std::error_code ec;
+  s.set_option(asio::socket_base::receive_low_watermark(static_cast<int>(bytes)), ec);
+  return !ec;
+}
+
+// 64 bits from the kernel's random source (registration namespaces, a
+// transport's incarnation).
+inline std::uint64_t os_random_u64() noexcept {
+  std::uint64_t value = 0;
+  auto* out = reinterpret_cast<unsigned char*>(&value);
+  std::size_t filled = 0;
+  while (filled < sizeof value) {
+    const ssize_t n = ::getrandom(out + filled, sizeof value - filled, 0);
+    if (n < 0 && errno == EINTR) continue;
+    // Without GRND_NONBLOCK it fails only on a broken kernel.
+    if (n <= 0) std::abort();
+    filled += static_cast<std::size_t>(n);
+  }
+  return value;
+}
+
+}  // namespace faultlane::net
