@@ -1,0 +1,168 @@
+// world: see world.hpp.
+#include "faultlane/dsim/world.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "faultlane/core/assert.hpp"
+#include "faultlane/core/hash.hpp"
+
+namespace faultlane::dsim {
+
+namespace {
+
+thread_local world* current_world = nullptr;
+
+}  // namespace
+
+clock::time_point clock::now() noexcept {
+  return current_world != nullptr ? current_world->now() : time_point{};
+}
+
+world::world(std::uint64_t seed, std::size_t trace_max)
+    : seed_(seed), trace_max_(std::max<std::size_t>(trace_max, 1)), rng_(stable_hash(seed)),
+      digest_(stable_hash(seed ^ 0x6473696d)) {
+  FL_ASSERT(current_world == nullptr);  // worlds do not nest
+  current_world = this;
+}
+
+world::~world() {
+  FL_ASSERT(current_world == this);
+  current_world = nullptr;
+}
+
+world& world::current() {
+  FL_ASSERT(current_world != nullptr);
+  return *current_world;
+}
+
+bool world::exists() noexcept { return current_world != nullptr; }
+
+std::uint64_t world::draw(std::uint64_t lo, std::uint64_t hi) {
+  FL_ASSERT(lo <= hi);
+  return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng_);
+}
+
+bool world::chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
+
+void world::add_context(asio::io_context& context, std::string name) {
+  for (const auto& c : contexts_) FL_ASSERT(c.context != &context);
+  contexts_.push_back(
+      {&context, std::move(name),
+       std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(
+           context.get_executor())});
+  record("context", contexts_.size() - 1);
+}
+
+void world::remove_context(asio::io_context& context) {
+  auto it = std::find_if(contexts_.begin(), contexts_.end(),
+                         [&](const context_slot& c) { return c.context == &context; });
+  FL_ASSERT(it != contexts_.end());
+  record("context_gone", static_cast<std::uint64_t>(it - contexts_.begin()));
+  contexts_.erase(it);
+}
+
+world::event_id world::at(clock::time_point when, unique_function<void()> fn) {
+  FL_ASSERT(fn);
+  const event_id id = next_event_++;
+  const timed_key key{std::max(when, now_), rng_(), id};
+  events_.emplace(key, timed{std::move(fn)});
+  event_keys_.emplace(id, key);
+  return id;
+}
+
+bool world::cancel(event_id id) {
+  auto it = event_keys_.find(id);
+  if (it == event_keys_.end()) return false;
+  events_.erase(it->second);
+  event_keys_.erase(it);
+  return true;
+}
+
+bool world::step() {
+  if (run_one_handler() || run_next_event()) {
+    ++steps_;
+    return true;
+  }
+  return false;
+}
+
+bool world::run_one_handler() {
+  order_.resize(contexts_.size());
+  for (std::size_t i = 0; i < order_.size(); ++i) order_[i] = i;
+  // Fisher-Yates with the world's generator: every order is possible.
+  for (std::size_t i = order_.size(); i > 1; --i) {
+    std::swap(order_[i - 1], order_[draw(0, i - 1)]);
+  }
+  for (auto i : order_) {
+    // poll_one may add or remove contexts: the slot is read before it.
+    auto* context = contexts_[i].context;
+    if (context->stopped()) continue;
+    if (context->poll_one() > 0) {
+      record("step", i);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool world::run_next_event() {
+  if (events_.empty()) return false;
+  auto node = events_.extract(events_.begin());
+  const auto& [when, tie, id] = node.key();
+  event_keys_.erase(id);
+  if (when > now_) {
+    now_ = when;
+    record("time", static_cast<std::uint64_t>(now_.time_since_epoch().count()));
+  }
+  node.mapped().fn();
+  return true;
+}
+
+world::wait_result world::run_until(const std::function<bool()>& done,
+                                    clock::time_point deadline) {
+  for (;;) {
+    if (done()) return wait_result::met;
+    if (now_ >= deadline) return wait_result::timed_out;
+    // A timed event past the deadline ends the wait at the deadline.
+    if (!run_one_handler()) {
+      if (events_.empty()) return wait_result::idle;
+      if (std::get<0>(events_.begin()->first) > deadline) {
+        now_ = deadline;
+        record("time", static_cast<std::uint64_t>(now_.time_since_epoch().count()));
+        return done() ? wait_result::met : wait_result::timed_out;
+      }
+      run_next_event();
+    }
+    ++steps_;
+  }
+}
+
+void world::record(std::string_view kind, std::uint64_t a, std::uint64_t b) {
+  const auto t = now_.time_since_epoch().count();
+  digest_ = stable_hash(digest_ ^ stable_hash(kind));
+  digest_ = stable_hash(digest_ ^ static_cast<std::uint64_t>(t));
+  digest_ = stable_hash(digest_ ^ a);
+  digest_ = stable_hash(digest_ ^ stable_hash(b ^ steps_));
+  trace_event e{steps_, t, std::string(kind), a, b};
+  if (trace_.size() < trace_max_) {
+    trace_.push_back(std::move(e));
+  } else {
+    trace_[trace_next_] = std::move(e);
+    trace_next_ = (trace_next_ + 1) % trace_max_;
+  }
+}
+
+std::string world::trace_text(std::size_t last) const {
+  std::string out;
+  const std::size_t n = std::min(last, trace_.size());
+  for (std::size_t k = trace_.size() - n; k < trace_.size(); ++k) {
+    const auto& e = trace_[(trace_next_ + k) % trace_.size()];
+    out += fmt::format("step {} t={}us {} {} {}\n", e.step, e.time_ns / 1000, e.kind, e.a, e.b);
+  }
+  return out;
+}
+
+}  // namespace faultlane::dsim
