@@ -4,6 +4,7 @@
 // evaluated often, so `armed_count` lets the common case (nothing armed)
 // return after one relaxed load, without the lock.
 #include "faultlane/core/failpoint.hpp"
+#include "faultlane/core/net.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -27,7 +28,7 @@ struct point {
 
 struct table {
   std::mutex mutex;
-  std::condition_variable changed;
+  net::condition_variable changed;
   std::map<std::string, point, std::less<>> points;
   std::atomic<std::size_t> armed_count{0};
 };

@@ -54,6 +54,13 @@ io_pool::io_pool(std::size_t worker_count, std::uint32_t busy_poll_us)
     // (an error code) instead of throwing from inside a handler.
     net::timer reactor_now(shards_.back()->context);
   }
+  if constexpr (net::simulated) {
+    // No threads: the world runs each shard's context, one handler a step.
+    for (std::size_t i = 0; i < worker_count; ++i) {
+      net::world_runs(shards_[i]->context, "fl-io-" + std::to_string(i));
+    }
+    return;
+  }
   // Threads start only once every shard exists, so a handler that posts to
   // another shard never sees a half-built pool.
   for (std::size_t i = 0; i < worker_count; ++i) {
@@ -99,6 +106,16 @@ std::size_t io_pool::next_shard() noexcept {
 }
 
 bool io_pool::on_pool_thread(std::size_t* shard_index) const noexcept {
+  if constexpr (net::simulated) {
+    // One thread runs every context: "on a shard" means inside its handler.
+    for (std::size_t i = 0; i < shards_.size(); ++i) {
+      if (shards_[i]->context.get_executor().running_in_this_thread()) {
+        if (shard_index != nullptr) *shard_index = i;
+        return true;
+      }
+    }
+    return false;
+  }
   if (current_pool != this) return false;
   if (shard_index != nullptr) *shard_index = current_shard;
   return true;
@@ -111,6 +128,7 @@ void io_pool::stop() {
   for (auto& s : shards_) {
     s->guard.reset();
     s->context.stop();
+    if constexpr (net::simulated) net::world_stops_running(s->context);
   }
   for (auto& s : shards_) {
     if (s->thread.joinable()) s->thread.join();

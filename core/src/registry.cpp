@@ -23,7 +23,7 @@ struct registry_entry {
   // Leases are counted under `mutex` so that a waiter in unregister/close
   // can never miss the wake-up of the last release.
   std::mutex mutex;
-  std::condition_variable retired;
+  net::condition_variable retired;
   std::size_t leases = 0;
 };
 }  // namespace detail

@@ -85,7 +85,7 @@ class server::impl : public std::enable_shared_from_this<server::impl> {
   accept_loop listener;  // on shard 0
 
   std::mutex sessions_mutex;
-  std::condition_variable sessions_gone;
+  net::condition_variable sessions_gone;
   std::unordered_map<std::uint64_t, std::pair<std::size_t, std::weak_ptr<session>>> sessions;
   std::uint64_t next_session = 1;
 

@@ -54,8 +54,8 @@ class rpc_worker_pool {
   // (see the destructor) still has what it touches.
   struct state {
     std::mutex mutex;
-    std::condition_variable work;  // a job arrived, or closed
-    std::condition_variable idle;  // a job finished
+    net::condition_variable work;  // a job arrived, or closed
+    net::condition_variable idle;  // a job finished
     std::deque<job> queue;
     std::size_t running = 0;
     bool closed = false;

@@ -16,7 +16,7 @@ bool run_on_every_shard(runtime& rt, std::function<void(std::size_t)> fn,
   struct round {
     std::function<void(std::size_t)> fn;
     std::mutex mutex;
-    std::condition_variable done;
+    net::condition_variable done;
     std::size_t left = 0;
   };
   auto r = std::make_shared<round>();

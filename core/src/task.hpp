@@ -52,7 +52,7 @@ struct transfer_batch::state {
   detail::task_state* tasks = nullptr;  // `size` of them, in `memory`; freed by state_delete
   std::atomic<std::size_t> completed{0};
   mutable std::mutex mutex;
-  mutable std::condition_variable all_done;
+  mutable net::condition_variable all_done;
 };
 
 }  // namespace faultlane

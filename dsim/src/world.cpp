@@ -100,7 +100,10 @@ bool world::run_one_handler() {
     // poll_one may add or remove contexts: the slot is read before it.
     auto* context = contexts_[i].context;
     if (context->stopped()) continue;
-    if (context->poll_one() > 0) {
+    in_step_ = true;
+    const auto ran = context->poll_one();
+    in_step_ = false;
+    if (ran > 0) {
       record("step", i);
       return true;
     }
@@ -117,12 +120,15 @@ bool world::run_next_event() {
     now_ = when;
     record("time", static_cast<std::uint64_t>(now_.time_since_epoch().count()));
   }
+  in_step_ = true;
   node.mapped().fn();
+  in_step_ = false;
   return true;
 }
 
 world::wait_result world::run_until(const std::function<bool()>& done,
                                     clock::time_point deadline) {
+  FL_ASSERT(!in_step_);  // a blocking wait inside a handler
   for (;;) {
     if (done()) return wait_result::met;
     if (now_ >= deadline) return wait_result::timed_out;

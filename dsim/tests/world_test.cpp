@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "faultlane/dsim/sync.hpp"
 #include "faultlane/dsim/timer.hpp"
 #include "faultlane/dsim/world.hpp"
 
@@ -129,6 +130,57 @@ TEST(dsim_world, the_trace_keeps_the_latest_events_in_order) {
   ASSERT_NE(two, std::string::npos) << text;
   ASSERT_NE(four, std::string::npos) << text;
   EXPECT_LT(two, four);
+}
+
+TEST(dsim_sync, a_wait_pumps_the_world_until_its_predicate_holds) {
+  world w(6);
+  asio::io_context ctx;
+  w.add_context(ctx, "ctx");
+  std::mutex m;
+  condition_variable cv;
+  bool fired = false;
+  timer t(ctx);
+  t.expires_after(3s);
+  t.async_wait([&](std::error_code) { fired = true; });
+  std::unique_lock lock(m);
+  EXPECT_FALSE(cv.wait_for(lock, 1s, [&] { return fired; }));  // times out, in virtual time
+  EXPECT_EQ(w.now(), clock::time_point(1s));
+  EXPECT_TRUE(cv.wait_for(lock, 10s, [&] { return fired; }));
+  EXPECT_EQ(w.now(), clock::time_point(3s));
+  w.remove_context(ctx);
+}
+
+TEST(dsim_sync_death, a_wait_nothing_can_meet_is_a_deadlock_not_a_hang) {
+  EXPECT_DEATH(
+      {
+        world w(7);
+        std::mutex m;
+        condition_variable cv;
+        std::unique_lock lock(m);
+        cv.wait(lock, [] { return false; });
+      },
+      "deadlock");
+}
+
+TEST(dsim_sync_death, a_blocking_wait_inside_a_handler_is_an_assertion) {
+  EXPECT_DEATH(
+      {
+        world w(8);
+        asio::io_context ctx;
+        w.add_context(ctx, "ctx");
+        asio::post(ctx, [] {
+          std::mutex m;
+          condition_variable cv;
+          std::unique_lock lock(m);
+          (void)cv.wait_for(lock, 1s, [] { return false; });
+        });
+        (void)w.step();
+      },
+      "in_step");
+}
+
+TEST(dsim_sync_death, starting_an_os_thread_is_an_assertion) {
+  EXPECT_DEATH({ no_thread t([] {}); }, "no OS thread");
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <mutex>
 
+#include "faultlane/core/net.hpp"
 #include "faultlane/core/status.hpp"
 
 namespace faultlane {
@@ -89,7 +90,7 @@ class admission {
 
   const admission_limits limits_;
   mutable std::mutex mutex_;
-  std::condition_variable drained_;
+  net::condition_variable drained_;
   admission_snapshot state_;
 };
 

@@ -2,12 +2,14 @@
 // clock and thread types, and the system calls the hot path makes itself.
 //
 // Everything else in core/ and relays/ says net::socket, net::clock,
-// net::thread, net::send_now_raw() and so on (ci/tidy's `seam` check holds
-// them to it), so one compile-time switch can put the real core on another
-// network and clock (docs/architecture.md, "The seam"; the deterministic
-// simulation of issue 32 is what it is for). This build is the real one:
-// Asio's TCP types, the steady clock, OS threads and Linux's calls, as
-// aliases and inline functions, so no call costs more than before.
+// net::thread, net::condition_variable, net::send_now_raw() and so on
+// (ci/tidy's `seam` check holds them to it), so one compile-time switch puts
+// the real core on the deterministic simulation's network and clock
+// (docs/dsim.md). The normal build gets Asio's TCP types, the steady clock,
+// OS threads and Linux's calls, as aliases and inline functions, so no call
+// costs more than before the seam. The dsim build (FAULTLANE_DSIM) gets the
+// world's: dsim::socket, dsim::clock, waits that pump the world, and a
+// thread type whose start is an assertion failure.
 //
 // Kept here, by name, are the calls that bypass Asio on the hot path:
 //   send_now_raw         one non-blocking sendmsg that never raises SIGPIPE
@@ -18,6 +20,78 @@
 //   set_receive_watermark  SO_RCVLOWAT
 //   os_random_u64        getrandom(2), for namespaces and incarnations
 #pragma once
+
+#if defined(FAULTLANE_DSIM)
+
+#include <asio/buffer.hpp>
+#include <asio/io_context.hpp>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "faultlane/dsim/socket.hpp"
+#include "faultlane/dsim/sync.hpp"
+#include "faultlane/dsim/timer.hpp"
+
+namespace faultlane::net {
+
+inline constexpr bool simulated = true;
+using clock = dsim::clock;
+using socket = dsim::socket;
+using acceptor = dsim::acceptor;
+using timer = dsim::timer;
+using shard_timer = dsim::basic_timer<asio::io_context::executor_type>;
+using thread = dsim::no_thread;
+using condition_variable = dsim::condition_variable;
+
+// A non-blocking write of the message's bytes: what the connection takes now.
+inline std::ptrdiff_t send_now_raw(socket& s, const msghdr& message) {
+  std::vector<asio::const_buffer> buffers;
+  buffers.reserve(message.msg_iovlen);
+  for (std::size_t i = 0; i < message.msg_iovlen; ++i) {
+    buffers.emplace_back(message.msg_iov[i].iov_base, message.msg_iov[i].iov_len);
+  }
+  std::error_code ec;
+  const auto n = s.write_some(buffers, ec);
+  if (ec == asio::error::would_block) return -EAGAIN;
+  if (ec) return -ec.value();
+  return static_cast<std::ptrdiff_t>(n);
+}
+
+// The unprobed read is off in this build (reads always probe): never called.
+inline std::ptrdiff_t recv_now_raw(int, msghdr&) noexcept {
+  ::faultlane::detail::assert_failed("no unprobed read in the dsim build", __FILE__, __LINE__);
+}
+
+inline int peer_gone_or_ready(socket& s) noexcept { return s.peer_gone_or_ready() ? 1 : 0; }
+inline bool report_bytes_left(socket&) noexcept { return false; }
+inline std::size_t bytes_readable(socket& s, std::error_code& ec) { return s.available(ec); }
+inline bool set_receive_watermark(socket& s, std::size_t bytes) {
+  s.set_option(asio::socket_base::receive_low_watermark(static_cast<int>(bytes)));
+  return true;
+}
+// A shard's context is run by the world, not by a thread of its own.
+inline void world_runs(asio::io_context& context, std::string name) {
+  dsim::world::current().add_context(context, std::move(name));
+}
+inline void world_stops_running(asio::io_context& context) {
+  dsim::world::current().remove_context(context);
+}
+
+// From the world's seed: a run's namespaces and incarnations replay.
+inline std::uint64_t os_random_u64() {
+  return dsim::world::current().draw(1, std::numeric_limits<std::uint64_t>::max());
+}
+
+}  // namespace faultlane::net
+
+#else
 
 #include <asio/basic_waitable_timer.hpp>
 #include <asio/io_context.hpp>
@@ -31,14 +105,17 @@
 
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <system_error>
 #include <thread>
 
 namespace faultlane::net {
 
+inline constexpr bool simulated = false;
 using clock = std::chrono::steady_clock;
 using socket = asio::ip::tcp::socket;
 using acceptor = asio::ip::tcp::acceptor;
@@ -49,6 +126,7 @@ using timer = asio::steady_timer;
 using shard_timer =
     asio::basic_waitable_timer<clock, asio::wait_traits<clock>, asio::io_context::executor_type>;
 using thread = std::thread;
+using condition_variable = std::condition_variable;
 
 // One sendmsg(2) that never waits and never raises SIGPIPE: the bytes sent,
 // or -errno (EINTR retried here; EAGAIN when the socket buffer is full).
@@ -99,6 +177,10 @@ inline bool set_receive_watermark(socket& s, std::size_t bytes) {
   return !ec;
 }
 
+// Threads run the shards here (see io_pool.cpp): nothing to tell a world.
+inline void world_runs(asio::io_context&, std::string) {}
+inline void world_stops_running(asio::io_context&) {}
+
 // 64 bits from the kernel's random source (registration namespaces, a
 // transport's incarnation).
 inline std::uint64_t os_random_u64() noexcept {
@@ -116,3 +198,5 @@ inline std::uint64_t os_random_u64() noexcept {
 }
 
 }  // namespace faultlane::net
+
+#endif  // FAULTLANE_DSIM

@@ -65,6 +65,13 @@ class socket {
   static constexpr auto shutdown_send = asio::socket_base::shutdown_send;
   static constexpr auto shutdown_receive = asio::socket_base::shutdown_receive;
   static constexpr auto shutdown_both = asio::socket_base::shutdown_both;
+  using reuse_address = asio::socket_base::reuse_address;
+  using linger = asio::socket_base::linger;
+  using keep_alive = asio::socket_base::keep_alive;
+  using receive_low_watermark = asio::socket_base::receive_low_watermark;
+  using send_buffer_size = asio::socket_base::send_buffer_size;
+  using receive_buffer_size = asio::socket_base::receive_buffer_size;
+  using bytes_readable = asio::socket_base::bytes_readable;
 
   explicit socket(const executor_type& ex);
   explicit socket(asio::io_context& context) : socket(executor_type(context.get_executor())) {}
@@ -182,6 +189,13 @@ class acceptor {
   using protocol_type = asio::ip::tcp;
   using endpoint_type = endpoint;
   static constexpr int max_listen_connections = asio::socket_base::max_listen_connections;
+  using reuse_address = asio::socket_base::reuse_address;
+  using linger = asio::socket_base::linger;
+  using keep_alive = asio::socket_base::keep_alive;
+  using receive_low_watermark = asio::socket_base::receive_low_watermark;
+  using send_buffer_size = asio::socket_base::send_buffer_size;
+  using receive_buffer_size = asio::socket_base::receive_buffer_size;
+  using bytes_readable = asio::socket_base::bytes_readable;
 
   explicit acceptor(const executor_type& ex) : ex_(ex) {}
   explicit acceptor(asio::io_context& context)

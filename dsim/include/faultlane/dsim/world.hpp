@@ -99,6 +99,9 @@ class world {
   wait_result run_until(const std::function<bool()>& done,
                         clock::time_point deadline = clock::time_point::max());
   std::uint64_t steps() const noexcept { return steps_; }
+  // True while a handler or a timed event runs (a blocking wait there
+  // would wait on itself).
+  bool in_step() const noexcept { return in_step_; }
 
   // Chains an event into the digest and the trace.
   void record(std::string_view kind, std::uint64_t a = 0, std::uint64_t b = 0);
@@ -133,6 +136,7 @@ class world {
   std::map<event_id, timed_key> event_keys_;
   event_id next_event_ = 1;
   std::uint64_t steps_ = 0;
+  bool in_step_ = false;
   std::uint64_t digest_;
   std::vector<trace_event> trace_;  // a ring once full
   std::size_t trace_next_ = 0;
