@@ -244,8 +244,8 @@ TEST(core_on_world, a_crash_mid_write_ends_every_task_once_and_replays) {
 TEST(core_on_world, DISABLED_print_digest) {
   const char* seed = std::getenv("FAULTLANE_DSIM_SEED");
   ASSERT_NE(seed, nullptr);
-  std::printf("digest=%016llx\n",
-              static_cast<unsigned long long>(transfer_run(std::strtoull(seed, nullptr, 10)).digest));
+  const auto r = transfer_run(std::strtoull(seed, nullptr, 10));
+  std::printf("digest=%016llx\n", static_cast<unsigned long long>(r.digest));
 }
 
 std::string child_digest(std::uint64_t seed) {
