@@ -193,7 +193,7 @@ std::optional<status> evaluate_keyed(std::string_view name, std::optional<std::u
     case action::return_error: return cfg.error;
     case action::delay:
       lock.unlock();
-      std::this_thread::sleep_for(std::chrono::milliseconds(cfg.delay_ms));
+      net::sleep_for(std::chrono::milliseconds(cfg.delay_ms));
       return std::nullopt;
     case action::throw_exception: lock.unlock(); throw injected_exception(std::string(name));
     case action::pause: pause_here(t, lock, name); return std::nullopt;

@@ -13,6 +13,7 @@
 
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/hash.hpp"
+#include "faultlane/core/net.hpp"
 
 namespace faultlane::failpoint {
 namespace {
@@ -72,10 +73,10 @@ void perturb(std::string_view point) noexcept {
   const std::uint32_t max_us = s.max_us.load(std::memory_order_relaxed);
   // One pass in four only yields: a preemption point, not a delay.
   if (max_us == 0 || (draw & 3) == 0) {
-    std::this_thread::yield();
+    net::yield();
     return;
   }
-  std::this_thread::sleep_for(std::chrono::microseconds(1 + stable_hash(draw) % max_us));
+  net::sleep_for(std::chrono::microseconds(1 + stable_hash(draw) % max_us));
 }
 
 }  // namespace faultlane::failpoint

@@ -394,7 +394,7 @@ void client::impl::stop() {
     self->writing.clear();
     finished->set_value();
   });
-  done.wait();
+  (void)net::wait_ready(done, net::clock::time_point::max());
   // No io.stop(): the handlers the close aborted still run (each drops its
   // hold on this object) and run() returns once nothing is left; a call
   // made from a cancelled call's callback is answered cancelled, not lost.

@@ -431,7 +431,7 @@ result<void> server::stop(clock_type::time_point deadline) {
     closed->set_value();
   });
   std::vector<std::string> late;
-  if (acceptor_closed.wait_until(deadline) != std::future_status::ready) {
+  if (!net::wait_ready(acceptor_closed, deadline)) {
     late.emplace_back("the acceptor's io thread did not answer");
   }
   if (impl_->workers && !impl_->workers->stop(deadline)) {

@@ -4,6 +4,9 @@
 
 #include <asio/post.hpp>
 
+#include <algorithm>
+#include <vector>
+
 #include "server_session.hpp"
 
 #include "faultlane/core/net.hpp"
@@ -31,7 +34,8 @@ void server::start_session(std::size_t shard, net::socket socket) {
 
 void server::session_started(std::size_t shard, const std::shared_ptr<server_session>& s) {
   FL_ASSERT(shard < sessions_.size() && s != nullptr);
-  const bool inserted = sessions_[shard].emplace(s.get(), s).second;
+  const auto order = started_.fetch_add(1, std::memory_order_relaxed);
+  const bool inserted = sessions_[shard].emplace(s.get(), started_session{order, s}).second;
   FL_ASSERT(inserted);
 }
 
@@ -45,7 +49,12 @@ void server::session_ended(std::size_t shard, server_session* s) {
 
 void server::close_sessions(std::size_t shard) {
   FL_ASSERT(shard < sessions_.size());
-  for (const auto& [raw, s] : sessions_[shard]) s->close_socket();
+  std::vector<const started_session*> in_order;
+  in_order.reserve(sessions_[shard].size());
+  for (const auto& [raw, s] : sessions_[shard]) in_order.push_back(&s);
+  std::sort(in_order.begin(), in_order.end(),
+            [](const started_session* a, const started_session* b) { return a->order < b->order; });
+  for (const auto* s : in_order) s->session->close_socket();
 }
 
 }  // namespace faultlane::detail

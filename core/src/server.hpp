@@ -11,6 +11,8 @@
 
 #include <asio/ip/tcp.hpp>
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -54,8 +56,16 @@ class server {
   runtime& rt_;
   std::vector<listener> listeners_;
   std::vector<endpoint> endpoints_;
-  // One set per shard; each touched only on its shard.
-  std::vector<std::unordered_map<server_session*, std::shared_ptr<server_session>>> sessions_;
+  // One set per shard; each touched only on its shard. Each session with
+  // the order it started in: the set is keyed by address, and what is done
+  // to every session goes in that order, not the addresses' (one seed, one
+  // run in the dsim build).
+  struct started_session {
+    std::uint64_t order = 0;
+    std::shared_ptr<server_session> session;
+  };
+  std::vector<std::unordered_map<server_session*, started_session>> sessions_;
+  std::atomic<std::uint64_t> started_{0};
 };
 
 }  // namespace faultlane::detail

@@ -101,7 +101,7 @@ bool transfer_batch::wait(milliseconds timeout) const {
   for (auto until = net::clock::now() + std::min<net::clock::duration>(spin, timeout);
        net::clock::now() < until;) {
     if (completed() == size_) return true;
-    std::this_thread::yield();
+    net::yield();
   }
   std::unique_lock lock(state_->mutex);
   return state_->all_done.wait_for(lock, timeout, [&] { return completed() == size_; });

@@ -74,18 +74,25 @@ bool read_outcome(network& net, socket_state& s, const std::vector<asio::mutable
   }
   auto& c = *s.conn;
   auto& d = c.from[1 - s.side];
-  if (c.reset_at[s.side]) {
+  const bool reset = c.reset_at[s.side];
+  // After a reset, what had arrived is still read first (as Linux does),
+  // then the reset is the answer.
+  if (reset && d.unread == 0) {
     ec = asio::error::connection_reset;
     return true;
   }
   const std::size_t asked = total_size(buffers);
   if (asked == 0) return true;
-  const std::size_t ready = std::max<std::size_t>(1, std::min(s.low_watermark, asked));
+  // A watermark above the buffer would never be met: Linux grows the
+  // receive buffer to fit it; here it is met by a full buffer.
+  const std::size_t ready =
+      std::max<std::size_t>(1, std::min({s.low_watermark, asked, d.capacity}));
   if (d.unread == 0 && d.fin_arrived) {
     ec = asio::error::eof;
     return true;
   }
-  if (d.unread < ready && !(d.fin_arrived && d.unread > 0)) return false;
+  const bool ends = (d.fin_arrived || reset) && d.unread > 0;
+  if (d.unread < ready && !ends) return false;
   std::size_t cut = std::min(d.unread, asked);
   auto& w = w_of(net);
   if (cut > ready && w.chance(net.options().partial_read)) cut = w.draw(ready, cut);
@@ -173,11 +180,30 @@ void try_write(network& net, const std::shared_ptr<socket_state>& s) {
   done(ec, n);
 }
 
+void try_ready(socket_state& s) {
+  if (!s.conn) return;
+  const auto& c = *s.conn;
+  const auto& in = c.from[1 - s.side];
+  const bool broken = c.reset_at[s.side];
+  if (s.readable_done && (broken || in.unread > 0 || in.fin_arrived)) {
+    auto done = std::move(s.readable_done);
+    s.readable_done = nullptr;
+    done(std::error_code());
+  }
+  const auto& out = c.from[s.side];
+  if (s.writable_done && (broken || out.room() >= std::max<std::size_t>(1, out.capacity / 3))) {
+    auto done = std::move(s.writable_done);
+    s.writable_done = nullptr;
+    done(std::error_code());
+  }
+}
+
 void wake(network& net, const std::shared_ptr<connection>& c, int side) {
   auto s = c->sockets[side].lock();
   if (!s) return;
   try_read(net, s);
   try_write(net, s);
+  try_ready(*s);
 }
 
 void abort_pending(socket_state& s, std::error_code ec) {
@@ -191,9 +217,10 @@ void abort_pending(socket_state& s, std::error_code ec) {
     s.write_done = nullptr;
     done(ec, 0);
   }
-  if (s.connect_done) {
-    auto done = std::move(s.connect_done);
-    s.connect_done = nullptr;
+  for (auto* pending : {&s.connect_done, &s.readable_done, &s.writable_done}) {
+    if (!*pending) continue;
+    auto done = std::move(*pending);
+    *pending = nullptr;
     done(ec);
   }
 }
@@ -223,12 +250,9 @@ void reset_from(network& net, const std::shared_ptr<connection>& c, int side) {
     const int to = 1 - side;
     if (c->reset_at[to] || c->closed[to]) return;
     c->reset_at[to] = true;
-    auto& d = c->from[side];
-    d.arrived.clear();
-    d.front_read = 0;
-    d.unread = 0;
     w_of(net).record("rst_arrived", c->id, static_cast<std::uint64_t>(to));
-    if (auto s = c->sockets[to].lock()) abort_pending(*s, asio::error::connection_reset);
+    // A pending read takes what had arrived, then the reset; a write fails.
+    wake(net, c, to);
   });
 }
 
@@ -277,6 +301,7 @@ void serve_accepts(network& net, const std::shared_ptr<listener>& l) {
     state->net = &net;
     state->context = pending.context;
     state->open = true;
+    net.object_opened();
     state->local = c->ends[1];
     state->remote = c->ends[0];
     state->conn = c;
@@ -290,6 +315,15 @@ void serve_accepts(network& net, const std::shared_ptr<listener>& l) {
   while (!l->waiting.empty() && l->queue.size() < l->backlog && l->open) {
     auto wc = std::move(l->waiting.front());
     l->waiting.pop_front();
+    // A connect given up meanwhile (closed, cancelled) never connects; one
+    // from a node that crashed meanwhile is refused.
+    if (!wc.client->open || !wc.client->connect_done) continue;
+    if (net.is_down(wc.client->local.address())) {
+      auto done = std::move(wc.client->connect_done);
+      wc.client->connect_done = nullptr;
+      done(asio::error::connection_refused);
+      continue;
+    }
     establish(net, l, std::move(wc));
   }
 }

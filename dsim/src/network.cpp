@@ -24,6 +24,7 @@ network::network(world& w, network_options options)
 
 network::~network() {
   FL_ASSERT(current_network == this);
+  FL_ASSERT(objects_ == 0);  // a socket or acceptor outlived its network
   current_network = previous_;
 }
 
@@ -68,7 +69,12 @@ void network::listen(const endpoint& at, const std::shared_ptr<detail::listener>
 void network::unlisten(const endpoint& at) { listeners_.erase(at); }
 
 std::shared_ptr<detail::listener> network::listener_at(const endpoint& at) const {
+  if (is_down(at.address())) return nullptr;
   auto it = listeners_.find(at);
+  if (it == listeners_.end()) {
+    // A listener on every address (0.0.0.0) takes the port on any node.
+    it = listeners_.find(endpoint(asio::ip::address_v4::any(), at.port()));
+  }
   return it == listeners_.end() ? nullptr : it->second.lock();
 }
 
@@ -90,8 +96,14 @@ std::size_t network::connections_open() const {
   return n;
 }
 
+void network::revive(const asio::ip::address& node) {
+  world_.record("revive", node.is_v4() ? node.to_v4().to_uint() : 0);
+  down_.erase(node);
+}
+
 void network::crash(const asio::ip::address& node) {
   world_.record("crash", node.is_v4() ? node.to_v4().to_uint() : 0);
+  down_.insert(node);
   for (const auto& weak : connections_) {
     auto c = weak.lock();
     if (!c) continue;

@@ -48,6 +48,7 @@ void socket::open(const protocol_type&, std::error_code& ec) {
   state_->net = &network::current();
   state_->context = &asio::query(ex_, asio::execution::context);
   state_->open = true;
+  state_->net->object_opened();
 }
 
 void socket::open(const protocol_type& p) {
@@ -78,6 +79,7 @@ void socket::close(std::error_code& ec) {
   auto s = std::move(state_);
   auto& net = *s->net;
   s->open = false;
+  net.object_closed();
   if (auto c = s->conn) {
     const int side = s->side;
     if (!c->closed[side] && !c->reset_at[side]) {
@@ -258,7 +260,7 @@ void socket::start_connect(const endpoint& to, detail::done_handler done) {
     auto s = weak.lock();
     if (!s || !s->open || !s->connect_done) return;  // closed or cancelled meanwhile
     auto l = net.listener_at(to);
-    if (!l || !l->open) {
+    if (!l || !l->open || net.is_down(s->local.address())) {
       net.owner().record("refused", to.port());
       auto connect_done = std::move(s->connect_done);
       s->connect_done = nullptr;
@@ -275,6 +277,17 @@ void socket::start_connect(const endpoint& to, detail::done_handler done) {
   });
 }
 
+void socket::start_wait(wait_type what, detail::done_handler done) {
+  if (!is_open()) {
+    done(asio::error::bad_descriptor);
+    return;
+  }
+  auto& slot = what == wait_read ? state_->readable_done : state_->writable_done;
+  FL_ASSERT(!slot);  // one wait of a kind at a time
+  slot = std::move(done);
+  detail::try_ready(*state_);
+}
+
 // --- acceptor ----------------------------------------------------------------
 
 acceptor::~acceptor() { close(); }
@@ -286,6 +299,8 @@ void acceptor::open(const protocol_type&, std::error_code& ec) {
     return;
   }
   open_ = true;
+  net_ = &network::current();
+  net_->object_opened();
 }
 
 void acceptor::bind(const endpoint& at, std::error_code& ec) {
@@ -316,6 +331,7 @@ void acceptor::listen(int backlog, std::error_code& ec) {
 
 void acceptor::close(std::error_code& ec) {
   ec.clear();
+  if (open_) net_->object_closed();
   open_ = false;
   if (listener_) detail::close_listener(*listener_->net, listener_);
   listener_.reset();

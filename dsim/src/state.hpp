@@ -56,6 +56,8 @@ struct socket_state {
   std::vector<asio::const_buffer> write_buffers;
   io_handler write_done;
   done_handler connect_done;
+  done_handler readable_done;  // async_wait(wait_read)
+  done_handler writable_done;  // async_wait(wait_write)
 };
 
 struct waiting_connect {
@@ -90,6 +92,8 @@ void try_write(network& net, const std::shared_ptr<socket_state>& s);
 void wake(network& net, const std::shared_ptr<connection>& c, int side);
 // Fails every pending operation of `s` with `ec`.
 void abort_pending(socket_state& s, std::error_code ec);
+// Completes the readiness waits of `s` that are met now.
+void try_ready(socket_state& s);
 // A FIN from `side`, behind the bytes it wrote.
 void send_fin(network& net, const std::shared_ptr<connection>& c, int side);
 void establish(network& net, const std::shared_ptr<listener>& l, waiting_connect w);

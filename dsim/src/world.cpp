@@ -15,6 +15,16 @@ namespace {
 
 thread_local world* current_world = nullptr;
 
+// Sets a flag for a scope, and clears it on the way out, a throwing
+// handler included.
+struct flag_scope {
+  explicit flag_scope(bool& f) : flag(f) { flag = true; }
+  flag_scope(const flag_scope&) = delete;
+  flag_scope& operator=(const flag_scope&) = delete;
+  ~flag_scope() { flag = false; }
+  bool& flag;
+};
+
 }  // namespace
 
 clock::time_point clock::now() noexcept {
@@ -64,6 +74,18 @@ void world::remove_context(asio::io_context& context) {
   contexts_.erase(it);
 }
 
+void world::drain_and_remove(asio::io_context& context) {
+  FL_ASSERT(!in_step_);
+  {
+    flag_scope in_step(in_step_);
+    while (!context.stopped() && context.poll_one() > 0) {
+      record("drain");
+      ++steps_;
+    }
+  }
+  remove_context(context);
+}
+
 world::event_id world::at(clock::time_point when, unique_function<void()> fn) {
   FL_ASSERT(fn);
   const event_id id = next_event_++;
@@ -71,6 +93,12 @@ world::event_id world::at(clock::time_point when, unique_function<void()> fn) {
   events_.emplace(key, timed{std::move(fn)});
   event_keys_.emplace(id, key);
   return id;
+}
+
+void world::advance(clock::duration d) {
+  if (d <= clock::duration::zero()) return;
+  now_ += d;
+  record("advance", static_cast<std::uint64_t>(d.count()));
 }
 
 bool world::cancel(event_id id) {
@@ -100,9 +128,11 @@ bool world::run_one_handler() {
     // poll_one may add or remove contexts: the slot is read before it.
     auto* context = contexts_[i].context;
     if (context->stopped()) continue;
-    in_step_ = true;
-    const auto ran = context->poll_one();
-    in_step_ = false;
+    std::size_t ran = 0;
+    {
+      flag_scope in_step(in_step_);
+      ran = context->poll_one();
+    }
     if (ran > 0) {
       record("step", i);
       return true;
@@ -120,9 +150,8 @@ bool world::run_next_event() {
     now_ = when;
     record("time", static_cast<std::uint64_t>(now_.time_since_epoch().count()));
   }
-  in_step_ = true;
+  flag_scope in_step(in_step_);
   node.mapped().fn();
-  in_step_ = false;
   return true;
 }
 
@@ -134,7 +163,16 @@ world::wait_result world::run_until(const std::function<bool()>& done,
     if (now_ >= deadline) return wait_result::timed_out;
     // A timed event past the deadline ends the wait at the deadline.
     if (!run_one_handler()) {
-      if (events_.empty()) return wait_result::idle;
+      if (events_.empty()) {
+        // Nothing can happen any more: a finite wait's deadline is what
+        // comes next, and virtual time goes there.
+        if (deadline != clock::time_point::max() && deadline > now_) {
+          now_ = deadline;
+          record("time", static_cast<std::uint64_t>(now_.time_since_epoch().count()));
+          return done() ? wait_result::met : wait_result::timed_out;
+        }
+        return wait_result::idle;
+      }
       if (std::get<0>(events_.begin()->first) > deadline) {
         now_ = deadline;
         record("time", static_cast<std::uint64_t>(now_.time_since_epoch().count()));

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/hash.hpp"
 #include "faultlane/core/transport.hpp"
 #include "faultlane/dsim/socket.hpp"
@@ -179,13 +180,16 @@ TEST(core_on_world, a_silent_peer_times_out_in_virtual_time_not_wall_time) {
   EXPECT_LT(std::chrono::steady_clock::now() - wall_start, 4s);
 }
 
-// The target's node dies with WRITEs in flight: every task still ends
-// exactly once, a WRITE that may have run ends ambiguous_write (never
-// replayed), and the run replays to the same digest.
+// The target's node (127.0.0.2; the initiator is on 127.0.0.1) dies with
+// WRITEs in flight: every task still ends exactly once, a WRITE that may
+// have run ends ambiguous_write (never replayed), one that ended ok had
+// landed, and the run replays to the same digest.
 std::uint64_t crash_run(std::uint64_t seed, std::vector<status>* ends) {
   dsim::world w(seed);
   dsim::network net(w);
-  auto target = transport::start(world_config());
+  auto target_config = world_config();
+  target_config.bind_address = "127.0.0.2";
+  auto target = transport::start(target_config);
   auto initiator = transport::start(world_config());
   EXPECT_TRUE(target.ok() && initiator.ok());
   if (!target.ok() || !initiator.ok()) return 0;
@@ -210,11 +214,15 @@ std::uint64_t crash_run(std::uint64_t seed, std::vector<status>* ends) {
   const auto steps = w.draw(5, 60);
   for (std::uint64_t k = 0; k < steps && w.step(); ++k) {
   }
-  net.crash(asio::ip::make_address("127.0.0.1"));
+  net.crash(asio::ip::make_address("127.0.0.2"));
   EXPECT_TRUE(batch.value()->wait(60s)) << w.trace_text();
   for (std::size_t i = 0; i < writes.size(); ++i) {
     EXPECT_EQ(calls[i], 1) << i;  // exactly once
     ends->push_back(batch.value()->status(i).code);
+    if (ends->back() == status::ok) {
+      EXPECT_EQ(std::memcmp(memory.data() + i * source.size(), source.data(), source.size()), 0)
+          << "WRITE " << i << " ended ok but did not land";
+    }
   }
   (void)initiator.value()->shutdown();
   (void)target.value()->shutdown();
@@ -239,6 +247,49 @@ TEST(core_on_world, a_crash_mid_write_ends_every_task_once_and_replays) {
     EXPECT_EQ(again, ends);
   }
   EXPECT_GT(failed, 0u);  // the crash met WRITEs in flight on some seed
+}
+
+// A failpoint's delay on the target's header path is virtual: the world's
+// clock moves by it at once (the target's handler holds the one thread
+// that long), and a READ slowed by 3 s finishes in milliseconds of wall
+// time, unless the delay outlasts the initiator's progress deadline.
+TEST(core_on_world, a_failpoint_delay_moves_virtual_time_not_wall_time) {
+  for (const std::uint32_t delay_ms : {3000u, 6000u}) {
+    SCOPED_TRACE(delay_ms);
+    const auto wall_start = std::chrono::steady_clock::now();
+    dsim::world w(9);
+    dsim::network net(w);
+    auto config = world_config();
+    config.progress_timeout_ms = 5000;
+    auto target = transport::start(config);
+    auto initiator = transport::start(config);
+    ASSERT_TRUE(target.ok() && initiator.ok());
+    std::vector<std::byte> memory(4096);
+    auto id = target.value()->register_buffer(memory.data(), memory.size(),
+                                              permission::remote_read_write);
+    auto seg = initiator.value()->open_segment(target.value()->descriptor());
+    ASSERT_TRUE(id.ok() && seg.ok());
+    failpoint::config delay;
+    delay.act = failpoint::action::delay;
+    delay.delay_ms = delay_ms;
+    delay.count = 1;
+    failpoint::scoped armed("server.on_header", delay);
+    std::vector<std::byte> into(4096);
+    transfer_request read{wire::opcode::read, into.data(), into.size(), seg.value(), id.value(), 0};
+    auto batch = initiator.value()->submit(std::span(&read, 1));
+    ASSERT_TRUE(batch.ok());
+    ASSERT_TRUE(batch.value()->wait(60s)) << w.trace_text();
+    EXPECT_EQ(failpoint::fired("server.on_header"), 1u);
+    EXPECT_GE(w.now().time_since_epoch(), std::chrono::milliseconds(delay_ms));
+    // Under the 5 s progress deadline the READ waits it out; over it, the
+    // initiator gives up first.
+    EXPECT_EQ(batch.value()->status(0).code, delay_ms < 5000 ? status::ok : status::timeout);
+    EXPECT_TRUE(initiator.value()->shutdown().ok());
+    EXPECT_TRUE(target.value()->shutdown().ok());
+    initiator.value().reset();
+    target.value().reset();
+    EXPECT_LT(std::chrono::steady_clock::now() - wall_start, 2s);  // not a speed bound: 3 s real
+  }
 }
 
 TEST(core_on_world, DISABLED_print_digest) {

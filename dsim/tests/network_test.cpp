@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -204,7 +205,9 @@ TEST(dsim_network, a_fin_ends_the_stream_after_its_bytes) {
   EXPECT_TRUE(std::equal(sent.begin(), sent.end(), got.begin()));
 }
 
-TEST(dsim_network, a_reset_fails_the_peers_read_and_discards_what_it_had_not_read) {
+// As on Linux: bytes that arrived before a reset are still read, then the
+// reset is the answer, to reads and writes alike.
+TEST(dsim_network, after_a_reset_what_arrived_is_read_then_the_reset_fails_the_peer) {
   two_nodes t(3);
   acceptor a(t.server_ctx);
   auto pair = t.connect_pair(a, t.listen(a));
@@ -215,17 +218,115 @@ TEST(dsim_network, a_reset_fails_the_peers_read_and_discards_what_it_had_not_rea
   asio::async_write(server, asio::buffer(sent), [&](std::error_code, std::size_t k) { n = k; });
   EXPECT_EQ(t.w.run_until([&] { return client.queued() == sent.size(); }),
             world::wait_result::met);
-  client.set_option(asio::socket_base::linger(true, 0));
   server.set_option(asio::socket_base::linger(true, 0));
   std::error_code ec;
   server.close(ec);  // a reset: linger 0
-  EXPECT_EQ(t.w.run_until([&] { return client.queued() == 0; }), world::wait_result::met);
+  EXPECT_EQ(t.w.run_until([&] { return false; }), world::wait_result::idle);
+  EXPECT_TRUE(client.peer_gone_or_ready());
   std::byte one[1];
-  client.read_some(asio::buffer(one), ec);
-  EXPECT_EQ(ec, asio::error::connection_reset);
   client.write_some(asio::buffer(one), ec);
   EXPECT_EQ(ec, asio::error::connection_reset);
-  EXPECT_TRUE(client.peer_gone_or_ready());
+  std::vector<std::byte> got(200);
+  const auto k = client.read_some(asio::buffer(got), ec);
+  EXPECT_FALSE(ec) << ec.message();
+  ASSERT_EQ(k, sent.size());
+  EXPECT_TRUE(std::equal(sent.begin(), sent.end(), got.begin()));
+  client.read_some(asio::buffer(got), ec);
+  EXPECT_EQ(ec, asio::error::connection_reset);
+}
+
+// A connect held by a full backlog and closed meanwhile never connects:
+// the listener accepts nothing for it.
+TEST(dsim_network, a_connect_closed_while_the_backlog_held_it_is_never_accepted) {
+  two_nodes t(10);
+  acceptor a(t.server_ctx);
+  const auto at = t.listen(a, 1);
+  socket first(t.client_ctx), second(t.client_ctx);
+  bool first_done = false;
+  std::error_code second_end;
+  bool second_done = false;
+  first.async_connect(at, [&](std::error_code ec) { first_done = !ec; });
+  EXPECT_EQ(t.w.run_until([&] { return first_done; }), world::wait_result::met);
+  second.async_connect(at, [&](std::error_code ec) {
+    second_end = ec;
+    second_done = true;
+  });
+  EXPECT_EQ(t.w.run_until([&] { return second_done; }), world::wait_result::idle);  // held
+  std::error_code ec;
+  second.close(ec);
+  EXPECT_EQ(t.w.run_until([&] { return second_done; }), world::wait_result::met);
+  EXPECT_EQ(second_end, asio::error::operation_aborted);
+  int accepted = 0;
+  std::function<void()> accept_next = [&] {
+    a.async_accept(t.server_ctx, [&](std::error_code e, socket) {
+      if (e) return;
+      ++accepted;
+      accept_next();
+    });
+  };
+  accept_next();
+  EXPECT_EQ(t.w.run_until([] { return false; }), world::wait_result::idle);
+  EXPECT_EQ(accepted, 1);  // the first, not the closed second
+  a.close();
+}
+
+// A watermark above the connection's buffer is met by a full buffer (Linux
+// grows the receive buffer to fit it), not never.
+TEST(dsim_network, a_watermark_above_the_buffer_is_met_by_a_full_buffer) {
+  network_options o;
+  o.buffer_min = o.buffer_max = 8192;
+  o.partial_write = 0;
+  two_nodes t(11, o);
+  acceptor a(t.server_ctx);
+  auto pair = t.connect_pair(a, t.listen(a));
+  auto& client = pair.first;
+  auto& server = pair.second;
+  server.set_option(asio::socket_base::receive_low_watermark(256 << 10));
+  std::vector<std::byte> got(1 << 20);
+  std::size_t read = 0;
+  server.async_read_some(asio::buffer(got), [&](std::error_code, std::size_t k) { read = k; });
+  const auto big = pattern(1 << 20, 11);
+  bool written = false;
+  asio::async_write(client, asio::buffer(big),
+                    [&](std::error_code, std::size_t) { written = true; });
+  EXPECT_EQ(t.w.run_until([&] { return read > 0; }), world::wait_result::met);
+  EXPECT_EQ(read, 8192u);
+}
+
+// A listener on 0.0.0.0 takes connects to its port on any node.
+TEST(dsim_network, a_wildcard_listener_takes_connects_to_any_node) {
+  two_nodes t(12);
+  acceptor a(t.server_ctx);
+  std::error_code ec;
+  a.open(asio::ip::tcp::v4(), ec);
+  a.bind({asio::ip::address_v4::any(), 0}, ec);
+  a.listen(4, ec);
+  const auto port = a.local_endpoint(ec).port();
+  auto pair = t.connect_pair(a, {server_node, port});
+  EXPECT_TRUE(pair.second.is_open());
+}
+
+// A crashed node stays down: its own connects are refused, and so are
+// connects to it, until it is revived.
+TEST(dsim_network, a_crashed_node_stays_down_until_revived) {
+  two_nodes t(13);
+  acceptor a(t.server_ctx);
+  const auto at = t.listen(a);
+  t.net.crash(client_node);
+  socket s(t.client_ctx);
+  std::error_code end;
+  bool done = false;
+  s.async_connect(at, [&](std::error_code e) {
+    end = e;
+    done = true;
+  });
+  EXPECT_EQ(t.w.run_until([&] { return done; }), world::wait_result::met);
+  EXPECT_EQ(end, asio::error::connection_refused);
+  t.net.revive(client_node);
+  socket again(t.client_ctx);
+  bool connected = false;
+  again.async_connect(at, [&](std::error_code e) { connected = !e; });
+  EXPECT_EQ(t.w.run_until([&] { return connected; }), world::wait_result::met);
 }
 
 TEST(dsim_network, closing_with_unread_bytes_resets_instead_of_a_fin) {

@@ -151,6 +151,8 @@ void pipe::on_source_ended() {
 // seen. The sockets go non-blocking first: a blocking splice(2) would hold
 // the io thread, so if that fails the pipe copies instead.
 bool pipe::can_splice() {
+  // The simulated network has no descriptors to splice between.
+  if constexpr (net::simulated) return false;
   if (owner_.decoding() || !chain_.transparent() || !out_.idle()) return false;
   if (splice_pipe_[0] >= 0) return true;
   std::error_code ec;

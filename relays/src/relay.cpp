@@ -187,10 +187,14 @@ result<std::unique_ptr<relay>> relay::start(relay_config config) {
   i->bound = {s.config.listen.address, i->listener.port()};
   i->listener.start();
   auto* raw = i.get();
-  i->thread = net::thread([raw] {
-    detail::block_sigpipe();
-    raw->state->context.run();
-  });
+  if constexpr (net::simulated) {
+    net::world_runs(raw->state->context, "relay:" + s.config.name);
+  } else {
+    i->thread = net::thread([raw] {
+      detail::block_sigpipe();
+      raw->state->context.run();
+    });
+  }
   // new-ok: the constructor is private, out of make_unique's reach
   return std::unique_ptr<relay>(new relay(std::move(i)));
 }
@@ -385,20 +389,31 @@ bool relay::reset_connections(std::chrono::milliseconds timeout) {
     }
     done->set_value();
   });
-  return finished.wait_for(timeout) == std::future_status::ready;
+  return net::wait_ready(finished, net::clock::now() + timeout);
 }
 
 void relay::stop() {
   std::lock_guard guard(impl_->stop_mutex);
   if (impl_->stopped) return;
   impl_->stopped = true;
-  asio::post(impl_->state->context, [i = impl_.get()] {
+  auto closed = std::make_shared<std::promise<void>>();
+  auto all_closed = closed->get_future();
+  asio::post(impl_->state->context, [i = impl_.get(), closed] {
     i->listener.close();
     for (auto& weak : i->connections) {
       if (auto c = weak.lock()) c->abort(false, "the relay stopped");
     }
     i->connections.clear();
+    closed->set_value();
   });
+  if constexpr (net::simulated) {
+    // The world runs the context: once everything is closed, the handlers
+    // the aborts left run (each drops its hold on its connection), as the
+    // thread's run() would before returning.
+    (void)net::wait_ready(all_closed, net::clock::time_point::max());
+    net::world_drains(impl_->state->context);
+    return;
+  }
   // Closing everything ends every handler chain; run() then returns.
   impl_->thread.join();
 }

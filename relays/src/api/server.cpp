@@ -202,7 +202,7 @@ void api_server::stop() {
     // stop until the thread has returned.
     while (!impl_->serving_done) {
       if (impl_->http.is_running()) impl_->http.stop();
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      net::sleep_for(std::chrono::milliseconds(1));
     }
     impl_->thread.join();
   }

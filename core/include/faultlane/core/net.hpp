@@ -30,6 +30,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <future>
 #include <limits>
 #include <string>
 #include <utility>
@@ -76,12 +77,34 @@ inline bool set_receive_watermark(socket& s, std::size_t bytes) {
   s.set_option(asio::socket_base::receive_low_watermark(static_cast<int>(bytes)));
   return true;
 }
+// A sleep (a failpoint's delay, a perturbation) holds the world's one
+// thread: virtual time moves on by `d` (world::advance). A yield does
+// nothing: no other thread could take the turn.
+template <typename Rep, typename Period>
+void sleep_for(std::chrono::duration<Rep, Period> d) {
+  dsim::world::current().advance(std::chrono::duration_cast<clock::duration>(d));
+}
+inline void yield() noexcept {}
+
 // A shard's context is run by the world, not by a thread of its own.
 inline void world_runs(asio::io_context& context, std::string name) {
   dsim::world::current().add_context(context, std::move(name));
 }
 inline void world_stops_running(asio::io_context& context) {
   dsim::world::current().remove_context(context);
+}
+// Its ready handlers run first (see world::drain_and_remove).
+inline void world_drains(asio::io_context& context) {
+  dsim::world::current().drain_and_remove(context);
+}
+
+// Waits for `f` until `deadline` by pumping the world; true when it is ready.
+template <typename T>
+bool wait_ready(std::future<T>& f, clock::time_point deadline) {
+  auto ready = [&] { return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready; };
+  if (ready()) return true;
+  (void)dsim::world::current().run_until(ready, deadline);
+  return ready();
 }
 
 // From the world's seed: a run's namespaces and incarnations replay.
@@ -109,9 +132,12 @@ inline std::uint64_t os_random_u64() {
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <future>
 #include <string>
 #include <system_error>
 #include <thread>
+
+#include "faultlane/core/assert.hpp"
 
 namespace faultlane::net {
 
@@ -177,9 +203,23 @@ inline bool set_receive_watermark(socket& s, std::size_t bytes) {
   return !ec;
 }
 
+// Waits for `f` until `deadline`; true when it is ready. (The seam's, so
+// that the dsim build's wait pumps the world instead.)
+template <typename T>
+bool wait_ready(std::future<T>& f, clock::time_point deadline) {
+  return f.wait_until(deadline) == std::future_status::ready;
+}
+
+template <typename Rep, typename Period>
+void sleep_for(std::chrono::duration<Rep, Period> d) {
+  std::this_thread::sleep_for(d);
+}
+inline void yield() noexcept { std::this_thread::yield(); }
+
 // Threads run the shards here (see io_pool.cpp): nothing to tell a world.
 inline void world_runs(asio::io_context&, std::string) {}
 inline void world_stops_running(asio::io_context&) {}
+inline void world_drains(asio::io_context&) {}
 
 // 64 bits from the kernel's random source (registration namespaces, a
 // transport's incarnation).
@@ -191,7 +231,7 @@ inline std::uint64_t os_random_u64() noexcept {
     const ssize_t n = ::getrandom(out + filled, sizeof value - filled, 0);
     if (n < 0 && errno == EINTR) continue;
     // Without GRND_NONBLOCK it fails only on a broken kernel.
-    if (n <= 0) std::abort();
+    FL_ASSERT(n > 0);
     filled += static_cast<std::size_t>(n);
   }
   return value;

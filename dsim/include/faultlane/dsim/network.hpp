@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "faultlane/dsim/world.hpp"
@@ -72,8 +73,16 @@ class network {
   asio::ip::address node_of(asio::io_context& context) const;
 
   // Resets every connection with an end on `node` and closes its
-  // listeners (a process killed: its peers see a reset).
+  // listeners (a process killed: its peers see a reset). The node stays
+  // down until revive(): its connects, and connects to it, are refused.
   void crash(const asio::ip::address& node);
+  void revive(const asio::ip::address& node);
+  bool is_down(const asio::ip::address& node) const { return down_.count(node) != 0; }
+
+  // Sockets and acceptors open on this network: each holds it by address,
+  // so it must outlive them (the destructor asserts none is left).
+  void object_opened() noexcept { ++objects_; }
+  void object_closed() noexcept { --objects_; }
 
   // Connections opened so far, and those still open at both ends.
   std::uint64_t connections_opened() const noexcept { return next_connection_ - 1; }
@@ -96,7 +105,9 @@ class network {
   std::map<endpoint, std::weak_ptr<detail::listener>> listeners_;
   std::map<asio::ip::address, std::uint16_t> next_port_;
   std::vector<std::weak_ptr<detail::connection>> connections_;
+  std::set<asio::ip::address> down_;
   std::uint64_t next_connection_ = 1;
+  std::int64_t objects_ = 0;
 };
 
 }  // namespace faultlane::dsim

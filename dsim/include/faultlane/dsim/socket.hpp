@@ -72,6 +72,9 @@ class socket {
   using send_buffer_size = asio::socket_base::send_buffer_size;
   using receive_buffer_size = asio::socket_base::receive_buffer_size;
   using bytes_readable = asio::socket_base::bytes_readable;
+  using wait_type = asio::socket_base::wait_type;
+  static constexpr auto wait_read = asio::socket_base::wait_read;
+  static constexpr auto wait_write = asio::socket_base::wait_write;
 
   explicit socket(const executor_type& ex);
   explicit socket(asio::io_context& context) : socket(executor_type(context.get_executor())) {}
@@ -125,6 +128,9 @@ class socket {
   void non_blocking(bool on) { non_blocking_ = on; }
   bool non_blocking() const noexcept { return non_blocking_; }
   void native_non_blocking(bool on, std::error_code& ec) { non_blocking(on, ec); }
+  // A simulated socket has no descriptor: -1, for code the dsim build
+  // compiles but never runs (the relays' splice path).
+  int native_handle() const noexcept { return -1; }
 
   // Non-blocking only: would_block when nothing can be done now.
   template <typename Buffers>
@@ -152,6 +158,16 @@ class socket {
         },
         token, detail::const_list(b));
   }
+  // Readiness: completes when a read would not wait (bytes, a FIN or a
+  // reset) or a write would not (room), as a reactor reports it.
+  template <typename Token>
+  auto async_wait(wait_type what, Token&& token) {
+    return asio::async_initiate<Token, void(std::error_code)>(
+        [this, what](auto handler) {
+          start_wait(what, detail::posting_done(std::move(handler), ex_));
+        },
+        token);
+  }
   template <typename Token>
   auto async_connect(const endpoint& to, Token&& token) {
     return asio::async_initiate<Token, void(std::error_code)>(
@@ -175,6 +191,7 @@ class socket {
   void start_read(std::vector<asio::mutable_buffer> buffers, detail::io_handler done);
   void start_write(std::vector<asio::const_buffer> buffers, detail::io_handler done);
   void start_connect(const endpoint& to, detail::done_handler done);
+  void start_wait(wait_type what, detail::done_handler done);
   void set_linger(bool on, int seconds);
   void set_low_watermark(std::size_t bytes);
 
@@ -250,6 +267,7 @@ class acceptor {
   friend struct detail::listener;
 
   executor_type ex_;
+  network* net_ = nullptr;
   bool open_ = false;
   bool non_blocking_ = false;
   endpoint bound_;

@@ -44,9 +44,13 @@ class condition_variable {
   template <typename Lock, typename Rep, typename Period, typename Pred>
   bool wait_for(Lock& lock, std::chrono::duration<Rep, Period> timeout, Pred pred) {
     const auto now = clock::now();
-    const auto left = clock::time_point::max() - now;
-    const auto d = std::chrono::duration_cast<clock::duration>(timeout);
-    return wait_until(lock, d >= left ? clock::time_point::max() : now + d, std::move(pred));
+    // Compared in the caller's units first: milliseconds::max() in
+    // nanoseconds would overflow.
+    const auto left = std::chrono::duration_cast<std::chrono::duration<Rep, Period>>(
+        clock::time_point::max() - now);
+    if (timeout >= left) return wait_until(lock, clock::time_point::max(), std::move(pred));
+    return wait_until(lock, now + std::chrono::duration_cast<clock::duration>(timeout),
+                      std::move(pred));
   }
   template <typename Lock, typename Pred>
   void wait(Lock& lock, Pred pred) {

@@ -48,6 +48,7 @@ class basic_timer {
   std::size_t expires_after(duration d) { return expires_at(clock::now() + d); }
 
   std::size_t cancel() {
+    if (waits_.empty()) return 0;  // also after the world ended
     std::size_t n = 0;
     auto& w = world::current();
     while (!waits_.empty()) {

@@ -83,6 +83,10 @@ class world {
   // removed before it is destroyed.
   void add_context(asio::io_context& context, std::string name);
   void remove_context(asio::io_context& context);
+  // Runs `context`'s ready handlers until none is left, then removes it: what
+  // a thread's run() does once everything it served was closed (handlers
+  // that hold their owners must run, or the owners never go).
+  void drain_and_remove(asio::io_context& context);
 
   // Runs `fn` on the driver (outside every context) when virtual time
   // reaches `when` (at once, in the next step, if that has passed).
@@ -90,6 +94,11 @@ class world {
   event_id at(clock::time_point when, unique_function<void()> fn);
   // Drops an event that has not run; false if it ran or was dropped.
   bool cancel(event_id id);
+
+  // Moves virtual time forward by `d` at once, inside a step or between
+  // steps: a handler that sleeps (a failpoint's delay) holds the world's
+  // one thread for that long, and what came due meanwhile runs after it.
+  void advance(clock::duration d);
 
   // One step (see the top of the file); false when the world is idle.
   bool step();
