@@ -5,10 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <array>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -19,6 +16,7 @@
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/hash.hpp"
 #include "faultlane/core/transport.hpp"
+#include "child_digest.hpp"
 #include "faultlane/dsim/socket.hpp"
 
 namespace faultlane {
@@ -295,25 +293,11 @@ TEST(core_on_world, a_failpoint_delay_moves_virtual_time_not_wall_time) {
 TEST(core_on_world, DISABLED_print_digest) {
   const char* seed = std::getenv("FAULTLANE_DSIM_SEED");
   ASSERT_NE(seed, nullptr);
-  const auto r = transfer_run(std::strtoull(seed, nullptr, 10));
-  std::printf("digest=%016llx\n", static_cast<unsigned long long>(r.digest));
+  dsim::testing::print_digest(transfer_run(std::strtoull(seed, nullptr, 10)).digest);
 }
 
 std::string child_digest(std::uint64_t seed) {
-  std::array<char, 4096> self{};
-  const auto len = ::readlink("/proc/self/exe", self.data(), self.size() - 1);
-  if (len <= 0) return "readlink failed";
-  const auto command = fmt::format(
-      "FAULTLANE_DSIM_SEED={} '{}' --gtest_also_run_disabled_tests "
-      "--gtest_filter=core_on_world.DISABLED_print_digest 2>&1",
-      seed, std::string(self.data(), static_cast<std::size_t>(len)));
-  std::unique_ptr<FILE, int (*)(FILE*)> out(popen(command.c_str(), "r"), pclose);
-  if (!out) return "popen failed";
-  std::string text;
-  char line[512];
-  while (std::fgets(line, sizeof line, out.get()) != nullptr) text += line;
-  const auto at = text.find("digest=");
-  return at == std::string::npos ? text : text.substr(at + 7, 16);
+  return dsim::testing::child_digest("core_on_world.DISABLED_print_digest", seed);
 }
 
 // Another process has other addresses (ASLR): a container ordered by

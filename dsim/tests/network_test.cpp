@@ -8,10 +8,7 @@
 #include <asio/write.hpp>
 #include <fmt/format.h>
 
-#include <unistd.h>
 
-#include <array>
-#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <memory>
@@ -19,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "child_digest.hpp"
 #include "faultlane/dsim/socket.hpp"
 
 namespace faultlane::dsim {
@@ -137,25 +135,11 @@ TEST(dsim_network, one_seed_one_digest_and_seeds_differ) {
 TEST(dsim_network, DISABLED_print_echo_digest) {
   const char* seed = std::getenv("FAULTLANE_DSIM_SEED");
   ASSERT_NE(seed, nullptr);
-  std::printf("digest=%016llx\n",
-              static_cast<unsigned long long>(echo_run(std::strtoull(seed, nullptr, 10))));
+  testing::print_digest(echo_run(std::strtoull(seed, nullptr, 10)));
 }
 
 std::string child_digest(std::uint64_t seed) {
-  std::array<char, 4096> self{};
-  const auto len = ::readlink("/proc/self/exe", self.data(), self.size() - 1);
-  if (len <= 0) return "readlink failed";
-  const auto command = fmt::format(
-      "FAULTLANE_DSIM_SEED={} '{}' --gtest_also_run_disabled_tests "
-      "--gtest_filter=dsim_network.DISABLED_print_echo_digest 2>&1",
-      seed, std::string(self.data(), static_cast<std::size_t>(len)));
-  std::unique_ptr<FILE, int (*)(FILE*)> out(popen(command.c_str(), "r"), pclose);
-  if (!out) return "popen failed";
-  std::string text;
-  char line[512];
-  while (std::fgets(line, sizeof line, out.get()) != nullptr) text += line;
-  const auto at = text.find("digest=");
-  return at == std::string::npos ? text : text.substr(at + 7, 16);
+  return testing::child_digest("dsim_network.DISABLED_print_echo_digest", seed);
 }
 
 TEST(dsim_network, one_seed_gives_one_digest_in_another_process_too) {
