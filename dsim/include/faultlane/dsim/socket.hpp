@@ -56,25 +56,14 @@ std::vector<asio::const_buffer> const_list(const Buffers& b) {
 }
 }  // namespace detail
 
-class socket {
+// Both derive from asio::socket_base, as Asio's own do: the option types
+// (linger, reuse_address, receive_low_watermark, ...), shutdown_type,
+// wait_type and max_listen_connections come from there.
+class socket : public asio::socket_base {
  public:
   using executor_type = asio::any_io_executor;
   using protocol_type = asio::ip::tcp;
   using endpoint_type = endpoint;
-  using shutdown_type = asio::socket_base::shutdown_type;
-  static constexpr auto shutdown_send = asio::socket_base::shutdown_send;
-  static constexpr auto shutdown_receive = asio::socket_base::shutdown_receive;
-  static constexpr auto shutdown_both = asio::socket_base::shutdown_both;
-  using reuse_address = asio::socket_base::reuse_address;
-  using linger = asio::socket_base::linger;
-  using keep_alive = asio::socket_base::keep_alive;
-  using receive_low_watermark = asio::socket_base::receive_low_watermark;
-  using send_buffer_size = asio::socket_base::send_buffer_size;
-  using receive_buffer_size = asio::socket_base::receive_buffer_size;
-  using bytes_readable = asio::socket_base::bytes_readable;
-  using wait_type = asio::socket_base::wait_type;
-  static constexpr auto wait_read = asio::socket_base::wait_read;
-  static constexpr auto wait_write = asio::socket_base::wait_write;
 
   explicit socket(const executor_type& ex);
   explicit socket(asio::io_context& context) : socket(executor_type(context.get_executor())) {}
@@ -200,19 +189,11 @@ class socket {
   bool non_blocking_ = false;
 };
 
-class acceptor {
+class acceptor : public asio::socket_base {
  public:
   using executor_type = asio::any_io_executor;
   using protocol_type = asio::ip::tcp;
   using endpoint_type = endpoint;
-  static constexpr int max_listen_connections = asio::socket_base::max_listen_connections;
-  using reuse_address = asio::socket_base::reuse_address;
-  using linger = asio::socket_base::linger;
-  using keep_alive = asio::socket_base::keep_alive;
-  using receive_low_watermark = asio::socket_base::receive_low_watermark;
-  using send_buffer_size = asio::socket_base::send_buffer_size;
-  using receive_buffer_size = asio::socket_base::receive_buffer_size;
-  using bytes_readable = asio::socket_base::bytes_readable;
 
   explicit acceptor(const executor_type& ex) : ex_(ex) {}
   explicit acceptor(asio::io_context& context)
