@@ -8,6 +8,7 @@
 
 #include "faultlane/core/assert.hpp"
 #include "faultlane/core/hash.hpp"
+#include "fiber_state.hpp"
 
 namespace faultlane::dsim {
 
@@ -40,6 +41,8 @@ world::world(std::uint64_t seed, std::size_t trace_max)
 
 world::~world() {
   FL_ASSERT(current_world == this);
+  // A fiber still parked would leave its stack's objects undestroyed.
+  FL_ASSERT(fibers_.empty());
   current_world = nullptr;
 }
 
@@ -117,14 +120,24 @@ bool world::step() {
   return false;
 }
 
+// Contexts and fibers are shuffled together, and the first that can run
+// does: a ready handler, or a fiber whose wait is over.
 bool world::run_one_handler() {
-  order_.resize(contexts_.size());
-  for (std::size_t i = 0; i < order_.size(); ++i) order_[i] = i;
+  fiber_order_.clear();
+  for (auto& [id, f] : fibers_) fiber_order_.push_back(f.get());
+  const std::size_t n = contexts_.size() + fiber_order_.size();
+  order_.resize(n);
+  for (std::size_t i = 0; i < n; ++i) order_[i] = i;
   // Fisher-Yates with the world's generator: every order is possible.
-  for (std::size_t i = order_.size(); i > 1; --i) {
-    std::swap(order_[i - 1], order_[draw(0, i - 1)]);
-  }
+  for (std::size_t i = n; i > 1; --i) std::swap(order_[i - 1], order_[draw(0, i - 1)]);
+  const std::size_t contexts = contexts_.size();
   for (auto i : order_) {
+    if (i >= contexts) {
+      auto& f = *fiber_order_[i - contexts];
+      if (!runnable(f)) continue;
+      resume(f);
+      return true;
+    }
     // poll_one may add or remove contexts: the slot is read before it.
     auto* context = contexts_[i].context;
     if (context->stopped()) continue;
@@ -158,6 +171,7 @@ bool world::run_next_event() {
 world::wait_result world::run_until(const std::function<bool()>& done,
                                     clock::time_point deadline) {
   FL_ASSERT(!in_step_);  // a blocking wait inside a handler
+  FL_ASSERT(current_fiber_ == nullptr);  // a fiber parks instead (wait)
   for (;;) {
     if (done()) return wait_result::met;
     if (now_ >= deadline) return wait_result::timed_out;

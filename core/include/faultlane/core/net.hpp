@@ -77,12 +77,20 @@ inline bool set_receive_watermark(socket& s, std::size_t bytes) {
   s.set_option(asio::socket_base::receive_low_watermark(static_cast<int>(bytes)));
   return true;
 }
-// A sleep (a failpoint's delay, a perturbation) holds the world's one
-// thread: virtual time moves on by `d` (world::advance). A yield does
-// nothing: no other thread could take the turn.
+// A sleep inside a handler (a failpoint's delay, a perturbation) holds the
+// world's one thread: virtual time moves on by `d` (world::advance). Outside
+// one (a fiber, the driver's stack) the world runs others meanwhile. A
+// yield does nothing: no other thread could take the turn.
 template <typename Rep, typename Period>
 void sleep_for(std::chrono::duration<Rep, Period> d) {
-  dsim::world::current().advance(std::chrono::duration_cast<clock::duration>(d));
+  auto& w = dsim::world::current();
+  const auto span = std::chrono::duration_cast<clock::duration>(d);
+  if (w.in_step()) {
+    w.advance(span);
+    return;
+  }
+  const auto until = w.now() + span;
+  (void)w.wait([&] { return w.now() >= until; }, until);
 }
 inline void yield() noexcept {}
 
@@ -98,13 +106,11 @@ inline void world_drains(asio::io_context& context) {
   dsim::world::current().drain_and_remove(context);
 }
 
-// Waits for `f` until `deadline` by pumping the world; true when it is ready.
+// Waits for `f` until `deadline` (world::wait); true when it is ready.
 template <typename T>
 bool wait_ready(std::future<T>& f, clock::time_point deadline) {
   auto ready = [&] { return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready; };
-  if (ready()) return true;
-  (void)dsim::world::current().run_until(ready, deadline);
-  return ready();
+  return dsim::world::current().wait(ready, deadline);
 }
 
 // From the world's seed: a run's namespaces and incarnations replay.

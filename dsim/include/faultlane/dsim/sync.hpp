@@ -1,12 +1,22 @@
 // sync: what the core's blocking calls and threads become in the dsim build.
 //
-// condition_variable: a wait pumps the world until its predicate holds or
-// its (virtual) deadline passes. Everything runs on the world's one thread,
-// so the predicate is read between steps; notify does nothing, because the
+// condition_variable: a wait is world::wait: it parks a fiber, or steps
+// the world from the driver's stack, until its predicate holds or its
+// (virtual) deadline passes. Everything runs on the world's one thread, so
+// the predicate is read between steps; notify does nothing, because the
 // waiter looks again after every step. A wait that the world can no longer
 // meet (idle, no deadline) is a deadlock: it stops the run with the trace.
 // A wait from inside a handler is an assertion failure: the handler would
 // wait for work that only its own return lets run.
+//
+// mutex, shared_mutex: for state that fibers share and may hold across a
+// wait (the runner's events lock, a transport slot's lock). Taking one that
+// is held waits (world::wait) for its release; taking it again from the
+// fiber that holds it, or from a handler, is an assertion failure, where
+// std::mutex would hang the world's one thread.
+//
+// fiber_thread: the runner's thread type in the dsim build: a fiber on the
+// world (world::spawn), joined by waiting for it to end.
 //
 // no_thread: the type net::thread names in the dsim build. Starting one is
 // an assertion failure (DESIGN 3.5: code on the world starts no OS thread).
@@ -14,8 +24,11 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "faultlane/core/assert.hpp"
 #include "faultlane/dsim/world.hpp"
@@ -32,13 +45,8 @@ class condition_variable {
     if (pred()) return true;
     auto& w = world::current();
     lock.unlock();
-    const auto r = w.run_until([&] { return static_cast<bool>(pred()); }, deadline);
+    (void)w.wait([&] { return static_cast<bool>(pred()); }, deadline);
     lock.lock();
-    if (r == world::wait_result::idle && deadline == clock::time_point::max()) {
-      std::fprintf(stderr, "dsim: deadlock: a wait with no deadline, and nothing left to run\n%s",
-                   w.trace_text().c_str());
-      detail_deadlock();
-    }
     return pred();
   }
   template <typename Lock, typename Rep, typename Period, typename Pred>
@@ -56,11 +64,99 @@ class condition_variable {
   void wait(Lock& lock, Pred pred) {
     (void)wait_until(lock, clock::time_point::max(), std::move(pred));
   }
+};
+
+class mutex {
+ public:
+  void lock() {
+    auto& w = world::current();
+    const auto me = holder_id(w);
+    FL_ASSERT(!locked_ || holder_ != me);  // relocked by its holder
+    if (locked_) (void)w.wait([this] { return !locked_; });
+    locked_ = true;
+    holder_ = me;
+  }
+  bool try_lock() {
+    if (locked_) return false;
+    locked_ = true;
+    holder_ = holder_id(world::current());
+    return true;
+  }
+  void unlock() {
+    FL_ASSERT(locked_);
+    locked_ = false;
+  }
 
  private:
-  [[noreturn]] static void detail_deadlock() {
-    ::faultlane::detail::assert_failed("no deadlock in the simulated world", __FILE__, __LINE__);
+  // The fiber that holds it (0: the driver's stack).
+  static std::uint64_t holder_id(world& w) { return w.in_fiber() ? w.current_fiber() : 0; }
+  bool locked_ = false;
+  std::uint64_t holder_ = 0;
+};
+
+class shared_mutex {
+ public:
+  void lock() {
+    auto& w = world::current();
+    if (writer_ || readers_ != 0) (void)w.wait([this] { return !writer_ && readers_ == 0; });
+    writer_ = true;
   }
+  bool try_lock() {
+    if (writer_ || readers_ != 0) return false;
+    writer_ = true;
+    return true;
+  }
+  void unlock() {
+    FL_ASSERT(writer_);
+    writer_ = false;
+  }
+  void lock_shared() {
+    auto& w = world::current();
+    if (writer_) (void)w.wait([this] { return !writer_; });
+    ++readers_;
+  }
+  bool try_lock_shared() {
+    if (writer_) return false;
+    ++readers_;
+    return true;
+  }
+  void unlock_shared() {
+    FL_ASSERT(readers_ > 0);
+    --readers_;
+  }
+
+ private:
+  bool writer_ = false;
+  std::size_t readers_ = 0;
+};
+
+class fiber_thread {
+ public:
+  fiber_thread() noexcept = default;
+  template <typename F>
+  explicit fiber_thread(F&& fn)
+      : id_(world::current().spawn("thread", unique_function<void()>(std::forward<F>(fn)))) {}
+  fiber_thread(fiber_thread&& o) noexcept : id_(std::exchange(o.id_, 0)) {}
+  fiber_thread& operator=(fiber_thread&& o) noexcept {
+    FL_ASSERT(id_ == 0);
+    id_ = std::exchange(o.id_, 0);
+    return *this;
+  }
+  fiber_thread(const fiber_thread&) = delete;
+  fiber_thread& operator=(const fiber_thread&) = delete;
+  ~fiber_thread() { FL_ASSERT(id_ == 0); }  // as std::thread: joined first
+
+  bool joinable() const noexcept { return id_ != 0; }
+  void join() {
+    FL_ASSERT(id_ != 0);
+    // Joined even when the fiber's exception comes out of the wait.
+    const auto id = std::exchange(id_, 0);
+    auto& w = world::current();
+    (void)w.wait([&] { return w.finished(id); });
+  }
+
+ private:
+  world::fiber_id id_ = 0;
 };
 
 class no_thread {

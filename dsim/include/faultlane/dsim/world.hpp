@@ -15,6 +15,12 @@
 // into a 64-bit digest: one seed gives one run, and two runs of it give
 // the same digest (docs/dsim.md, "What the digest covers").
 //
+// Fibers are the runner's threads of control on the world (a scenario's
+// streams, callers and its main line): each is a context the seed may pick
+// like any other, and runs until it waits (wait() from a fiber parks it
+// until its condition holds or its deadline passes) or ends. Handlers run
+// on the driver's stack only, never on a fiber's.
+//
 // A world is current on its thread while it exists (clock::now() reads
 // it); worlds do not nest.
 #pragma once
@@ -100,11 +106,31 @@ class world {
   // one thread for that long, and what came due meanwhile runs after it.
   void advance(clock::duration d);
 
+  // Starts a fiber; it first runs when the seed picks it.
+  using fiber_id = std::uint64_t;
+  fiber_id spawn(std::string name, unique_function<void()> fn);
+  // True once the fiber has returned. A fiber's exception ends the run: it
+  // is rethrown from the step that resumed it.
+  bool finished(fiber_id id) const noexcept;
+  bool in_fiber() const noexcept { return current_fiber_ != nullptr; }
+  // The fiber running now (0: none, the driver's stack).
+  fiber_id current_fiber() const noexcept;
+  std::size_t fibers() const noexcept { return fibers_.size(); }
+
+  // A blocking wait, wherever it is made: from a fiber it parks the fiber
+  // until `done()` holds or `deadline` passes (the world runs others
+  // meanwhile); from the driver's stack it steps the world (run_until). A
+  // wait from inside a handler is an assertion failure, and so is a wait
+  // with no deadline that the world can no longer meet (a deadlock,
+  // reported with the trace).
+  bool wait(const std::function<bool()>& done,
+            clock::time_point deadline = clock::time_point::max());
+
   // One step (see the top of the file); false when the world is idle.
   bool step();
   enum class wait_result { met, timed_out, idle };
   // Steps until `done()` holds (checked before each step), virtual time
-  // passes `deadline`, or the world is idle.
+  // passes `deadline`, or the world is idle. Not from a fiber (see wait).
   wait_result run_until(const std::function<bool()>& done,
                         clock::time_point deadline = clock::time_point::max());
   std::uint64_t steps() const noexcept { return steps_; }
@@ -133,8 +159,15 @@ class world {
   // (when, a seeded tie-break, the order of insertion)
   using timed_key = std::tuple<clock::time_point, std::uint64_t, event_id>;
 
+  struct fiber;
+  struct fiber_host;
+
   bool run_one_handler();
   bool run_next_event();
+  bool runnable(const fiber& f) const;
+  void resume(fiber& f);
+  void park(const std::function<bool()>& ready, clock::time_point deadline);
+  static void fiber_main();
 
   const std::uint64_t seed_;
   const std::size_t trace_max_;
@@ -150,6 +183,11 @@ class world {
   std::vector<trace_event> trace_;  // a ring once full
   std::size_t trace_next_ = 0;
   std::vector<std::size_t> order_;  // scratch: the contexts in this step's order
+  std::map<fiber_id, std::unique_ptr<fiber>> fibers_;
+  std::vector<fiber*> fiber_order_;  // scratch: the fibers in this step's order
+  fiber* current_fiber_ = nullptr;
+  fiber_id next_fiber_ = 1;
+  std::unique_ptr<fiber_host> host_;  // the driver's side of a switch
 };
 
 }  // namespace faultlane::dsim
