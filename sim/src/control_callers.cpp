@@ -5,8 +5,6 @@
 // latency on the run's clock for the expectations checker.
 #include <fmt/format.h>
 
-#include <thread>
-
 #include "faultlane/core/rpc_client.hpp"
 #include "faultlane/core/rpc_frame.hpp"
 #include "run_state.hpp"
@@ -105,7 +103,7 @@ void scenario_run::run_caller(const caller_spec& spec, std::size_t client) {
   o.overall_timeout_ms = spec.call_timeout_ms * 2 + o.reconnect_cooldown_ms;
   auto c = rpc::client::create(o);
   if (!c) return fail_all(c.error());
-  using clock = std::chrono::steady_clock;
+  using clock = threads::clock;
   const auto started = clock::now();
   const auto until = started + std::chrono::milliseconds(spec.duration_ms);
   auto next = started;
@@ -118,7 +116,7 @@ void scenario_run::run_caller(const caller_spec& spec, std::size_t client) {
       // that overran it is followed at once, not by a burst of catch-up.
       const auto wake =
           spec.count != 0 ? std::min(next, deadline_) : std::min({next, until, deadline_});
-      std::this_thread::sleep_until(wake);  // sleep-ok: the caller's interval_ms
+      threads::sleep_for(wake - clock::now());  // sleep-ok: the caller's interval_ms
       if (!more(k)) break;
       next = std::max(next + std::chrono::milliseconds(spec.interval_ms), clock::now());
     }

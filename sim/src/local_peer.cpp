@@ -3,14 +3,20 @@
 // Region memory belongs to the peer; an incarnation's buffers stay
 // allocated until the peer is destroyed, because a transport's registered
 // memory must outlive it (transport.hpp).
+#include <fmt/format.h>
+
 #include <cstring>
 
 #include "faultlane/core/pattern.hpp"
 #include "peer.hpp"
 
+#if defined(FAULTLANE_DSIM)
+#include "faultlane/dsim/network.hpp"
+#endif
+
 namespace faultlane::sim {
 
-transport_config runner_config(const transport_spec& spec) {
+transport_config runner_config(const transport_spec& spec, std::uint32_t node) {
   transport_config c = spec.config;
   c.bind_address = "127.0.0.1";
   c.advertise_address.clear();
@@ -18,6 +24,16 @@ transport_config runner_config(const transport_spec& spec) {
   c.rail_addresses.clear();
   c.rpc_bind_address = "127.0.0.1";
   c.rpc_port = 0;
+  if (node != 0) {
+    // The control plane is not on the world yet: a scenario that uses it
+    // is refused when it loads in that build (docs/dsim.md).
+    c.rpc_enabled = false;
+    c.bind_address.clear();
+    for (std::size_t r = 0; r < spec.rails; ++r) {
+      c.rail_addresses.push_back(fmt::format("127.0.{}.{}", node, r + 1));
+    }
+    return c;
+  }
   if (spec.rails > 1) {
     // With rails the core listens on each rail address, never on the
     // wildcard bind_address it then requires.
@@ -33,13 +49,14 @@ namespace {
 
 class local_peer final : public peer {
  public:
-  local_peer(const transport_spec& spec, recorder& rec, recording_observer::sink_fn sink)
-      : spec_(spec), recorder_(rec), sink_(std::move(sink)) {}
+  local_peer(const transport_spec& spec, recorder& rec, recording_observer::sink_fn sink,
+             std::uint32_t node)
+      : spec_(spec), recorder_(rec), sink_(std::move(sink)), node_(node) {}
   ~local_peer() override { stop(); }
 
   result<void> start(std::uint32_t index) override {
     stop();  // a half-started incarnation never lingers
-    auto c = runner_config(spec_);
+    auto c = runner_config(spec_, node_);
     if (recorder_.enabled()) {
       observer_ = std::make_unique<recording_observer>(&recorder_, spec_.name, index, sink_);
       c.observer = observer_.get();
@@ -108,6 +125,20 @@ class local_peer final : public peer {
     memory_.clear();
   }
 
+#if defined(FAULTLANE_DSIM)
+  // The node goes down with everything on it; it is up again for the next
+  // incarnation, as a restarted process's host is.
+  bool kill() override {
+    if (node_ == 0 || !transport_) return false;
+    auto& network = dsim::network::current();
+    const auto addresses = runner_config(spec_, node_).rail_addresses;
+    for (const auto& a : addresses) network.crash(asio::ip::make_address(a));
+    stop();
+    for (const auto& a : addresses) network.revive(asio::ip::make_address(a));
+    return true;
+  }
+#endif
+
   transport* local() override { return transport_.get(); }
   bool running() const override { return transport_ != nullptr; }
 
@@ -120,6 +151,7 @@ class local_peer final : public peer {
   const transport_spec spec_;
   recorder& recorder_;
   const recording_observer::sink_fn sink_;
+  const std::uint32_t node_;
   std::unique_ptr<recording_observer> observer_;
   std::vector<std::unique_ptr<recording_observer>> retired_observers_;
   std::unique_ptr<transport> transport_;
@@ -131,8 +163,8 @@ class local_peer final : public peer {
 }  // namespace
 
 std::unique_ptr<peer> make_local_peer(const transport_spec& spec, recorder& rec,
-                                      recording_observer::sink_fn sink) {
-  return std::make_unique<local_peer>(spec, rec, std::move(sink));
+                                      recording_observer::sink_fn sink, std::uint32_t node) {
+  return std::make_unique<local_peer>(spec, rec, std::move(sink), node);
 }
 
 }  // namespace faultlane::sim

@@ -44,19 +44,25 @@ class peer {
   virtual result<void> shutdown() = 0;
   // Ends the incarnation: destroys the transport, or waits for the child.
   virtual void stop() = 0;
-  // SIGKILL (a child); false for a local peer.
+  // SIGKILL (a child); a crash of the transport's node in the dsim build
+  // (its connections reset, its memory gone, nothing it does reaches the
+  // network); false for a local peer in the normal build.
   virtual bool kill() { return false; }
   virtual transport* local() { return nullptr; }
   virtual bool running() const = 0;
 };
 
 // bind/rail addresses for a transport with `rails` rails: rail r is
-// 127.0.0.(r + 1).
-transport_config runner_config(const transport_spec& spec);
+// 127.0.0.(r + 1). node != 0 (the dsim build, where an address is a node
+// of the simulated network): every rail is an address of the transport's
+// own, 127.0.node.(r + 1), its connections leave from it, and a kill
+// crashes it.
+transport_config runner_config(const transport_spec& spec, std::uint32_t node = 0);
 
 // With `sink`, observer events go there instead of into `rec` (a child).
 std::unique_ptr<peer> make_local_peer(const transport_spec& spec, recorder& rec,
-                                      recording_observer::sink_fn sink = {});
+                                      recording_observer::sink_fn sink = {},
+                                      std::uint32_t node = 0);
 std::unique_ptr<peer> make_child_peer(const transport_spec& spec, recorder& rec,
                                       std::string program);
 

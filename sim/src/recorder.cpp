@@ -35,7 +35,7 @@ std::string_view to_string(event_kind k) noexcept {
 
 std::uint64_t recorder::now_us() const {
   return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                        std::chrono::steady_clock::now() - start_)
+                                        net::clock::now() - start_)
                                         .count());
 }
 

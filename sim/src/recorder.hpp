@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "faultlane/core/net.hpp"
 #include "faultlane/core/observer.hpp"
 #include "faultlane/sim/history.hpp"
 
@@ -56,7 +57,9 @@ class recorder {
  private:
   const bool enabled_;
   std::atomic<bool> overflowed_{false};
-  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  // net::clock: virtual time in the dsim build, where the world must exist
+  // before the recorder.
+  const net::clock::time_point start_ = net::clock::now();
   std::atomic<std::uint64_t> seq_{0};
   std::atomic<std::uint64_t> ops_done_{0};
   mutable std::mutex mutex_;

@@ -341,6 +341,20 @@ std::string summary_table(const std::vector<run_result>& runs) {
   return out + totals_line(runs);
 }
 
+std::string digest_text(std::uint64_t digest) { return fmt::format("{:016x}", digest); }
+
+std::string deterministic_text(const std::vector<run_result>& runs) {
+  std::string out;
+  for (const auto& r : runs) {
+    if (!r.deterministic) continue;
+    const double ratio = r.seconds > 0 ? r.virtual_seconds / r.seconds : 0;
+    out += fmt::format("{} seed {}: digest {}, virtual {:.3f} s in {:.3f} s wall ({:.0f}x)\n",
+                       r.scenario, r.seed, digest_text(r.digest), r.virtual_seconds, r.seconds,
+                       ratio);
+  }
+  return out;
+}
+
 std::string callers_text(const std::vector<run_result>& runs) {
   std::string out;
   for (const auto& r : runs) {

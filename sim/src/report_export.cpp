@@ -83,6 +83,11 @@ json run_json(const run_result& r) {
               {"seconds", r.seconds},   {"check_seconds", r.check_seconds},
               {"replay", r.replay},     {"checkers", std::move(checkers)}};
   out["counters"] = r.hist ? counters_json(*r.hist) : json::object();
+  if (r.deterministic) {
+    out["digest"] = digest_text(r.digest);
+    out["virtual_time_ms"] = r.virtual_seconds * 1e3;
+    out["wall_time_ms"] = r.seconds * 1e3;
+  }
   json callers = json::array();
   for (const auto& c : r.callers) {
     json by_status = json::object();

@@ -4,28 +4,27 @@
 //
 // Threads: the runner's own thread runs the phases, polls fault triggers
 // and reports progress; each stream of a phase has a thread that submits;
-// completions arrive on the transports' io threads. A transport slot's
+// completions arrive on the transports' io threads. In the dsim build the
+// threads are fibers on the world (threads.hpp). A transport slot's
 // `lock` is held shared while a stream submits to it and exclusively while
 // an event restarts or shuts it down, so no submit meets a transport being
 // destroyed. Events run one at a time (`events_mutex_`).
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <shared_mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "faultlane/relays/relay.hpp"
 #include "faultlane/sim/runner.hpp"
 #include "peer.hpp"
 #include "recorder.hpp"
+#include "threads.hpp"
 
 namespace faultlane::sim {
 
@@ -71,12 +70,12 @@ class region_ranges {
   std::uint64_t releases();
   enum class wait_result : std::uint8_t { released, blocked, timed_out };
   wait_result wait(std::uint64_t seen, const std::string& region,
-                   std::chrono::steady_clock::time_point deadline);
+                   threads::clock::time_point deadline);
 
  private:
   std::vector<std::pair<std::string, std::uint64_t>> deferred_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
+  threads::mutex mutex_;
+  threads::condition_variable cv_;
   std::map<std::string, std::map<std::uint64_t, std::uint64_t>> taken_;  // offset -> end
   std::uint64_t releases_ = 0;
 };
@@ -84,7 +83,7 @@ class region_ranges {
 struct transport_slot {
   const transport_spec* spec = nullptr;
   std::unique_ptr<peer> p;
-  std::shared_mutex lock;
+  threads::shared_mutex lock;
   std::atomic<std::uint32_t> incarnation{0};
   std::atomic<bool> up{false};
   bool shut_down = false;                      // by a shutdown event: stays down (under `lock`)
@@ -142,7 +141,7 @@ class scenario_run {
   result<void> open_segment(pair_slot& p);
   void publish_descriptor(const std::string& target);
   void run_phase(const phase_spec& ph);
-  std::vector<std::thread> launch_phase(const phase_spec& ph);
+  std::vector<threads::thread> launch_phase(const phase_spec& ph);
   void stop_transport(transport_slot& t, const std::string& reason, bool graceful);
   void record_stats(transport_slot& t);
   void finish();
@@ -165,7 +164,7 @@ class scenario_run {
   // Before the transports: a transport destroyed with work still queued
   // settles it, and its callbacks release ranges and record completions.
   region_ranges ranges_;
-  std::chrono::steady_clock::time_point deadline_;
+  threads::clock::time_point deadline_;
   std::map<std::string, std::unique_ptr<transport_slot>> transports_;
   std::map<std::pair<std::string, std::string>, std::unique_ptr<pair_slot>> pairs_;
   // The relays of control links (in front of a target's control endpoint).
@@ -181,7 +180,7 @@ class scenario_run {
   void disarm_and_count(
       const std::string& name);  // every fault name a relay got, added ones included
 
-  std::mutex events_mutex_;
+  threads::mutex events_mutex_;
   std::vector<bool> fired_;  // by event index
   std::atomic<bool> timed_out_{false};
 

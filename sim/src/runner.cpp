@@ -233,11 +233,20 @@ result<void> scenario_run::open_segments(const std::string& initiator) {
 }
 
 result<void> scenario_run::setup() {
+  std::uint32_t node = 0;
   for (const auto& spec : s_.transports) {
     auto slot = std::make_unique<transport_slot>();
     slot->spec = &spec;
-    slot->p = spec.process == process_kind::child ? make_child_peer(spec, rec_, o_.child_program)
-                                                  : make_local_peer(spec, rec_);
+    ++node;
+    if constexpr (threads::simulated) {
+      // On the world every transport is in this process, on a node of its
+      // own; a child's SIGKILL is a crash of that node (local_peer::kill).
+      slot->p = make_local_peer(spec, rec_, {}, node);
+    } else {
+      slot->p = spec.process == process_kind::child
+                    ? make_child_peer(spec, rec_, o_.child_program)
+                    : make_local_peer(spec, rec_);
+    }
     if (auto r = start_transport(*slot, 0, true); !r) {
       return error{r.code(), fmt::format("transport {}: {}", spec.name, r.error().message)};
     }

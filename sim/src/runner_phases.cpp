@@ -8,7 +8,12 @@
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/hash.hpp"
 #include "faultlane/core/limits.hpp"
+#include "run_digest.hpp"
 #include "run_state.hpp"
+
+#if defined(FAULTLANE_DSIM)
+#include "faultlane/dsim/network.hpp"
+#endif
 
 namespace faultlane::sim {
 namespace {
@@ -20,8 +25,8 @@ constexpr std::uint64_t liveness_probe_ops = 4;
 }  // namespace
 
 // A thread for each stream of the phase and each client of its callers.
-std::vector<std::thread> scenario_run::launch_phase(const phase_spec& ph) {
-  std::vector<std::thread> streams;
+std::vector<threads::thread> scenario_run::launch_phase(const phase_spec& ph) {
+  std::vector<threads::thread> streams;
   auto launch = [&](const stream_spec& st, std::uint64_t count) {
     streams.emplace_back([this, &st, &ph, count] { run_stream(st, ph.name, ph.liveness, count); });
   };
@@ -65,13 +70,13 @@ void scenario_run::run_phase(const phase_spec& ph) {
   // returns when they have (each stream bounds its own waits).
   std::uint64_t last_stats = rec_.now_us();
   std::atomic<bool> done{false};
-  std::thread joiner([&] {
+  threads::thread joiner([&] {
     for (auto& t : streams) t.join();
     done = true;
   });
   std::uint64_t last_progress = 0;
   while (!done) {
-    std::this_thread::sleep_for(poll_interval);  // sleep-ok: the runner's poll of relay counters
+    threads::sleep_for(poll_interval);  // sleep-ok: the runner's poll of relay counters
     poll_fault_events();
     if (rec_.now_us() - last_progress >= 100'000) {
       report_progress(ph.name);
@@ -90,7 +95,7 @@ void scenario_run::run_phase(const phase_spec& ph) {
   ranges_.release_deferred();
   if (ph.settle_ms > 0) {
     // A settle period is a wait by design: the scenario asks for time to pass.
-    std::this_thread::sleep_for(std::chrono::milliseconds(ph.settle_ms));
+    threads::sleep_for(std::chrono::milliseconds(ph.settle_ms));
   }
   poll_fault_events();
   fire_phase_events(trigger_kind::phase_end, ph.name);
@@ -109,17 +114,17 @@ void scenario_run::quiesce_links() {
   for (auto& [key, p] : pairs_) {
     for (auto& rail : p->rails) (void)rail.r->reset_connections(std::chrono::seconds(2));
   }
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  const auto until = threads::clock::now() + std::chrono::seconds(5);
   for (auto& [name, t] : transports_) {
     std::shared_lock lock(t->lock);
     while (t->up) {
       auto st = t->p->stats();
       if (!st || st.value().leases_live == 0) break;
-      if (std::chrono::steady_clock::now() >= until) {
+      if (threads::clock::now() >= until) {
         rec_.add_mark("note", name + " still holds leases 5 s after its links were reset");
         break;
       }
-      std::this_thread::sleep_for(poll_interval);  // sleep-ok: polling a child's stats
+      threads::sleep_for(poll_interval);  // sleep-ok: polling a child's stats
     }
   }
   rec_.add_mark("event", "ambiguous WRITE ranges freed: every relayed connection reset");
@@ -192,8 +197,10 @@ void scenario_run::finish() {
 }
 
 run_result scenario_run::run() {
+  // Wall time for the report; the run's own deadline is on its clock
+  // (virtual time in the dsim build).
   const auto started = std::chrono::steady_clock::now();
-  deadline_ = started + std::chrono::milliseconds(s_.timeout_ms);
+  deadline_ = threads::clock::now() + std::chrono::milliseconds(s_.timeout_ms);
   run_result r;
   r.scenario = s_.name;
   r.file = s_.file;
@@ -278,8 +285,28 @@ run_result scenario_run::judge(run_result r) {
 run_result run_scenario(const scenario& s, const run_options& options) {
   // A child that dies mid-command must not take the runner with it.
   std::signal(SIGPIPE, SIG_IGN);
+#if defined(FAULTLANE_DSIM)
+  const auto wall_started = std::chrono::steady_clock::now();
+  dsim::world w(options.seed, std::max<std::size_t>(options.trace_events, 1));
+  run_result r;
+  {
+    dsim::network network(w);
+    {
+      scenario_run run(s, options);
+      r = run.run();
+    }  // its transports and relays close on the world, before the network goes
+    r.deterministic = true;
+    r.virtual_seconds = std::chrono::duration<double>(w.now().time_since_epoch()).count();
+    r.digest = run_digest(w.digest(), r);
+    if (options.trace_events > 0) r.trace = w.trace_text(options.trace_events);
+  }
+  r.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_started).count();
+  return r;
+#else
   scenario_run run(s, options);
   return run.run();
+#endif
 }
 
 }  // namespace faultlane::sim

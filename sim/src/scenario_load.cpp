@@ -97,6 +97,31 @@ result<void> read_header(builder& b, const YAML::Node& root) {
   return {};
 }
 
+#if defined(FAULTLANE_DSIM)
+// What the simulated world cannot run yet, refused where the file asks for
+// it rather than run wrongly (docs/dsim.md, "What runs on the world").
+result<void> refuse_unsimulated(const builder& b, const YAML::Node& root) {
+  constexpr std::string_view control_plane =
+      "the control plane is not on the simulated world yet: this scenario runs in the "
+      "real-time build (docs/dsim.md)";
+  if (b.s.timing) {
+    return b.rd.fail(root["timing"], "timing",
+                     "its latency bounds are real time; the simulated world's time is virtual: "
+                     "this scenario runs in the real-time build (docs/dsim.md)");
+  }
+  if (const auto n = root["control"]) return b.rd.fail(n, "control", control_plane);
+  if (const auto links = root["links"]) {
+    for (std::size_t i = 0; i < links.size(); ++i) {
+      const auto flag = links.IsSequence() ? links[i]["control"] : YAML::Node();
+      if (flag && flag.IsScalar() && flag.as<bool>(false)) {
+        return b.rd.fail(flag, detail::item_path("links", i) + ".control", control_plane);
+      }
+    }
+  }
+  return {};
+}
+#endif
+
 result<void> read_sections(builder& b, const YAML::Node& root) {
   if (auto r =
           b.rd.mapping(root, "",
@@ -106,6 +131,9 @@ result<void> read_sections(builder& b, const YAML::Node& root) {
     return r;
   }
   if (auto r = read_header(b, root); !r) return r;
+#if defined(FAULTLANE_DSIM)
+  if (auto r = refuse_unsimulated(b, root); !r) return r;
+#endif
   auto transports = b.rd.required(root, "", "transports");
   if (!transports.ok()) return transports.error();
   if (auto r = read_transports(b, transports.value()); !r) return r;

@@ -1,4 +1,5 @@
-// workload: one stream of READs and WRITEs, on its own thread.
+// workload: one stream of READs and WRITEs, on its own thread (a fiber in
+// the dsim build).
 //
 // A stream keeps `depth` tasks in flight, submitting `batch` at a time,
 // drawing each op's kind, size and offset from the seed (one seed, one
@@ -21,8 +22,8 @@
 namespace faultlane::sim {
 
 struct scenario_run::stream_state {
-  std::mutex mutex;
-  std::condition_variable cv;
+  threads::mutex mutex;
+  threads::condition_variable cv;
   std::size_t inflight = 0;
 };
 
@@ -76,9 +77,9 @@ class stream_runner {
 
   void run() {
     const auto until =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(st_.duration_ms);
+        threads::clock::now() + std::chrono::milliseconds(st_.duration_ms);
     for (;;) {
-      if (count_ ? submitted_ >= count_ : std::chrono::steady_clock::now() >= until) break;
+      if (count_ ? submitted_ >= count_ : threads::clock::now() >= until) break;
       const auto reserved = reserve();
       if (reserved == 0) break;
       const auto n = submit(reserved);
@@ -280,8 +281,8 @@ class stream_runner {
     // that before comparing the two (exactly_once does).
     for (const auto& [batch, ids] : batches_) {
       (void)batch->wait(std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::max(run_.deadline_ - std::chrono::steady_clock::now(),
-                   std::chrono::steady_clock::duration{})));
+          std::max(run_.deadline_ - threads::clock::now(),
+                   threads::clock::duration{})));
       for (std::size_t i = 0; i < ids.size(); ++i) {
         if (batch->status(i).done) run_.rec_.set_batch_status(ids[i], batch->status(i).code);
       }
@@ -362,7 +363,7 @@ std::uint64_t region_ranges::releases() {
 }
 
 region_ranges::wait_result region_ranges::wait(std::uint64_t seen, const std::string& region,
-                                               std::chrono::steady_clock::time_point deadline) {
+                                               threads::clock::time_point deadline) {
   std::unique_lock lock(mutex_);
   auto only_deferred = [&] {
     for (const auto& [offset, end] : taken_[region]) {

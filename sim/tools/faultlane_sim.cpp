@@ -2,6 +2,7 @@
 //
 //   faultlane-sim run PATH... [--seed S] [--repeat N] [--jobs J] [--json F]
 //                     [--junit F] [--timeline F.html] [--shrink] [--shrink-runs K]
+//                     [--deterministic] [--trace F]
 //   faultlane-sim check PATH...
 //   faultlane-sim list [PATH...]
 //
@@ -22,6 +23,7 @@
 #include <fmt/format.h>
 
 #include "faultlane/core/limits.hpp"
+#include "faultlane/core/net.hpp"
 #include "faultlane/sim/runner.hpp"
 #include "faultlane/sim/shrink.hpp"
 
@@ -81,6 +83,9 @@ bool write_file(const std::string& path, const std::string& text) {
   return static_cast<bool>(out);
 }
 
+// The dsim build runs every scenario on the simulated world.
+constexpr bool on_world = faultlane::net::simulated;
+
 struct run_flags {
   std::vector<std::string> paths;
   std::optional<std::uint64_t> seed;
@@ -88,11 +93,33 @@ struct run_flags {
   std::size_t jobs = 1;
   std::string json, junit, timeline;
   bool shrink = false;
-  int shrink_runs = 3;
+  // On the world a candidate fails the same way every time: one run is enough.
+  int shrink_runs = on_world ? 1 : 3;
   bool no_record = false;
   // Every transport's lane_inflight_max, whatever its file says.
   std::optional<std::size_t> lane_inflight;
+  // On the simulated world (only this program built with the dsim preset
+  // can); the world's trace of the shown run to `trace`.
+  bool deterministic = false;
+  std::string trace;
 };
+
+// Events of the world's trace kept for --trace.
+constexpr std::size_t trace_events_max = 1u << 20;
+
+// A file the run will write: refused before anything runs when its folder
+// is missing or not writable, so a bad path wastes no run.
+bool writable_path(const std::string& path) {
+  const auto dir = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0 || fs::is_directory(path, ec)) {
+    std::cerr << "faultlane-sim: cannot write " << path << ": " << dir.string()
+              << (fs::is_directory(path, ec) ? " is a directory" : " is not a writable folder")
+              << "\n";
+    return false;
+  }
+  return true;
+}
 
 struct job {
   const scenario* s = nullptr;
@@ -146,6 +173,8 @@ std::vector<run_result> run_jobs(const std::vector<job>& jobs, const run_flags& 
       o.child_program = self_program();
       o.record = !f.no_record;
       o.replay_command = self_program() + " run";
+      if (on_world) o.replay_command += " --deterministic";
+      if (!f.trace.empty()) o.trace_events = trace_events_max;
       if (f.lane_inflight) o.replay_command += fmt::format(" --lane-inflight {}", *f.lane_inflight);
       o.on_progress = [&, i](const progress& p) { printer.update(i + 1, p); };
       results[i] = run_scenario(*jobs[i].s, o);
@@ -187,6 +216,21 @@ void shrink_failure(const run_result& r, const scenario& s, const run_flags& f) 
 }
 
 int run_command(const run_flags& f) {
+  if (f.deterministic && !on_world) {
+    std::cerr << "faultlane-sim: --deterministic runs on the simulated world, which this build "
+                 "does not have: cmake --preset dsim && cmake --build build/dsim --target "
+                 "faultlane-sim, then build/dsim/sim/faultlane-sim run --deterministic ... "
+                 "(docs/dsim.md)\n";
+    return exit_bad_input;
+  }
+  if (!f.trace.empty() && !on_world) {
+    std::cerr << "faultlane-sim: --trace is the simulated world's trace: use --deterministic "
+                 "with the dsim build (docs/dsim.md)\n";
+    return exit_bad_input;
+  }
+  for (const auto* p : {&f.json, &f.junit, &f.timeline, &f.trace}) {
+    if (!p->empty() && !writable_path(*p)) return exit_bad_input;
+  }
   std::vector<scenario> scenarios;
   if (!load_all(expand(f.paths), scenarios)) return exit_bad_input;
   for (auto& s : scenarios) {
@@ -209,6 +253,7 @@ int run_command(const run_flags& f) {
     std::cout << "control-plane callers (latency over every call):\n" << callers << "\n";
   }
   std::cout << summary_table(results);
+  std::cout << deterministic_text(results);
   if (!results.empty() &&
       std::all_of(results.begin(), results.end(), [](const run_result& r) { return r.skipped; })) {
     std::cout << "every run skipped\n";
@@ -224,6 +269,11 @@ int run_command(const run_flags& f) {
   }
   if (!f.json.empty() && !write_file(f.json, to_json(results))) return exit_bad_input;
   if (!f.junit.empty() && !write_file(f.junit, to_junit(results))) return exit_bad_input;
+  if (!f.trace.empty() && shown) {
+    if (!write_file(f.trace, shown->trace)) return exit_bad_input;
+    std::cout << "trace: " << f.trace << " (" << shown->scenario << " seed " << shown->seed
+              << ")\n";
+  }
   if (!f.timeline.empty() && shown && shown->hist) {
     if (!write_file(f.timeline, timeline_html(*shown))) return exit_bad_input;
     std::cout << "timeline: " << f.timeline << " (" << shown->scenario << " seed " << shown->seed
@@ -276,12 +326,18 @@ int main(int argc, char** argv) {
   run->add_option("--junit", f.junit, "write results as JUnit XML");
   run->add_option("--timeline", f.timeline, "write the first failing (or last) run as HTML");
   run->add_flag("--shrink", f.shrink, "shrink each failing scenario to NAME.min.yaml");
-  run->add_option("--shrink-runs", f.shrink_runs, "runs per shrink candidate")
+  run->add_option("--shrink-runs", f.shrink_runs,
+                  on_world ? "runs per shrink candidate (default 1: one seed, one run)"
+                           : "runs per shrink candidate (default 3)")
       ->check(CLI::Range(1, 100));
   run->add_flag("--no-record", f.no_record, "no observer, taps or checkers (speed baseline)");
   run->add_option("--lane-inflight", f.lane_inflight,
                   "every transport's lane_inflight_max, whatever the file says")
       ->check(CLI::Range(std::size_t{1}, faultlane::limits::lane_inflight_max));
+  run->add_flag("--deterministic", f.deterministic,
+                "on the simulated network and clock: one seed, one identical run (the dsim "
+                "build; docs/dsim.md)");
+  run->add_option("--trace", f.trace, "write the simulated world's trace of the shown run");
   std::vector<std::string> check_paths;
   auto* check = app.add_subcommand("check", "validate scenario files without running them");
   check->add_option("paths", check_paths, "scenario files or directories")->required();

@@ -37,6 +37,13 @@ struct run_result {
   std::vector<caller_summary> callers;                // the `control:` callers, in file order
   std::string replay;                   // one shell line that replays exactly this run
   std::shared_ptr<const history> hist;  // kept for the timeline
+  // A deterministic run (the dsim build, docs/dsim.md): the run digest
+  // (the same for the same file and seed, in any process), the virtual
+  // time it took, and the world's latest events when asked for.
+  bool deterministic = false;
+  std::uint64_t digest = 0;
+  double virtual_seconds = 0;
+  std::string trace;
 };
 
 // How a run ended, in the order the reports decide it: a run error wins,
@@ -66,6 +73,11 @@ std::string failure_text(const run_result& r);
 // 1 skipped" (", 1 error" when there is one). Fits 100 columns: long
 // scenario names and verdicts are shortened in the middle with "...".
 std::string summary_table(const std::vector<run_result>& runs);
+// A run digest as the reports print it: 16 hex digits.
+std::string digest_text(std::uint64_t digest);
+// Deterministic runs, one a line: scenario, seed, digest, virtual and wall
+// time and their ratio; empty when no run was deterministic.
+std::string deterministic_text(const std::vector<run_result>& runs);
 // One line per `control:` caller of each run ("SCENARIO seed S: " then
 // describe(caller_summary)); empty when no run had callers.
 std::string callers_text(const std::vector<run_result>& runs);

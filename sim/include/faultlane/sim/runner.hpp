@@ -1,4 +1,6 @@
-// runner: runs one scenario with one seed, on loopback, and judges it.
+// runner: runs one scenario with one seed, on loopback, and judges it. In
+// the dsim build it runs on the simulated world instead (docs/dsim.md): one
+// seed, one identical run, with its digest and virtual time in the result.
 //
 //   auto s = load_scenario("sim/scenarios/lost_write_ack.yaml").value();
 //   run_options o;
@@ -48,6 +50,9 @@ struct run_options {
   std::function<void(const progress&)> on_progress;
   // Prefix of the replay line, e.g. "faultlane-sim run".
   std::string replay_command = "faultlane-sim run";
+  // The dsim build: how many of the world's latest events run_result::trace
+  // keeps, one per line (0: none).
+  std::size_t trace_events = 0;
 };
 
 run_result run_scenario(const scenario& s, const run_options& options);
