@@ -7,9 +7,9 @@
 // before the reader takes some). A write takes a seeded prefix of what it
 // offers (at least one byte when there is room); a read returns a seeded cut
 // of what has arrived. Bytes arrive in order, `latency` after they were
-// written. A FIN follows the bytes written before it; a reset (close with
-// linger 0, close with unread bytes, a crashed node) overtakes them and
-// discards what the reader had not read. A connect to an address and port
+// written. A FIN follows the bytes written before it, and so does a reset
+// (close with linger 0, close with unread bytes, a crashed node): the
+// reader reads what arrived, then gets the reset. A connect to an address and port
 // nobody listens on is refused after one latency; a full accept backlog
 // holds a connect until an accept makes room. crash(node) resets every
 // connection with an end on the node and closes its listeners.
