@@ -12,6 +12,7 @@
 
 #if defined(FAULTLANE_DSIM)
 #include "faultlane/dsim/network.hpp"
+#include "threads.hpp"
 #endif
 
 namespace faultlane::sim {
@@ -46,6 +47,14 @@ transport_config runner_config(const transport_spec& spec, std::uint32_t node) {
 }
 
 namespace {
+
+#if defined(FAULTLANE_DSIM)
+// A killed child's replacement starts in this long (microseconds), drawn
+// from the world's seed: what the real-time runner measures (more than the
+// 5 ms reconnect cooldown of kill_child_mid_write; runner_test.cpp).
+constexpr std::uint64_t process_start_us_min = 5'000;
+constexpr std::uint64_t process_start_us_max = 20'000;
+#endif
 
 class local_peer final : public peer {
  public:
@@ -128,12 +137,23 @@ class local_peer final : public peer {
 #if defined(FAULTLANE_DSIM)
   // The node goes down with everything on it; it is up again for the next
   // incarnation, as a restarted process's host is.
+  //
+  // A real kill and the next process's start take milliseconds (the runner
+  // waits for the child to exit, then spawns and waits for its ready line),
+  // while its peers' connections see the reset within a latency or two. So
+  // the node stays down for a seeded process start time, and the rest of
+  // the world runs meanwhile: a zero-time restart let a stream put new
+  // WRITEs on connections the relay had not reset yet (kill_child_mid_write
+  // found 6 ambiguous WRITEs where at most its depth, 4, can be).
   bool kill() override {
     if (node_ == 0 || !transport_) return false;
+    auto& world = dsim::world::current();
     auto& network = dsim::network::current();
     const auto addresses = runner_config(spec_, node_).rail_addresses;
     for (const auto& a : addresses) network.crash(asio::ip::make_address(a));
     stop();
+    threads::sleep_for(std::chrono::microseconds(
+        world.draw(process_start_us_min, process_start_us_max)));
     for (const auto& a : addresses) network.revive(asio::ip::make_address(a));
     return true;
   }
