@@ -3,6 +3,9 @@
 //   faultlane-sim run PATH... [--seed S] [--repeat N] [--jobs J] [--json F]
 //                     [--junit F] [--timeline F.html] [--shrink] [--shrink-runs K]
 //                     [--deterministic] [--trace F]
+//   faultlane-sim swarm FILE --seeds A..B [--shard I/N] [--jobs J] [--json F]
+//                     [--junit F] [--deterministic]
+//   faultlane-sim merge REPORT.json... --json F
 //   faultlane-sim check PATH...
 //   faultlane-sim list [PATH...]
 //
@@ -18,6 +21,7 @@
 #include <iostream>
 #include <mutex>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -26,6 +30,7 @@
 #include "faultlane/core/net.hpp"
 #include "faultlane/sim/runner.hpp"
 #include "faultlane/sim/shrink.hpp"
+#include "faultlane/sim/swarm.hpp"
 
 namespace fs = std::filesystem;
 using namespace faultlane::sim;
@@ -102,6 +107,7 @@ struct run_flags {
   // can); the world's trace of the shown run to `trace`.
   bool deterministic = false;
   std::string trace;
+  bool quiet = false;  // no line per passing run
 };
 
 // Events of the world's trace kept for --trace.
@@ -129,7 +135,9 @@ struct job {
 // Prints progress: one rewritten line on a terminal, plain lines otherwise.
 class progress_printer {
  public:
-  explicit progress_printer(std::size_t total) : total_(total), tty_(isatty(2) != 0) {}
+  // quiet: a passing run gets no line of its own (a swarm's thousands).
+  progress_printer(std::size_t total, bool quiet)
+      : total_(total), tty_(isatty(2) != 0), quiet_(quiet) {}
   void update(std::size_t k, const progress& p) {
     if (!tty_) return;
     std::lock_guard lock(mutex_);
@@ -141,6 +149,7 @@ class progress_printer {
   void done(std::size_t k, const run_result& r) {
     std::lock_guard lock(mutex_);
     if (tty_) std::cerr << "\r\033[K";
+    if (quiet_ && r.passed) return;
     auto verdict = r.skipped ? "SKIP" : r.passed ? "PASS" : r.error.empty() ? "FAIL" : "ERROR";
     std::cerr << fmt::format("[{}/{}] {} seed {}: {} ({:.1f}s)\n", k, total_, r.scenario, r.seed,
                              verdict, r.seconds);
@@ -150,6 +159,7 @@ class progress_printer {
  private:
   const std::size_t total_;
   const bool tty_;
+  const bool quiet_;
   std::mutex mutex_;
 };
 
@@ -161,7 +171,7 @@ std::string self_program() {
 
 std::vector<run_result> run_jobs(const std::vector<job>& jobs, const run_flags& f) {
   std::vector<run_result> results(jobs.size());
-  progress_printer printer(jobs.size());
+  progress_printer printer(jobs.size(), f.quiet);
   std::atomic<std::size_t> next{0};
   // Failpoints are process-wide, and a timing scenario measures latency:
   // either runs alone.
@@ -190,10 +200,22 @@ std::vector<run_result> run_jobs(const std::vector<job>& jobs, const run_flags& 
   return results;
 }
 
-void shrink_failure(const run_result& r, const scenario& s, const run_flags& f) {
+// The folder a run's files go to: the one of --json, --junit or --timeline.
+fs::path output_dir(const run_flags& f) {
+  fs::path dir = ".";
+  for (const auto* p : {&f.json, &f.junit, &f.timeline}) {
+    if (!p->empty()) dir = fs::path(*p).parent_path().empty() ? "." : fs::path(*p).parent_path();
+  }
+  return dir;
+}
+
+std::string replay_prefix() { return self_program() + (on_world ? " run --deterministic" : " run"); }
+
+// Writes NAME.min.yaml; its path, or empty when nothing was shrunk.
+std::string shrink_failure(const run_result& r, const scenario& s, const run_flags& f) {
   shrink_options o;
   o.checker = first_failing_checker(r);
-  if (o.checker.empty()) return;
+  if (o.checker.empty()) return {};
   for (const auto& c : r.checkers) {
     if (c.name == o.checker) o.evidence = c.violations.front().evidence;
   }
@@ -204,15 +226,13 @@ void shrink_failure(const run_result& r, const scenario& s, const run_flags& f) 
   std::cerr << fmt::format("shrinking {} (checker {}, {} run(s) per candidate)\n", s.name,
                            o.checker, o.runs_per_candidate);
   auto out = shrink(s, o);
-  fs::path dir = ".";
-  for (const auto* p : {&f.json, &f.junit, &f.timeline}) {
-    if (!p->empty()) dir = fs::path(*p).parent_path().empty() ? "." : fs::path(*p).parent_path();
-  }
-  auto path = (dir / (s.name + ".min.yaml")).string();
-  if (!write_file(path, to_yaml(out.minimal))) return;
-  std::cerr << fmt::format(
-      "shrunk in {} runs to {} ({}); replay: faultlane-sim run {} --seed {}\n", out.candidates_run,
-      path, out.confirmed ? "still fails" : "did NOT fail again: nondeterministic", path, r.seed);
+  auto path = (output_dir(f) / (s.name + ".min.yaml")).string();
+  if (!write_file(path, to_yaml(out.minimal))) return {};
+  std::cerr << fmt::format("shrunk in {} runs to {} ({}); replay: {} {} --seed {}\n",
+                           out.candidates_run, path,
+                           out.confirmed ? "still fails" : "did NOT fail again: nondeterministic",
+                           replay_prefix(), path, r.seed);
+  return path;
 }
 
 int run_command(const run_flags& f) {
@@ -287,6 +307,103 @@ int run_command(const run_flags& f) {
   return ok ? 0 : exit_violation;
 }
 
+struct swarm_flags {
+  std::string path;
+  std::string seeds;
+  std::string shard = "0/1";
+  run_flags run;
+};
+
+// Many seeds of one scenario, each with its fault mix (swarm_variant);
+// each failure written as a file that replays it, and shrunk.
+int swarm_command(swarm_flags& f) {
+  if (!on_world) {
+    std::cerr << "faultlane-sim: swarm runs on the simulated world, which this build does not "
+                 "have: cmake --preset dsim && cmake --build build/dsim --target faultlane-sim, "
+                 "then build/dsim/sim/faultlane-sim swarm --deterministic ... (docs/dsim.md)\n";
+    return exit_bad_input;
+  }
+  auto range = parse_seed_range(f.seeds);
+  if (!range) {
+    std::cerr << "faultlane-sim: " << range.error().message << "\n";
+    return exit_bad_input;
+  }
+  auto part = parse_shard(f.shard);
+  if (!part) {
+    std::cerr << "faultlane-sim: " << part.error().message << "\n";
+    return exit_bad_input;
+  }
+  for (const auto* p : {&f.run.json, &f.run.junit}) {
+    if (!p->empty() && !writable_path(*p)) return exit_bad_input;
+  }
+  auto loaded = load_scenario(f.path);
+  if (!loaded) {
+    std::cerr << loaded.error().message << "\n";
+    return exit_bad_input;
+  }
+  const auto seeds = shard_seeds(range.value(), part.value());
+  std::vector<scenario> variants;
+  variants.reserve(seeds.size());
+  for (auto seed : seeds) variants.push_back(swarm_variant(loaded.value(), seed));
+  std::vector<job> jobs;
+  for (std::size_t i = 0; i < seeds.size(); ++i) jobs.push_back({&variants[i], seeds[i]});
+  f.run.quiet = true;
+  const auto started = std::chrono::steady_clock::now();
+  auto results = run_jobs(jobs, f.run);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::size_t failed = 0;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    auto& r = results[i];
+    if (r.passed) continue;
+    ++failed;
+    // The variant, as a file the replay line runs.
+    auto variant = variants[i];
+    variant.name = fmt::format("{}.seed{}", loaded.value().name, r.seed);
+    const auto file = (output_dir(f.run) / (variant.name + ".yaml")).string();
+    if (!write_file(file, to_yaml(variant))) return exit_bad_input;
+    r.replay = fmt::format("{} {} --seed {}", replay_prefix(), file, r.seed);
+    std::cout << fmt::format("FAILED {} seed {}: {}\n  replay: {}\n", loaded.value().name, r.seed,
+                             verdict(r), r.replay);
+    if (!r.skipped) {
+      if (auto shrunk = shrink_failure(r, variant, f.run); !shrunk.empty()) {
+        std::cout << "  shrunk: " << shrunk << "\n";
+      }
+    }
+  }
+  std::cout << fmt::format(
+      "swarm {}: seeds {}..{} shard {}/{}: {} runs, {} passed, {} failed; {:.1f} s wall, {:.0f} "
+      "seeds/min\n",
+      loaded.value().name, range.value().first, range.value().last, part.value().index,
+      part.value().count, results.size(), results.size() - failed, failed, wall,
+      wall > 0 ? static_cast<double>(results.size()) * 60 / wall : 0.0);
+  if (!f.run.json.empty() && !write_file(f.run.json, to_json(results))) return exit_bad_input;
+  if (!f.run.junit.empty() && !write_file(f.run.junit, to_junit(results))) return exit_bad_input;
+  return failed == 0 ? 0 : exit_violation;
+}
+
+// Shard reports into one (merge_reports). JUnit files need no merge: CI
+// tools read a shard's each, side by side.
+int merge_command(const std::vector<std::string>& inputs, const std::string& json_out) {
+  if (!writable_path(json_out)) return exit_bad_input;
+  std::vector<std::string> texts;
+  for (const auto& in : inputs) {
+    std::ifstream file(in);
+    if (!file) {
+      std::cerr << "faultlane-sim: cannot read " << in << "\n";
+      return exit_bad_input;
+    }
+    std::stringstream text;
+    text << file.rdbuf();
+    texts.push_back(text.str());
+  }
+  auto merged = merge_reports(texts);
+  if (!merged) {
+    std::cerr << "faultlane-sim: merge: " << merged.error().message << "\n";
+    return exit_bad_input;
+  }
+  return write_file(json_out, merged.value()) ? 0 : exit_bad_input;
+}
+
 int check_command(const std::vector<std::string>& paths) {
   std::vector<scenario> scenarios;
   auto files = expand(paths);
@@ -338,6 +455,23 @@ int main(int argc, char** argv) {
                 "on the simulated network and clock: one seed, one identical run (the dsim "
                 "build; docs/dsim.md)");
   run->add_option("--trace", f.trace, "write the simulated world's trace of the shown run");
+  swarm_flags sw;
+  auto* swarm_cmd = app.add_subcommand(
+      "swarm", "many seeds of one scenario, each with its own mix of the file's optional faults");
+  swarm_cmd->add_option("path", sw.path, "the scenario file")->required();
+  swarm_cmd->add_option("--seeds", sw.seeds, "seeds A..B, both included")->required();
+  swarm_cmd->add_option("--shard", sw.shard, "run shard I (from 0) of N: seeds A+I, A+I+N, ...");
+  swarm_cmd->add_option("--jobs", sw.run.jobs, "runs at once (default 1)")->check(CLI::Range(1, 64));
+  swarm_cmd->add_option("--json", sw.run.json, "write every run as JSON");
+  swarm_cmd->add_option("--junit", sw.run.junit, "write every run as JUnit XML");
+  swarm_cmd->add_flag("--deterministic", sw.run.deterministic,
+                      "on the simulated world (the only way a swarm runs; the dsim build)");
+  std::vector<std::string> merge_inputs;
+  std::string merge_json;
+  auto* merge_cmd =
+      app.add_subcommand("merge", "merge shard reports (--json) into the report of one run");
+  merge_cmd->add_option("reports", merge_inputs, "the shards' --json reports")->required();
+  merge_cmd->add_option("--json", merge_json, "write the merged report here")->required();
   std::vector<std::string> check_paths;
   auto* check = app.add_subcommand("check", "validate scenario files without running them");
   check->add_option("paths", check_paths, "scenario files or directories")->required();
@@ -354,6 +488,8 @@ int main(int argc, char** argv) {
     return exit_bad_input;
   }
   if (*run) return run_command(f);
+  if (*swarm_cmd) return swarm_command(sw);
+  if (*merge_cmd) return merge_command(merge_inputs, merge_json);
   if (*check) return check_command(check_paths);
   return list_command(list_paths);
 }

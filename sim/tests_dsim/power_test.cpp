@@ -1,0 +1,150 @@
+// What the world catches every time that the real-time harness catches
+// only sometimes: planted bugs (a test-only failpoint in the core that
+// sends an ambiguous WRITE again) in the swarm at its original 500 ms
+// progress deadline, and in the shrink test's schedule, caught and shrunk
+// with one run per candidate; the same seeds pass without the bug.
+#include <gtest/gtest.h>
+
+#include "../tests/program_run.hpp"
+#include "faultlane/sim/runner.hpp"
+#include "faultlane/sim/shrink.hpp"
+
+namespace faultlane::sim {
+namespace {
+
+constexpr const char* planted_point = "planted.replay_ambiguous_write";
+
+std::string library_text(const std::string& name) {
+  return test::read_file(std::string(FAULTLANE_SOURCE_DIR) + "/sim/scenarios/" + name + ".yaml");
+}
+
+// The library's swarm with the 500 ms client progress deadline it had
+// before real-time runs under load made it 1 s; `planted`: the replay bug
+// armed from the start (optional: a seed with no ambiguous WRITE never
+// reaches it).
+scenario swarm_at_500ms(bool planted) {
+  auto text = library_text("swarm");
+  const auto at = text.find("progress_timeout_ms: 1000");
+  EXPECT_NE(at, std::string::npos);
+  text.replace(at, 25, "progress_timeout_ms: 500");
+  if (planted) {
+    text += std::string("events:\n  - at: {phase: fault}\n    do: arm\n    failpoint: {name: ") +
+            planted_point + ", action: return_error, optional: true}\n";
+  }
+  auto s = parse_scenario(text, "swarm500.yaml");
+  EXPECT_TRUE(s.ok()) << s.error().message;
+  return s.ok() ? s.value() : scenario{};
+}
+
+std::uint64_t planted_fired(const run_result& r) {
+  if (!r.hist) return 0;
+  auto it = r.hist->failpoints_fired.find(planted_point);
+  return it == r.hist->failpoints_fired.end() ? 0 : it->second;
+}
+
+TEST(sim_on_world_power, the_swarm_at_500ms_catches_the_planted_replay_on_every_seed_it_reaches) {
+  const auto healthy = swarm_at_500ms(false);
+  const auto planted = swarm_at_500ms(true);
+  std::size_t reached = 0;
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    run_options o;
+    o.seed = seed;
+    const auto ok = run_scenario(healthy, o);
+    EXPECT_TRUE(ok.passed) << "seed " << seed << " without the bug:\n" << failure_text(ok);
+    const auto bad = run_scenario(planted, o);
+    if (planted_fired(bad) == 0) {
+      EXPECT_TRUE(bad.passed) << failure_text(bad);  // never reached: nothing to catch
+      continue;
+    }
+    ++reached;
+    EXPECT_EQ(first_failing_checker(bad), "no_replay") << "seed " << seed << failure_text(bad);
+    if (reached == 1) {  // and again: the same failure, the same run
+      const auto again = run_scenario(planted, o);
+      EXPECT_EQ(again.digest, bad.digest) << "seed " << seed;
+    }
+  }
+  EXPECT_GE(reached, 5u);  // most seeds have an ambiguous WRITE to replay
+}
+
+// The shrink test's schedule (sim/tests/shrink_test.cpp): eight faults and
+// three events, of which only the lost ACK exposes the planted replay.
+constexpr const char* shrink_schedule = R"(
+transports:
+  - name: client
+    config: {progress_timeout_ms: 250, connections_per_peer: 1, reconnect_cooldown_ms: 10}
+  - {name: server}
+regions:
+  - {name: data, transport: server, size: 256KiB}
+links:
+  - initiator: client
+    target: server
+    faults:
+      - {type: latency, dir: up, ms: 1, name: lat_up}
+      - {type: slicer, dir: down, size: 700, variation: 300, delay_us: 0, name: slicer_down}
+      - {type: bandwidth, dir: up, bytes_per_s: 100000000, name: wide_up}
+      - {type: drop_frame, dir: down, opcode: write, count: 1, name: ack_lost}
+      - {type: slow_close, dir: down, ms: 1, name: slow_fin, optional: true}
+      - {type: reset, dir: up, frame: 100000, name: late_reset, optional: true}
+      - {type: stall, dir: down, frame: 100000, name: late_stall, optional: true}
+      - {type: corrupt, dir: up, field: reserved, frame: 100000, name: late_corrupt, optional: true}
+workload:
+  - name: writes
+    from: client
+    region: data
+    ops: {read: 1, write: 1}
+    size: [1KiB, 4KiB]
+    count: 12
+    allow: [ok, ambiguous_write, connection_failed]
+events:
+  - at: {phase: fault}
+    do: arm
+    failpoint: {name: planted.replay_ambiguous_write, action: return_error, count: 1}
+  - {at: {stream: writes, ops: 4}, do: drop_connections, transport: client, target: server}
+  - at: {stream: writes, ops: 6}
+    do: add_fault
+    link: client-server-r0
+    fault: {type: latency, dir: down, ms: 1, name: added_lat}
+  - {at: {stream: writes, ops: 8}, do: remove_fault, link: client-server-r0, fault: added_lat}
+expect:
+  checkers:
+    slice_coverage: {run: false, reason: "one rail"}
+)";
+
+TEST(sim_on_world_power, the_planted_replay_is_caught_and_shrunk_with_one_run_per_candidate) {
+  auto s = parse_scenario(shrink_schedule, "planted.yaml");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  auto healthy = s.value();
+  healthy.events.erase(healthy.events.begin());  // no arm: the core as shipped
+  healthy.needs_failpoints = false;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    run_options o;
+    o.seed = seed;
+    const auto bad = run_scenario(s.value(), o);
+    EXPECT_EQ(first_failing_checker(bad), "no_replay") << "seed " << seed << failure_text(bad);
+    const auto ok = run_scenario(healthy, o);
+    EXPECT_TRUE(ok.passed) << "seed " << seed << " without the bug:\n" << failure_text(ok);
+  }
+  run_options o;
+  o.seed = 3;
+  const auto original = run_scenario(s.value(), o);
+  ASSERT_EQ(first_failing_checker(original), "no_replay");
+  shrink_options so;
+  so.checker = "no_replay";
+  for (const auto& c : original.checkers) {
+    if (c.name == "no_replay") so.evidence = c.violations.front().evidence;
+  }
+  so.runs_per_candidate = 1;
+  so.run = o;
+  const auto out = shrink(s.value(), so);
+  ASSERT_TRUE(out.confirmed);
+  const auto& faults = out.minimal.links.front().faults;
+  ASSERT_EQ(faults.size(), 1u) << to_yaml(out.minimal);
+  EXPECT_EQ(faults.front().spec.name, "ack_lost");
+  ASSERT_EQ(out.minimal.events.size(), 1u) << to_yaml(out.minimal);
+  EXPECT_EQ(out.minimal.events.front().action, event_action::arm);
+  // Each candidate ran once: the count of runs is the count of candidates.
+  EXPECT_GT(out.candidates_run, 0u);
+}
+
+}  // namespace
+}  // namespace faultlane::sim
