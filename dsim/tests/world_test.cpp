@@ -120,6 +120,53 @@ TEST(dsim_world, the_seed_picks_which_ready_context_runs_and_replays_it) {
   EXPECT_EQ(std::unique(digests.begin(), digests.end()) - digests.begin(), 10);
 }
 
+// A check-then-act between two contexts: each reads a shared balance in one
+// handler and writes its update in the next (the check and the act are two
+// steps apart, as when a handler posts its continuation). Whether the other
+// context's read falls between them is up to the schedule.
+struct check_then_act {
+  int balance = 0;
+  bool lost_update = false;
+};
+
+check_then_act run_check_then_act(std::uint64_t seed, bool act_in_the_same_handler) {
+  world w(seed);
+  asio::io_context a, b;
+  w.add_context(a, "a");
+  w.add_context(b, "b");
+  check_then_act out;
+  auto deposit = [&](asio::io_context& ctx) {
+    asio::post(ctx, [&] {
+      const int seen = out.balance;  // the check
+      if (act_in_the_same_handler) {
+        out.balance = seen + 1;
+        return;
+      }
+      asio::post(ctx, [&, seen] { out.balance = seen + 1; });  // the act, a step later
+    });
+  };
+  deposit(a);
+  deposit(b);
+  (void)w.run_until([] { return false; });
+  out.lost_update = out.balance != 2;
+  w.remove_context(a);
+  w.remove_context(b);
+  return out;
+}
+
+TEST(dsim_world, the_seed_reaches_a_check_then_act_race_between_contexts_and_replays_it) {
+  std::vector<std::uint64_t> racing, clean;
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    const auto r = run_check_then_act(seed, false);
+    (r.lost_update ? racing : clean).push_back(seed);
+    EXPECT_EQ(run_check_then_act(seed, false).balance, r.balance);  // the seed replays it
+    // Checked and acted on in one handler, no schedule loses an update.
+    EXPECT_FALSE(run_check_then_act(seed, true).lost_update) << seed;
+  }
+  EXPECT_FALSE(racing.empty());  // some schedule puts b's check inside a's window
+  EXPECT_FALSE(clean.empty());   // and some does not
+}
+
 TEST(dsim_world, the_trace_keeps_the_latest_events_in_order) {
   world w(5, 3);
   for (std::uint64_t i = 0; i < 5; ++i) w.record("mark", i);
