@@ -33,9 +33,9 @@ result<seed_range> parse_seed_range(std::string_view text) {
   seed_range r;
   if (dots == std::string_view::npos || !parse_u64(text.substr(0, dots), r.first) ||
       !parse_u64(text.substr(dots + 2), r.last)) {
-    return error{status::invalid_argument,
-                 fmt::format("--seeds {}: give a range A..B of seeds, both included (1..1000)",
-                             text)};
+    return error{
+        status::invalid_argument,
+        fmt::format("--seeds {}: give a range A..B of seeds, both included (1..1000)", text)};
   }
   if (r.first > r.last) {
     return error{status::invalid_argument,
@@ -55,9 +55,9 @@ result<shard> parse_shard(std::string_view text) {
                  fmt::format("--shard {}: give I/N, shard I (from 0) of N", text)};
   }
   if (count == 0 || count > shards_max || index >= count) {
-    return error{status::invalid_argument,
-                 fmt::format("--shard {}: out of range: N is 1..{} and I is 0..N-1", text,
-                             shards_max)};
+    return error{
+        status::invalid_argument,
+        fmt::format("--shard {}: out of range: N is 1..{} and I is 0..N-1", text, shards_max)};
   }
   return shard{static_cast<std::size_t>(index), static_cast<std::size_t>(count)};
 }
@@ -120,7 +120,8 @@ result<std::string> merge_reports(const std::vector<std::string>& reports) {
         return error{status::invalid_argument,
                      fmt::format("report {}: a run without its scenario and seed", i + 1)};
       }
-      auto key = std::make_pair(run["scenario"].get<std::string>(), run["seed"].get<std::uint64_t>());
+      auto key =
+          std::make_pair(run["scenario"].get<std::string>(), run["seed"].get<std::uint64_t>());
       if (!runs.emplace(key, run).second) {
         return error{status::invalid_argument,
                      fmt::format("report {}: {} seed {} is in an earlier report too (shards "
@@ -131,8 +132,7 @@ result<std::string> merge_reports(const std::vector<std::string>& reports) {
   }
   json list = json::array();
   for (auto& [key, run] : runs) list.push_back(std::move(run));
-  return json{{"runs", std::move(list)}}.dump(2, ' ', false, json::error_handler_t::replace) +
-         "\n";
+  return json{{"runs", std::move(list)}}.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace faultlane::sim

@@ -396,6 +396,24 @@ workload:
   EXPECT_EQ(marks, 1u);
 }
 
+// The simulated world is a build of its own (the dsim preset): this build
+// says so, and which command has it, instead of running in real time.
+TEST(faultlane_sim_program, deterministic_runs_and_swarms_in_this_build_are_bad_input) {
+  auto good = write_temp("real-time.yaml", two_peers + R"(
+workload:
+  - {name: reads, from: client, region: data, ops: read, size: 4KiB, count: 5}
+)");
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"run", "--deterministic", good},
+           {"run", "--trace", write_temp("trace.txt", ""), good},
+           {"swarm", "--deterministic", good, "--seeds", "1..3"}}) {
+    auto refused = run_program(args);
+    EXPECT_EQ(refused.code, 2) << refused.text;
+    EXPECT_NE(refused.text.find("dsim"), std::string::npos) << refused.text;
+    EXPECT_EQ(refused.text.find("PASS"), std::string::npos) << refused.text;  // nothing ran
+  }
+}
+
 TEST(faultlane_sim_program, list_prints_every_library_scenario_with_its_summary) {
   auto out = run_program({"list", std::string(FAULTLANE_SOURCE_DIR) + "/sim/scenarios"});
   EXPECT_EQ(out.code, 0) << out.text;

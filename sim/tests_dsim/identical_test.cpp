@@ -60,8 +60,8 @@ digests in_this_process(const std::vector<scenario>& loaded, bool reverse) {
 }
 
 digests in_a_process(const std::string& json_path) {
-  std::vector<std::string> args{"run", "--deterministic", "--seed", "1", "--repeat",
-                                std::to_string(seeds), "--json", json_path};
+  std::vector<std::string> args{"run",      "--deterministic",     "--seed", "1",
+                                "--repeat", std::to_string(seeds), "--json", json_path};
   for (const auto& name : scenarios) args.push_back(path_of(name));
   const auto out = test::run_program(args);
   // A failing scenario still has its digest: exit 1 is a verdict, not an error.
@@ -140,8 +140,7 @@ TEST(sim_on_world, library_scenarios_give_one_digest_per_seed_in_every_process_a
 }
 
 TEST(sim_on_world, first_divergence_names_the_first_line_that_differs) {
-  EXPECT_EQ(first_divergence("a\nb\nc\n", "a\nx\nc\n"),
-            "trace line 2:\n  first:  b\n  second: x");
+  EXPECT_EQ(first_divergence("a\nb\nc\n", "a\nx\nc\n"), "trace line 2:\n  first:  b\n  second: x");
   EXPECT_EQ(first_divergence("a\n", "a\nb\n"), "trace line 2:\n  first:  \n  second: b");
 }
 

@@ -18,7 +18,8 @@ namespace fs = std::filesystem;
 
 TEST(sim_on_world, every_library_scenario_passes_on_the_world_or_is_refused_at_load) {
   std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(std::string(FAULTLANE_SOURCE_DIR) + "/sim/scenarios")) {
+  for (const auto& e :
+       fs::directory_iterator(std::string(FAULTLANE_SOURCE_DIR) + "/sim/scenarios")) {
     if (e.path().extension() == ".yaml") files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
@@ -33,8 +34,8 @@ TEST(sim_on_world, every_library_scenario_passes_on_the_world_or_is_refused_at_l
       refused.insert(f.stem().string());
       continue;
     }
-    for (std::uint64_t seed : {s.value().seed, std::uint64_t{1}, std::uint64_t{2},
-                               std::uint64_t{3}}) {
+    for (std::uint64_t seed :
+         {s.value().seed, std::uint64_t{1}, std::uint64_t{2}, std::uint64_t{3}}) {
       run_options o;
       o.seed = seed;
       const auto r = run_scenario(s.value(), o);
@@ -43,12 +44,10 @@ TEST(sim_on_world, every_library_scenario_passes_on_the_world_or_is_refused_at_l
     }
   }
   // What docs/dsim.md says is refused, and nothing else.
-  EXPECT_EQ(refused, (std::set<std::string>{"control_open_by_address",
-                                            "control_reset_during_describe",
-                                            "control_restart_redescribed",
-                                            "control_stalled_connection",
-                                            "ping_while_inline_starved",
-                                            "ping_while_pool_saturated"}));
+  EXPECT_EQ(refused,
+            (std::set<std::string>{"control_open_by_address", "control_reset_during_describe",
+                                   "control_restart_redescribed", "control_stalled_connection",
+                                   "ping_while_inline_starved", "ping_while_pool_saturated"}));
   EXPECT_EQ(ran, (files.size() - refused.size()) * 4);
 }
 

@@ -33,7 +33,8 @@ TEST(sim_on_world_refusal, a_timing_scenario_is_refused_at_its_timing_key) {
 }
 
 TEST(sim_on_world_refusal, control_callers_are_refused_at_their_section) {
-  const auto why = refusal(std::string(head) + "control:\n  - {name: c, from: a, to: b, method: ping, count: 1}\n");
+  const auto why = refusal(std::string(head) +
+                           "control:\n  - {name: c, from: a, to: b, method: ping, count: 1}\n");
   EXPECT_NE(why.find("f.yaml:9:3: control:"), std::string::npos) << why;
   EXPECT_NE(why.find("control plane is not on the simulated world"), std::string::npos) << why;
 }

@@ -26,19 +26,153 @@
 
 #include <fmt/format.h>
 
+#include "cli.hpp"
 #include "faultlane/core/limits.hpp"
 #include "faultlane/core/net.hpp"
 #include "faultlane/sim/runner.hpp"
 #include "faultlane/sim/shrink.hpp"
-#include "faultlane/sim/swarm.hpp"
 
 namespace fs = std::filesystem;
 using namespace faultlane::sim;
 
+namespace faultlane::sim::cli {
 namespace {
 
-constexpr int exit_violation = 1;
-constexpr int exit_bad_input = 2;
+// Prints progress: one rewritten line on a terminal, plain lines otherwise.
+class progress_printer {
+ public:
+  // quiet: a passing run gets no line of its own (a swarm's thousands).
+  progress_printer(std::size_t total, bool quiet)
+      : total_(total), tty_(isatty(2) != 0), quiet_(quiet) {}
+  void update(std::size_t k, const progress& p) {
+    if (!tty_) return;
+    std::lock_guard lock(mutex_);
+    std::cerr << fmt::format("\r\033[K[{}/{}] {} {} ops {}/{} faults {} {:.1f}s", k, total_,
+                             p.scenario, p.phase, p.ops_done, p.ops_total, p.faults_fired,
+                             p.elapsed_s)
+              << std::flush;
+  }
+  void done(std::size_t k, const run_result& r) {
+    std::lock_guard lock(mutex_);
+    if (tty_) std::cerr << "\r\033[K";
+    if (quiet_ && r.passed) return;
+    auto verdict = r.skipped ? "SKIP" : r.passed ? "PASS" : r.error.empty() ? "FAIL" : "ERROR";
+    std::cerr << fmt::format("[{}/{}] {} seed {}: {} ({:.1f}s)\n", k, total_, r.scenario, r.seed,
+                             verdict, r.seconds);
+    if (!r.passed) std::cerr << failure_text(r) << "\n";
+  }
+
+ private:
+  const std::size_t total_;
+  const bool tty_;
+  const bool quiet_;
+  std::mutex mutex_;
+};
+
+std::string self_program() {
+  std::error_code ec;
+  auto p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : p.string();
+}
+
+}  // namespace
+
+bool write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  out.close();
+  if (!out) std::cerr << "faultlane-sim: cannot write " << path << "\n";
+  return static_cast<bool>(out);
+}
+
+// Events of the world's trace kept for --trace.
+constexpr std::size_t trace_events_max = 1u << 20;
+
+bool writable_path(const std::string& path) {
+  const auto dir =
+      fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0 ||
+      fs::is_directory(path, ec)) {
+    std::cerr << "faultlane-sim: cannot write " << path << ": " << dir.string()
+              << (fs::is_directory(path, ec) ? " is a directory" : " is not a writable folder")
+              << "\n";
+    return false;
+  }
+  return true;
+}
+
+std::vector<run_result> run_jobs(const std::vector<job>& jobs, const run_flags& f) {
+  std::vector<run_result> results(jobs.size());
+  progress_printer printer(jobs.size(), f.quiet);
+  std::atomic<std::size_t> next{0};
+  // Failpoints are process-wide, and a timing scenario measures latency:
+  // either runs alone.
+  auto worker = [&](bool alone_jobs) {
+    for (std::size_t i; (i = next.fetch_add(1)) < jobs.size();) {
+      if (jobs[i].s->runs_alone() != alone_jobs) continue;
+      run_options o;
+      o.seed = jobs[i].seed;
+      o.child_program = self_program();
+      o.record = !f.no_record;
+      o.replay_command = self_program() + " run";
+      if (on_world) o.replay_command += " --deterministic";
+      if (!f.trace.empty()) o.trace_events = trace_events_max;
+      if (f.lane_inflight) o.replay_command += fmt::format(" --lane-inflight {}", *f.lane_inflight);
+      o.on_progress = [&, i](const progress& p) { printer.update(i + 1, p); };
+      results[i] = run_scenario(*jobs[i].s, o);
+      printer.done(i + 1, results[i]);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < std::max<std::size_t>(1, f.jobs); ++t)
+    threads.emplace_back(worker, false);
+  for (auto& t : threads) t.join();
+  next = 0;
+  worker(true);
+  return results;
+}
+
+fs::path output_dir(const run_flags& f) {
+  fs::path dir = ".";
+  for (const auto* p : {&f.json, &f.junit, &f.timeline}) {
+    if (!p->empty()) dir = fs::path(*p).parent_path().empty() ? "." : fs::path(*p).parent_path();
+  }
+  return dir;
+}
+
+std::string replay_prefix() {
+  return self_program() + (on_world ? " run --deterministic" : " run");
+}
+
+std::string shrink_failure(const run_result& r, const scenario& s, const run_flags& f) {
+  shrink_options o;
+  o.checker = first_failing_checker(r);
+  if (o.checker.empty()) return {};
+  for (const auto& c : r.checkers) {
+    if (c.name == o.checker) o.evidence = c.violations.front().evidence;
+  }
+  o.runs_per_candidate = f.shrink_runs;
+  o.run.seed = r.seed;
+  o.run.child_program = self_program();
+  o.log = [](const std::string& line) { std::cerr << "  shrink: " << line << "\n"; };
+  std::cerr << fmt::format("shrinking {} (checker {}, {} run(s) per candidate)\n", s.name,
+                           o.checker, o.runs_per_candidate);
+  auto out = shrink(s, o);
+  auto path = (output_dir(f) / (s.name + ".min.yaml")).string();
+  if (!write_file(path, to_yaml(out.minimal))) return {};
+  std::cerr << fmt::format("shrunk in {} runs to {} ({}); replay: {} {} --seed {}\n",
+                           out.candidates_run, path,
+                           out.confirmed ? "still fails" : "did NOT fail again: nondeterministic",
+                           replay_prefix(), path, r.seed);
+  return path;
+}
+
+}  // namespace faultlane::sim::cli
+
+namespace {
+
+using namespace faultlane::sim::cli;
 
 // Files named on the command line; a directory stands for its *.yaml files
 // (NAME.min.yaml, the shrinker's output, excluded), sorted.
@@ -78,161 +212,6 @@ bool load_all(const std::vector<std::string>& files, std::vector<scenario>& out)
     out.push_back(std::move(s.value()));
   }
   return ok;
-}
-
-bool write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  out.close();
-  if (!out) std::cerr << "faultlane-sim: cannot write " << path << "\n";
-  return static_cast<bool>(out);
-}
-
-// The dsim build runs every scenario on the simulated world.
-constexpr bool on_world = faultlane::net::simulated;
-
-struct run_flags {
-  std::vector<std::string> paths;
-  std::optional<std::uint64_t> seed;
-  std::size_t repeat = 1;
-  std::size_t jobs = 1;
-  std::string json, junit, timeline;
-  bool shrink = false;
-  // On the world a candidate fails the same way every time: one run is enough.
-  int shrink_runs = on_world ? 1 : 3;
-  bool no_record = false;
-  // Every transport's lane_inflight_max, whatever its file says.
-  std::optional<std::size_t> lane_inflight;
-  // On the simulated world (only this program built with the dsim preset
-  // can); the world's trace of the shown run to `trace`.
-  bool deterministic = false;
-  std::string trace;
-  bool quiet = false;  // no line per passing run
-};
-
-// Events of the world's trace kept for --trace.
-constexpr std::size_t trace_events_max = 1u << 20;
-
-// A file the run will write: refused before anything runs when its folder
-// is missing or not writable, so a bad path wastes no run.
-bool writable_path(const std::string& path) {
-  const auto dir = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0 || fs::is_directory(path, ec)) {
-    std::cerr << "faultlane-sim: cannot write " << path << ": " << dir.string()
-              << (fs::is_directory(path, ec) ? " is a directory" : " is not a writable folder")
-              << "\n";
-    return false;
-  }
-  return true;
-}
-
-struct job {
-  const scenario* s = nullptr;
-  std::uint64_t seed = 0;
-};
-
-// Prints progress: one rewritten line on a terminal, plain lines otherwise.
-class progress_printer {
- public:
-  // quiet: a passing run gets no line of its own (a swarm's thousands).
-  progress_printer(std::size_t total, bool quiet)
-      : total_(total), tty_(isatty(2) != 0), quiet_(quiet) {}
-  void update(std::size_t k, const progress& p) {
-    if (!tty_) return;
-    std::lock_guard lock(mutex_);
-    std::cerr << fmt::format("\r\033[K[{}/{}] {} {} ops {}/{} faults {} {:.1f}s", k, total_,
-                             p.scenario, p.phase, p.ops_done, p.ops_total, p.faults_fired,
-                             p.elapsed_s)
-              << std::flush;
-  }
-  void done(std::size_t k, const run_result& r) {
-    std::lock_guard lock(mutex_);
-    if (tty_) std::cerr << "\r\033[K";
-    if (quiet_ && r.passed) return;
-    auto verdict = r.skipped ? "SKIP" : r.passed ? "PASS" : r.error.empty() ? "FAIL" : "ERROR";
-    std::cerr << fmt::format("[{}/{}] {} seed {}: {} ({:.1f}s)\n", k, total_, r.scenario, r.seed,
-                             verdict, r.seconds);
-    if (!r.passed) std::cerr << failure_text(r) << "\n";
-  }
-
- private:
-  const std::size_t total_;
-  const bool tty_;
-  const bool quiet_;
-  std::mutex mutex_;
-};
-
-std::string self_program() {
-  std::error_code ec;
-  auto p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string() : p.string();
-}
-
-std::vector<run_result> run_jobs(const std::vector<job>& jobs, const run_flags& f) {
-  std::vector<run_result> results(jobs.size());
-  progress_printer printer(jobs.size(), f.quiet);
-  std::atomic<std::size_t> next{0};
-  // Failpoints are process-wide, and a timing scenario measures latency:
-  // either runs alone.
-  auto worker = [&](bool alone_jobs) {
-    for (std::size_t i; (i = next.fetch_add(1)) < jobs.size();) {
-      if (jobs[i].s->runs_alone() != alone_jobs) continue;
-      run_options o;
-      o.seed = jobs[i].seed;
-      o.child_program = self_program();
-      o.record = !f.no_record;
-      o.replay_command = self_program() + " run";
-      if (on_world) o.replay_command += " --deterministic";
-      if (!f.trace.empty()) o.trace_events = trace_events_max;
-      if (f.lane_inflight) o.replay_command += fmt::format(" --lane-inflight {}", *f.lane_inflight);
-      o.on_progress = [&, i](const progress& p) { printer.update(i + 1, p); };
-      results[i] = run_scenario(*jobs[i].s, o);
-      printer.done(i + 1, results[i]);
-    }
-  };
-  std::vector<std::thread> threads;
-  for (std::size_t t = 0; t < std::max<std::size_t>(1, f.jobs); ++t)
-    threads.emplace_back(worker, false);
-  for (auto& t : threads) t.join();
-  next = 0;
-  worker(true);
-  return results;
-}
-
-// The folder a run's files go to: the one of --json, --junit or --timeline.
-fs::path output_dir(const run_flags& f) {
-  fs::path dir = ".";
-  for (const auto* p : {&f.json, &f.junit, &f.timeline}) {
-    if (!p->empty()) dir = fs::path(*p).parent_path().empty() ? "." : fs::path(*p).parent_path();
-  }
-  return dir;
-}
-
-std::string replay_prefix() { return self_program() + (on_world ? " run --deterministic" : " run"); }
-
-// Writes NAME.min.yaml; its path, or empty when nothing was shrunk.
-std::string shrink_failure(const run_result& r, const scenario& s, const run_flags& f) {
-  shrink_options o;
-  o.checker = first_failing_checker(r);
-  if (o.checker.empty()) return {};
-  for (const auto& c : r.checkers) {
-    if (c.name == o.checker) o.evidence = c.violations.front().evidence;
-  }
-  o.runs_per_candidate = f.shrink_runs;
-  o.run.seed = r.seed;
-  o.run.child_program = self_program();
-  o.log = [](const std::string& line) { std::cerr << "  shrink: " << line << "\n"; };
-  std::cerr << fmt::format("shrinking {} (checker {}, {} run(s) per candidate)\n", s.name,
-                           o.checker, o.runs_per_candidate);
-  auto out = shrink(s, o);
-  auto path = (output_dir(f) / (s.name + ".min.yaml")).string();
-  if (!write_file(path, to_yaml(out.minimal))) return {};
-  std::cerr << fmt::format("shrunk in {} runs to {} ({}); replay: {} {} --seed {}\n",
-                           out.candidates_run, path,
-                           out.confirmed ? "still fails" : "did NOT fail again: nondeterministic",
-                           replay_prefix(), path, r.seed);
-  return path;
 }
 
 int run_command(const run_flags& f) {
@@ -307,103 +286,6 @@ int run_command(const run_flags& f) {
   return ok ? 0 : exit_violation;
 }
 
-struct swarm_flags {
-  std::string path;
-  std::string seeds;
-  std::string shard = "0/1";
-  run_flags run;
-};
-
-// Many seeds of one scenario, each with its fault mix (swarm_variant);
-// each failure written as a file that replays it, and shrunk.
-int swarm_command(swarm_flags& f) {
-  if (!on_world) {
-    std::cerr << "faultlane-sim: swarm runs on the simulated world, which this build does not "
-                 "have: cmake --preset dsim && cmake --build build/dsim --target faultlane-sim, "
-                 "then build/dsim/sim/faultlane-sim swarm --deterministic ... (docs/dsim.md)\n";
-    return exit_bad_input;
-  }
-  auto range = parse_seed_range(f.seeds);
-  if (!range) {
-    std::cerr << "faultlane-sim: " << range.error().message << "\n";
-    return exit_bad_input;
-  }
-  auto part = parse_shard(f.shard);
-  if (!part) {
-    std::cerr << "faultlane-sim: " << part.error().message << "\n";
-    return exit_bad_input;
-  }
-  for (const auto* p : {&f.run.json, &f.run.junit}) {
-    if (!p->empty() && !writable_path(*p)) return exit_bad_input;
-  }
-  auto loaded = load_scenario(f.path);
-  if (!loaded) {
-    std::cerr << loaded.error().message << "\n";
-    return exit_bad_input;
-  }
-  const auto seeds = shard_seeds(range.value(), part.value());
-  std::vector<scenario> variants;
-  variants.reserve(seeds.size());
-  for (auto seed : seeds) variants.push_back(swarm_variant(loaded.value(), seed));
-  std::vector<job> jobs;
-  for (std::size_t i = 0; i < seeds.size(); ++i) jobs.push_back({&variants[i], seeds[i]});
-  f.run.quiet = true;
-  const auto started = std::chrono::steady_clock::now();
-  auto results = run_jobs(jobs, f.run);
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  std::size_t failed = 0;
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    auto& r = results[i];
-    if (r.passed) continue;
-    ++failed;
-    // The variant, as a file the replay line runs.
-    auto variant = variants[i];
-    variant.name = fmt::format("{}.seed{}", loaded.value().name, r.seed);
-    const auto file = (output_dir(f.run) / (variant.name + ".yaml")).string();
-    if (!write_file(file, to_yaml(variant))) return exit_bad_input;
-    r.replay = fmt::format("{} {} --seed {}", replay_prefix(), file, r.seed);
-    std::cout << fmt::format("FAILED {} seed {}: {}\n  replay: {}\n", loaded.value().name, r.seed,
-                             verdict(r), r.replay);
-    if (!r.skipped) {
-      if (auto shrunk = shrink_failure(r, variant, f.run); !shrunk.empty()) {
-        std::cout << "  shrunk: " << shrunk << "\n";
-      }
-    }
-  }
-  std::cout << fmt::format(
-      "swarm {}: seeds {}..{} shard {}/{}: {} runs, {} passed, {} failed; {:.1f} s wall, {:.0f} "
-      "seeds/min\n",
-      loaded.value().name, range.value().first, range.value().last, part.value().index,
-      part.value().count, results.size(), results.size() - failed, failed, wall,
-      wall > 0 ? static_cast<double>(results.size()) * 60 / wall : 0.0);
-  if (!f.run.json.empty() && !write_file(f.run.json, to_json(results))) return exit_bad_input;
-  if (!f.run.junit.empty() && !write_file(f.run.junit, to_junit(results))) return exit_bad_input;
-  return failed == 0 ? 0 : exit_violation;
-}
-
-// Shard reports into one (merge_reports). JUnit files need no merge: CI
-// tools read a shard's each, side by side.
-int merge_command(const std::vector<std::string>& inputs, const std::string& json_out) {
-  if (!writable_path(json_out)) return exit_bad_input;
-  std::vector<std::string> texts;
-  for (const auto& in : inputs) {
-    std::ifstream file(in);
-    if (!file) {
-      std::cerr << "faultlane-sim: cannot read " << in << "\n";
-      return exit_bad_input;
-    }
-    std::stringstream text;
-    text << file.rdbuf();
-    texts.push_back(text.str());
-  }
-  auto merged = merge_reports(texts);
-  if (!merged) {
-    std::cerr << "faultlane-sim: merge: " << merged.error().message << "\n";
-    return exit_bad_input;
-  }
-  return write_file(json_out, merged.value()) ? 0 : exit_bad_input;
-}
-
 int check_command(const std::vector<std::string>& paths) {
   std::vector<scenario> scenarios;
   auto files = expand(paths);
@@ -461,7 +343,8 @@ int main(int argc, char** argv) {
   swarm_cmd->add_option("path", sw.path, "the scenario file")->required();
   swarm_cmd->add_option("--seeds", sw.seeds, "seeds A..B, both included")->required();
   swarm_cmd->add_option("--shard", sw.shard, "run shard I (from 0) of N: seeds A+I, A+I+N, ...");
-  swarm_cmd->add_option("--jobs", sw.run.jobs, "runs at once (default 1)")->check(CLI::Range(1, 64));
+  swarm_cmd->add_option("--jobs", sw.run.jobs, "runs at once (default 1)")
+      ->check(CLI::Range(1, 64));
   swarm_cmd->add_option("--json", sw.run.json, "write every run as JSON");
   swarm_cmd->add_option("--junit", sw.run.junit, "write every run as JUnit XML");
   swarm_cmd->add_flag("--deterministic", sw.run.deterministic,
