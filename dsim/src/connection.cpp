@@ -206,9 +206,27 @@ void try_ready(socket_state& s) {
 void wake(network& net, const std::shared_ptr<connection>& c, int side) {
   auto s = c->sockets[side].lock();
   if (!s) return;
+  if (!*s->context_alive) return;  // its context is gone: nothing pending runs
   try_read(net, s);
   try_write(net, s);
   try_ready(*s);
+}
+
+void drop_pending(void* state) {
+  auto& s = *static_cast<socket_state*>(state);
+  // Moved out first: destroying a handler may destroy the socket's owner.
+  auto read = std::move(s.read_done);
+  auto write = std::move(s.write_done);
+  auto connect = std::move(s.connect_done);
+  auto readable = std::move(s.readable_done);
+  auto writable = std::move(s.writable_done);
+  s.read_done = nullptr;
+  s.write_done = nullptr;
+  s.connect_done = nullptr;
+  s.readable_done = nullptr;
+  s.writable_done = nullptr;
+  s.read_buffers.clear();
+  s.write_buffers.clear();
 }
 
 void abort_pending(socket_state& s, std::error_code ec) {
@@ -280,9 +298,9 @@ void establish(network& net, const std::shared_ptr<listener>& l, waiting_connect
   auto c = std::make_shared<connection>();
   c->id = net.connection_id();
   const auto& o = net.options();
-  c->latency = clock::duration(static_cast<clock::rep>(w.draw(
-      static_cast<std::uint64_t>(o.latency_min.count()),
-      static_cast<std::uint64_t>(o.latency_max.count()))));
+  c->latency = clock::duration(
+      static_cast<clock::rep>(w.draw(static_cast<std::uint64_t>(o.latency_min.count()),
+                                     static_cast<std::uint64_t>(o.latency_max.count()))));
   c->from[0].capacity = w.draw(o.buffer_min, o.buffer_max);
   c->from[1].capacity = w.draw(o.buffer_min, o.buffer_max);
   c->ends[0] = wc.client->local;
@@ -312,6 +330,8 @@ void serve_accepts(network& net, const std::shared_ptr<listener>& l) {
     auto state = std::make_shared<socket_state>();
     state->net = &net;
     state->context = pending.context;
+    state->context_alive = alive_flag(pending.context->get_executor());
+    context_alive_of(pending.context->get_executor()).on_shutdown(state, &drop_pending);
     state->open = true;
     net.object_opened();
     state->local = c->ends[1];

@@ -47,6 +47,8 @@ void socket::open(const protocol_type&, std::error_code& ec) {
   state_ = std::make_shared<detail::socket_state>();
   state_->net = &network::current();
   state_->context = &asio::query(ex_, asio::execution::context);
+  state_->context_alive = detail::alive_flag(ex_);
+  detail::context_alive_of(ex_).on_shutdown(state_, &detail::drop_pending);
   state_->open = true;
   state_->net->object_opened();
 }
@@ -252,9 +254,9 @@ void socket::start_connect(const endpoint& to, detail::done_handler done) {
   state_->connect_done = std::move(done);
   auto& w = net.owner();
   const auto& o = net.options();
-  const auto syn = clock::duration(static_cast<clock::rep>(
-      w.draw(static_cast<std::uint64_t>(o.latency_min.count()),
-             static_cast<std::uint64_t>(o.latency_max.count()))));
+  const auto syn = clock::duration(
+      static_cast<clock::rep>(w.draw(static_cast<std::uint64_t>(o.latency_min.count()),
+                                     static_cast<std::uint64_t>(o.latency_max.count()))));
   std::weak_ptr<detail::socket_state> weak = state_;
   w.at(w.now() + syn, [&net, weak, to] {
     auto s = weak.lock();
@@ -361,8 +363,8 @@ void acceptor::accept(socket& into, std::error_code& ec) {
     ec = asio::error::would_block;
     return;
   }
-  auto& context = static_cast<asio::io_context&>(asio::query(into.get_executor(),
-                                                             asio::execution::context));
+  auto& context =
+      static_cast<asio::io_context&>(asio::query(into.get_executor(), asio::execution::context));
   listener_->accepts.push_front(
       {&context, [&into](std::error_code, socket s) { into = std::move(s); }});
   detail::serve_accepts(*listener_->net, listener_);

@@ -42,6 +42,9 @@ struct connection {
 struct socket_state {
   network* net = nullptr;
   asio::execution_context* context = nullptr;
+  // False once `context` shut down: what is pending is dropped, as Asio
+  // destroys the operations of a context it shuts down (context_alive.hpp).
+  std::shared_ptr<bool> context_alive;
   bool open = false;
   bool bound = false;
   endpoint local;
@@ -90,6 +93,9 @@ void try_read(network& net, const std::shared_ptr<socket_state>& s);
 void try_write(network& net, const std::shared_ptr<socket_state>& s);
 // Something changed for end `side` of `c`: its pending operations look again.
 void wake(network& net, const std::shared_ptr<connection>& c, int side);
+// Destroys every pending operation of the socket_state at `state`, run
+// none (its context shut down: context_alive::on_shutdown).
+void drop_pending(void* state);
 // Fails every pending operation of `s` with `ec`.
 void abort_pending(socket_state& s, std::error_code ec);
 // Completes the readiness waits of `s` that are met now.

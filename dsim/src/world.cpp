@@ -33,7 +33,9 @@ clock::time_point clock::now() noexcept {
 }
 
 world::world(std::uint64_t seed, std::size_t trace_max)
-    : seed_(seed), trace_max_(std::max<std::size_t>(trace_max, 1)), rng_(stable_hash(seed)),
+    : seed_(seed),
+      trace_max_(std::max<std::size_t>(trace_max, 1)),
+      rng_(stable_hash(seed)),
       digest_(stable_hash(seed ^ 0x6473696d)) {
   FL_ASSERT(current_world == nullptr);  // worlds do not nest
   current_world = this;
@@ -62,10 +64,9 @@ bool world::chance(double p) { return std::uniform_real_distribution<double>(0, 
 
 void world::add_context(asio::io_context& context, std::string name) {
   for (const auto& c : contexts_) FL_ASSERT(c.context != &context);
-  contexts_.push_back(
-      {&context, std::move(name),
-       std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(
-           context.get_executor())});
+  contexts_.push_back({&context, std::move(name),
+                       std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(
+                           context.get_executor())});
   record("context", contexts_.size() - 1);
 }
 
@@ -168,9 +169,8 @@ bool world::run_next_event() {
   return true;
 }
 
-world::wait_result world::run_until(const std::function<bool()>& done,
-                                    clock::time_point deadline) {
-  FL_ASSERT(!in_step_);  // a blocking wait inside a handler
+world::wait_result world::run_until(const std::function<bool()>& done, clock::time_point deadline) {
+  FL_ASSERT(!in_step_);                  // a blocking wait inside a handler
   FL_ASSERT(current_fiber_ == nullptr);  // a fiber parks instead (wait)
   for (;;) {
     if (done()) return wait_result::met;

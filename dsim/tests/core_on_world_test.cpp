@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "child_digest.hpp"
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/hash.hpp"
 #include "faultlane/core/transport.hpp"
-#include "child_digest.hpp"
 #include "faultlane/dsim/socket.hpp"
 
 namespace faultlane {
@@ -63,8 +63,8 @@ run_result transfer_run(std::uint64_t seed) {
   constexpr std::size_t slot = 96u << 10;
   constexpr std::size_t ops = 24;
   std::vector<std::byte> memory(slot * ops);
-  auto id = target.value()->register_buffer(memory.data(), memory.size(),
-                                            permission::remote_read_write);
+  auto id =
+      target.value()->register_buffer(memory.data(), memory.size(), permission::remote_read_write);
   EXPECT_TRUE(id.ok());
   auto seg = initiator.value()->open_segment(target.value()->descriptor());
   EXPECT_TRUE(seg.ok()) << seg.error().message;
@@ -76,12 +76,12 @@ run_result transfer_run(std::uint64_t seed) {
     const std::size_t size = 1 + w.draw(0, slot - 1);
     sent.push_back(pattern(size, seed * 100 + i));
     back.emplace_back(size);
-    writes.push_back({wire::opcode::write, sent.back().data(), size, seg.value(), id.value(),
-                      i * slot});
+    writes.push_back(
+        {wire::opcode::write, sent.back().data(), size, seg.value(), id.value(), i * slot});
   }
   for (std::size_t i = 0; i < ops; ++i) {
-    reads.push_back({wire::opcode::read, back[i].data(), back[i].size(), seg.value(), id.value(),
-                     i * slot});
+    reads.push_back(
+        {wire::opcode::read, back[i].data(), back[i].size(), seg.value(), id.value(), i * slot});
   }
   for (auto* requests : {&writes, &reads}) {
     auto batch = initiator.value()->submit(*requests);
@@ -105,8 +105,8 @@ run_result transfer_run(std::uint64_t seed) {
   w.record("region", stable_hash(std::string_view(reinterpret_cast<const char*>(memory.data()),
                                                   memory.size())));
   w.record("stats", stats.tasks_completed, stats.connects);
-  return {w.digest(), std::chrono::duration_cast<std::chrono::microseconds>(
-                          w.now().time_since_epoch()).count(),
+  return {w.digest(),
+          std::chrono::duration_cast<std::chrono::microseconds>(w.now().time_since_epoch()).count(),
           w.steps(), net.connections_opened()};
 }
 
@@ -192,8 +192,8 @@ std::uint64_t crash_run(std::uint64_t seed, std::vector<status>* ends) {
   EXPECT_TRUE(target.ok() && initiator.ok());
   if (!target.ok() || !initiator.ok()) return 0;
   std::vector<std::byte> memory(1u << 20);
-  auto id = target.value()->register_buffer(memory.data(), memory.size(),
-                                            permission::remote_read_write);
+  auto id =
+      target.value()->register_buffer(memory.data(), memory.size(), permission::remote_read_write);
   auto seg = initiator.value()->open_segment(target.value()->descriptor());
   EXPECT_TRUE(id.ok() && seg.ok());
   if (!id.ok() || !seg.ok()) return 0;
@@ -204,8 +204,8 @@ std::uint64_t crash_run(std::uint64_t seed, std::vector<status>* ends) {
                       seg.value(), id.value(), i * source.size()});
   }
   std::vector<int> calls(writes.size(), 0);
-  auto batch = initiator.value()->submit(
-      writes, [&](std::size_t i, status, std::uint64_t) { ++calls[i]; });
+  auto batch =
+      initiator.value()->submit(writes, [&](std::size_t i, status, std::uint64_t) { ++calls[i]; });
   EXPECT_TRUE(batch.ok());
   if (!batch.ok()) return 0;
   // Some steps in, a seeded moment, the target's node dies.
@@ -236,8 +236,7 @@ TEST(core_on_world, a_crash_mid_write_ends_every_task_once_and_replays) {
     std::vector<status> ends, again;
     const auto digest = crash_run(seed, &ends);
     for (auto e : ends) {
-      EXPECT_TRUE(e == status::ok || e == status::ambiguous_write ||
-                  e == status::connection_failed)
+      EXPECT_TRUE(e == status::ok || e == status::ambiguous_write || e == status::connection_failed)
           << to_string(e);
       failed += e != status::ok;
     }

@@ -163,6 +163,20 @@ TEST(dsim_fiber_death, relocking_a_mutex_from_its_holder_is_an_assertion_not_a_h
       "holder_");
 }
 
+TEST(dsim_fiber_death, a_writer_taking_its_shared_mutex_again_is_an_assertion_not_a_hang) {
+  EXPECT_DEATH(
+      {
+        world w(11);
+        shared_mutex m;
+        fiber_thread f([&] {
+          m.lock();
+          m.lock_shared();
+        });
+        f.join();
+      },
+      "writer_holder_");
+}
+
 TEST(dsim_fiber_death, a_fiber_that_waits_for_nothing_is_a_deadlock_at_its_join) {
   EXPECT_DEATH(
       {

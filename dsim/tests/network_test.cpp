@@ -1,14 +1,14 @@
 // The simulated network: bytes exact and in order through seeded partial
 // writes and reads, FIN and reset told apart, refused connects, a backlog
-// that holds a connect, node crashes, the receive watermark, and one seed
-// giving the same digest in two processes.
+// that holds a connect, node crashes, and one seed giving the same digest
+// in two processes. Flow control and contexts that go: network_flow_test.
 #include <gtest/gtest.h>
 
 #include <asio/read.hpp>
 #include <asio/write.hpp>
 #include <fmt/format.h>
 
-
+#include <array>
 #include <cstdlib>
 #include <functional>
 #include <memory>
@@ -18,58 +18,13 @@
 
 #include "child_digest.hpp"
 #include "faultlane/dsim/socket.hpp"
+#include "network_fixture.hpp"
 
 namespace faultlane::dsim {
 namespace {
 
 using namespace std::chrono_literals;
-
-const auto server_node = asio::ip::make_address("127.0.0.1");
-const auto client_node = asio::ip::make_address("127.0.0.2");
-
-// A world, a network and two contexts on two nodes.
-struct two_nodes {
-  explicit two_nodes(std::uint64_t seed, network_options o = {}) : w(seed), net(w, o) {
-    w.add_context(server_ctx, "server");
-    w.add_context(client_ctx, "client");
-    net.place(server_ctx, server_node);
-    net.place(client_ctx, client_node);
-  }
-  ~two_nodes() {
-    w.remove_context(server_ctx);
-    w.remove_context(client_ctx);
-  }
-  // Listens on the server node at an ephemeral port.
-  endpoint listen(acceptor& a, int backlog = 16) {
-    std::error_code ec;
-    a.open(asio::ip::tcp::v4(), ec);
-    a.bind({server_node, 0}, ec);
-    a.listen(backlog, ec);
-    EXPECT_FALSE(ec) << ec.message();
-    return a.local_endpoint(ec);
-  }
-  // A connected pair: [0] the client's, [1] the server's.
-  std::pair<socket, socket> connect_pair(acceptor& a, const endpoint& at) {
-    socket client(client_ctx), server(server_ctx);
-    bool connected = false, accepted = false;
-    client.async_connect(at, [&](std::error_code ec) { connected = !ec; });
-    a.async_accept(server_ctx, [&](std::error_code ec, socket s) {
-      accepted = !ec;
-      server = std::move(s);
-    });
-    EXPECT_EQ(w.run_until([&] { return connected && accepted; }), world::wait_result::met);
-    return {std::move(client), std::move(server)};
-  }
-  world w;
-  network net;
-  asio::io_context server_ctx, client_ctx;
-};
-
-std::vector<std::byte> pattern(std::size_t n, std::uint64_t seed) {
-  std::vector<std::byte> out(n);
-  for (std::size_t i = 0; i < n; ++i) out[i] = std::byte((i * 131 + seed * 7) & 0xff);
-  return out;
-}
+using namespace testing;
 
 // The server echoes what it reads; the client writes `total` bytes in
 // writes of drawn sizes and reads them back. Returns the world's digest.
@@ -200,8 +155,7 @@ TEST(dsim_network, after_a_reset_what_arrived_is_read_then_the_reset_fails_the_p
   const auto sent = pattern(100, 3);
   std::size_t n = 0;
   asio::async_write(server, asio::buffer(sent), [&](std::error_code, std::size_t k) { n = k; });
-  EXPECT_EQ(t.w.run_until([&] { return client.queued() == sent.size(); }),
-            world::wait_result::met);
+  EXPECT_EQ(t.w.run_until([&] { return client.queued() == sent.size(); }), world::wait_result::met);
   server.set_option(asio::socket_base::linger(true, 0));
   std::error_code ec;
   server.close(ec);  // a reset: linger 0
@@ -254,64 +208,6 @@ TEST(dsim_network, a_connect_closed_while_the_backlog_held_it_is_never_accepted)
   a.close();
 }
 
-// A watermark above half the connection's buffer is met by half a buffer,
-// as Linux caps SO_RCVLOWAT at half the receive buffer: not never.
-TEST(dsim_network, a_watermark_above_half_the_buffer_is_met_by_half_a_buffer) {
-  network_options o;
-  o.buffer_min = o.buffer_max = 8192;
-  o.partial_write = 0;
-  o.partial_read = 0;
-  two_nodes t(11, o);
-  acceptor a(t.server_ctx);
-  auto pair = t.connect_pair(a, t.listen(a));
-  auto& client = pair.first;
-  auto& server = pair.second;
-  server.set_option(asio::socket_base::receive_low_watermark(256 << 10));
-  std::vector<std::byte> got(1 << 20);
-  std::size_t read = 0;
-  server.async_read_some(asio::buffer(got), [&](std::error_code, std::size_t k) { read = k; });
-  const auto big = pattern(1 << 20, 11);
-  bool written = false;
-  asio::async_write(client, asio::buffer(big),
-                    [&](std::error_code, std::size_t) { written = true; });
-  EXPECT_EQ(t.w.run_until([&] { return read > 0; }), world::wait_result::met);
-  EXPECT_GE(read, 4096u);
-}
-
-// A buffer filled to a few bytes short, with the writer holding the rest
-// until a third of the buffer is free (silly-window avoidance), and a
-// reader whose watermark is above what is there: with the watermark capped
-// at the whole buffer each waited for the other for good.
-TEST(dsim_network, a_watermark_reader_and_a_held_writer_never_wait_on_each_other) {
-  network_options o;
-  o.buffer_min = o.buffer_max = 9000;
-  o.partial_write = 0;
-  o.partial_read = 0;
-  two_nodes t(13, o);
-  acceptor a(t.server_ctx);
-  auto pair = t.connect_pair(a, t.listen(a));
-  auto& client = pair.first;
-  auto& server = pair.second;
-  const auto first = pattern(8990, 13);
-  bool first_written = false;
-  asio::async_write(client, asio::buffer(first),
-                    [&](std::error_code, std::size_t) { first_written = true; });
-  std::error_code ec;
-  ASSERT_EQ(t.w.run_until([&] { return first_written && server.available(ec) == 8990; }),
-            world::wait_result::met);
-  const auto rest = pattern(5000, 14);
-  bool rest_written = false;
-  asio::async_write(client, asio::buffer(rest),
-                    [&](std::error_code, std::size_t) { rest_written = true; });
-  server.set_option(asio::socket_base::receive_low_watermark(256 << 10));
-  std::vector<std::byte> got(1 << 20);
-  std::size_t read = 0;
-  server.async_read_some(asio::buffer(got), [&](std::error_code, std::size_t k) { read = k; });
-  EXPECT_EQ(t.w.run_until([&] { return read > 0 && rest_written; }), world::wait_result::met)
-      << "read " << read << ", rest written " << rest_written;
-  EXPECT_EQ(read, 8990u);
-}
-
 // A listener on 0.0.0.0 takes connects to its port on any node.
 TEST(dsim_network, a_wildcard_listener_takes_connects_to_any_node) {
   two_nodes t(12);
@@ -357,8 +253,7 @@ TEST(dsim_network, closing_with_unread_bytes_resets_instead_of_a_fin) {
   const auto sent = pattern(10, 4);
   std::size_t n = 0;
   asio::async_write(client, asio::buffer(sent), [&](std::error_code, std::size_t k) { n = k; });
-  EXPECT_EQ(t.w.run_until([&] { return server.queued() == sent.size(); }),
-            world::wait_result::met);
+  EXPECT_EQ(t.w.run_until([&] { return server.queued() == sent.size(); }), world::wait_result::met);
   std::error_code ec;
   server.close(ec);  // 10 bytes unread
   std::byte one[1];
@@ -424,59 +319,6 @@ TEST(dsim_network, a_crashed_node_resets_its_peers_and_stops_listening) {
   });
   EXPECT_EQ(t.w.run_until([&] { return connect_done; }), world::wait_result::met);
   EXPECT_EQ(connect_end, asio::error::connection_refused);
-}
-
-TEST(dsim_network, a_receive_watermark_holds_a_read_until_that_many_bytes_wait) {
-  network_options o;
-  o.partial_write = 0;  // writes of 1000 bytes arrive as 1000
-  two_nodes t(8, o);
-  acceptor a(t.server_ctx);
-  auto pair = t.connect_pair(a, t.listen(a));
-  auto& client = pair.first;
-  auto& server = pair.second;
-  server.set_option(asio::socket_base::receive_low_watermark(2500));
-  std::vector<std::byte> got(4000);
-  std::size_t read = 0;
-  server.async_read_some(asio::buffer(got), [&](std::error_code, std::size_t k) { read = k; });
-  const auto chunk = pattern(1000, 8);
-  for (int i = 0; i < 2; ++i) {
-    std::size_t n = 0;
-    asio::async_write(client, asio::buffer(chunk), [&](std::error_code, std::size_t k) { n = k; });
-    EXPECT_EQ(t.w.run_until([&] { return n == chunk.size(); }), world::wait_result::met);
-  }
-  EXPECT_EQ(t.w.run_until([&] { return read > 0; }), world::wait_result::idle);
-  EXPECT_EQ(server.queued(), 2000u);  // below the watermark: the read waits
-  std::size_t n = 0;
-  asio::async_write(client, asio::buffer(chunk), [&](std::error_code, std::size_t k) { n = k; });
-  EXPECT_EQ(t.w.run_until([&] { return read > 0; }), world::wait_result::met);
-  EXPECT_GE(read, 2500u);
-}
-
-TEST(dsim_network, a_writer_waits_while_the_reader_leaves_its_buffer_full) {
-  network_options o;
-  o.buffer_min = o.buffer_max = 8192;
-  two_nodes t(9, o);
-  acceptor a(t.server_ctx);
-  auto pair = t.connect_pair(a, t.listen(a));
-  auto& client = pair.first;
-  auto& server = pair.second;
-  const auto big = pattern(20000, 9);
-  std::size_t written = 0;
-  bool done = false;
-  asio::async_write(client, asio::buffer(big), [&](std::error_code, std::size_t k) {
-    written = k;
-    done = true;
-  });
-  EXPECT_EQ(t.w.run_until([&] { return done; }), world::wait_result::idle);
-  EXPECT_EQ(server.queued(), 8192u);
-  std::vector<std::byte> got(big.size());
-  bool read_all = false;
-  asio::async_read(server, asio::buffer(got), [&](std::error_code, std::size_t) {
-    read_all = true;
-  });
-  EXPECT_EQ(t.w.run_until([&] { return done && read_all; }), world::wait_result::met);
-  EXPECT_EQ(written, big.size());
-  EXPECT_TRUE(got == big);
 }
 
 }  // namespace

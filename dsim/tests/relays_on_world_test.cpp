@@ -71,8 +71,8 @@ fault_run run_through_relay(const std::string& fault_text, std::uint64_t seed) {
   EXPECT_TRUE(target.ok() && initiator.ok());
   if (!target.ok() || !initiator.ok()) return out;
   std::vector<std::byte> memory(1u << 20);
-  auto id = target.value()->register_buffer(memory.data(), memory.size(),
-                                            permission::remote_read_write);
+  auto id =
+      target.value()->register_buffer(memory.data(), memory.size(), permission::remote_read_write);
   EXPECT_TRUE(id.ok());
   relays::relay_config rc;
   rc.upstream = {"127.0.0.1", target.value()->descriptor().endpoints.at(0).port};
@@ -99,10 +99,9 @@ fault_run run_through_relay(const std::string& fault_text, std::uint64_t seed) {
     sent.emplace_back(size);
     for (std::size_t k = 0; k < size; ++k) sent.back()[k] = std::byte(stable_hash(seed + i + k));
     back.emplace_back(size);
-    writes.push_back({wire::opcode::write, sent[i].data(), size, seg.value(), id.value(),
-                      i * slot});
-    reads.push_back({wire::opcode::read, back[i].data(), size, seg.value(), id.value(),
-                     i * slot});
+    writes.push_back(
+        {wire::opcode::write, sent[i].data(), size, seg.value(), id.value(), i * slot});
+    reads.push_back({wire::opcode::read, back[i].data(), size, seg.value(), id.value(), i * slot});
   }
   std::vector<int> calls(2 * ops, 0);
   for (std::size_t pass = 0; pass < 2; ++pass) {

@@ -348,9 +348,11 @@ std::string deterministic_text(const std::vector<run_result>& runs) {
   for (const auto& r : runs) {
     if (!r.deterministic) continue;
     const double ratio = r.seconds > 0 ? r.virtual_seconds / r.seconds : 0;
-    out += fmt::format("{} seed {}: digest {}, virtual {:.3f} s in {:.3f} s wall ({:.0f}x)\n",
+    // Whole numbers from 10x up; below, one decimal (a byte-bound run may
+    // take longer than the virtual time it covers).
+    out += fmt::format("{} seed {}: digest {}, virtual {:.3f} s in {:.3f} s wall ({:.{}f}x)\n",
                        r.scenario, r.seed, digest_text(r.digest), r.virtual_seconds, r.seconds,
-                       ratio);
+                       ratio, ratio < 10 ? 1 : 0);
   }
   return out;
 }

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -72,9 +73,11 @@ std::vector<std::uint64_t> shard_seeds(seed_range range, shard part) {
   return out;
 }
 
-scenario swarm_variant(const scenario& s, std::uint64_t seed) {
-  scenario out = s;
-  std::set<std::string> named;  // faults an event or an expectation names
+namespace {
+
+// Faults an event or an expectation names: a swarm keeps them as written.
+std::set<std::string> named_faults(const scenario& s) {
+  std::set<std::string> named;
   for (const auto& e : s.events) {
     named.insert(e.fault);
     named.insert(e.fault_name);
@@ -85,16 +88,33 @@ scenario swarm_variant(const scenario& s, std::uint64_t seed) {
       named.insert(name.substr(slash + 1));
     }
   }
+  return named;
+}
+
+}  // namespace
+
+std::size_t swarm_faults(const scenario& s) {
+  const auto named = named_faults(s);
+  std::size_t n = 0;
+  for (const auto& link : s.links) {
+    for (const auto& f : link.faults) n += f.optional && !named.count(f.spec.name) ? 1 : 0;
+  }
+  return n;
+}
+
+scenario swarm_variant(const scenario& s, std::uint64_t seed) {
+  scenario out = s;
+  const auto named = named_faults(s);
   std::mt19937_64 rng(stable_hash(seed ^ stable_hash(s.name) ^ 0x737761726dull));
   std::uniform_real_distribution<double> unit(0, 1);
   for (auto& link : out.links) {
     std::vector<link_fault> kept;
     for (auto& f : link.faults) {
-      if (!f.optional) {
+      if (!f.optional || named.count(f.spec.name)) {
         kept.push_back(f);
         continue;
       }
-      if (!named.count(f.spec.name) && unit(rng) < 0.5) continue;  // left out
+      if (unit(rng) < 0.5) continue;  // left out
       // A quarter to four times the file's probability, log-uniform.
       const double scale = std::exp2(unit(rng) * 4 - 2);
       f.spec.when.probability = std::min(1.0, f.spec.when.probability * scale);
@@ -105,34 +125,114 @@ scenario swarm_variant(const scenario& s, std::uint64_t seed) {
   return out;
 }
 
-result<std::string> merge_reports(const std::vector<std::string>& reports) {
-  std::map<std::pair<std::string, std::uint64_t>, json> runs;
-  for (std::size_t i = 0; i < reports.size(); ++i) {
-    const auto doc = json::parse(reports[i], nullptr, false);
+namespace {
+
+json meta_json(const swarm_meta& m) {
+  return {{"scenario", m.scenario},
+          {"seeds", fmt::format("{}..{}", m.seeds.first, m.seeds.last)},
+          {"shard", fmt::format("{}/{}", m.part.index, m.part.count)}};
+}
+
+}  // namespace
+
+std::string swarm_report(const std::vector<run_result>& runs, const swarm_meta& meta) {
+  auto doc = json::parse(to_json(runs));
+  doc["swarm"] = meta_json(meta);
+  return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+namespace {
+
+// The shards merge_reports was given must be every shard of one swarm.
+result<void> check_shards(const std::vector<named_report>& reports, const std::vector<json>& docs,
+                          json& merged_meta) {
+  std::optional<swarm_meta> first;
+  std::map<std::size_t, std::string> shards;  // index -> input
+  for (std::size_t i = 0; i < docs.size(); ++i) {
+    const auto& name = reports[i].name;
+    const bool has = docs[i].contains("swarm");
+    if (i > 0 && has != first.has_value()) {
+      return error{status::invalid_argument,
+                   fmt::format("{}: {} swarm report beside {}: merge the shards of one swarm", name,
+                               has ? "a" : "not a", reports[0].name)};
+    }
+    if (!has) continue;
+    const auto& m = docs[i]["swarm"];
+    auto seeds = parse_seed_range(m.value("seeds", ""));
+    auto part = parse_shard(m.value("shard", ""));
+    if (!seeds || !part || !m.contains("scenario") || !m["scenario"].is_string()) {
+      return error{status::invalid_argument, fmt::format("{}: a malformed \"swarm\" entry", name)};
+    }
+    const swarm_meta here{m["scenario"].get<std::string>(), seeds.value(), part.value()};
+    if (!first) first = here;
+    if (here.scenario != first->scenario || here.seeds.first != first->seeds.first ||
+        here.seeds.last != first->seeds.last || here.part.count != first->part.count) {
+      return error{status::invalid_argument,
+                   fmt::format("{}: a shard of another swarm ({} seeds {}..{} in {} shards, not "
+                               "{} seeds {}..{} in {} as {})",
+                               name, here.scenario, here.seeds.first, here.seeds.last,
+                               here.part.count, first->scenario, first->seeds.first,
+                               first->seeds.last, first->part.count, reports[0].name)};
+    }
+    if (auto [at, added] = shards.emplace(here.part.index, name); !added) {
+      return error{status::invalid_argument,
+                   fmt::format("{}: shard {}/{} again (also {})", name, here.part.index,
+                               here.part.count, at->second)};
+    }
+  }
+  if (!first) return {};
+  if (shards.size() != first->part.count) {
+    std::string missing;
+    for (std::size_t k = 0; k < first->part.count && missing.size() < 200; ++k) {
+      if (!shards.count(k)) missing += fmt::format("{}{}", missing.empty() ? "" : ", ", k);
+    }
+    return error{status::invalid_argument,
+                 fmt::format("shards missing of {}: {} (of {})", first->scenario, missing,
+                             first->part.count)};
+  }
+  merged_meta = meta_json({first->scenario, first->seeds, {0, 1}});
+  return {};
+}
+
+}  // namespace
+
+result<merged_report> merge_reports(const std::vector<named_report>& reports) {
+  std::vector<json> docs;
+  for (const auto& r : reports) {
+    auto doc = json::parse(r.text, nullptr, false);
     if (doc.is_discarded() || !doc.is_object() || !doc.contains("runs") ||
         !doc["runs"].is_array()) {
       return error{status::invalid_argument,
-                   fmt::format("report {}: not a faultlane-sim --json report", i + 1)};
+                   fmt::format("{}: not a faultlane-sim --json report", r.name)};
     }
-    for (const auto& run : doc["runs"]) {
+    docs.push_back(std::move(doc));
+  }
+  json meta;
+  if (auto ok = check_shards(reports, docs, meta); !ok) return ok.error();
+  std::map<std::pair<std::string, std::uint64_t>, json> runs;
+  std::map<std::pair<std::string, std::uint64_t>, std::string> from;
+  for (std::size_t i = 0; i < docs.size(); ++i) {
+    for (const auto& run : docs[i]["runs"]) {
       if (!run.contains("scenario") || !run["scenario"].is_string() || !run.contains("seed") ||
           !run["seed"].is_number_unsigned()) {
         return error{status::invalid_argument,
-                     fmt::format("report {}: a run without its scenario and seed", i + 1)};
+                     fmt::format("{}: a run without its scenario and seed", reports[i].name)};
       }
       auto key =
           std::make_pair(run["scenario"].get<std::string>(), run["seed"].get<std::uint64_t>());
       if (!runs.emplace(key, run).second) {
         return error{status::invalid_argument,
-                     fmt::format("report {}: {} seed {} is in an earlier report too (shards "
-                                 "overlap, or a report was given twice)",
-                                 i + 1, key.first, key.second)};
+                     fmt::format("{}: {} seed {} is in {} too", reports[i].name, key.first,
+                                 key.second, from[key])};
       }
+      from[key] = reports[i].name;
     }
   }
   json list = json::array();
   for (auto& [key, run] : runs) list.push_back(std::move(run));
-  return json{{"runs", std::move(list)}}.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  json out{{"runs", std::move(list)}};
+  if (!meta.is_null()) out["swarm"] = std::move(meta);
+  return merged_report{out.dump(2, ' ', false, json::error_handler_t::replace) + "\n", runs.size()};
 }
 
 }  // namespace faultlane::sim

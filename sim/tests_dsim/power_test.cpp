@@ -66,52 +66,15 @@ TEST(sim_on_world_power, the_swarm_at_500ms_catches_the_planted_replay_on_every_
   EXPECT_GE(reached, 5u);  // most seeds have an ambiguous WRITE to replay
 }
 
-// The shrink test's schedule (sim/tests/shrink_test.cpp): eight faults and
-// three events, of which only the lost ACK exposes the planted replay.
-constexpr const char* shrink_schedule = R"(
-transports:
-  - name: client
-    config: {progress_timeout_ms: 250, connections_per_peer: 1, reconnect_cooldown_ms: 10}
-  - {name: server}
-regions:
-  - {name: data, transport: server, size: 256KiB}
-links:
-  - initiator: client
-    target: server
-    faults:
-      - {type: latency, dir: up, ms: 1, name: lat_up}
-      - {type: slicer, dir: down, size: 700, variation: 300, delay_us: 0, name: slicer_down}
-      - {type: bandwidth, dir: up, bytes_per_s: 100000000, name: wide_up}
-      - {type: drop_frame, dir: down, opcode: write, count: 1, name: ack_lost}
-      - {type: slow_close, dir: down, ms: 1, name: slow_fin, optional: true}
-      - {type: reset, dir: up, frame: 100000, name: late_reset, optional: true}
-      - {type: stall, dir: down, frame: 100000, name: late_stall, optional: true}
-      - {type: corrupt, dir: up, field: reserved, frame: 100000, name: late_corrupt, optional: true}
-workload:
-  - name: writes
-    from: client
-    region: data
-    ops: {read: 1, write: 1}
-    size: [1KiB, 4KiB]
-    count: 12
-    allow: [ok, ambiguous_write, connection_failed]
-events:
-  - at: {phase: fault}
-    do: arm
-    failpoint: {name: planted.replay_ambiguous_write, action: return_error, count: 1}
-  - {at: {stream: writes, ops: 4}, do: drop_connections, transport: client, target: server}
-  - at: {stream: writes, ops: 6}
-    do: add_fault
-    link: client-server-r0
-    fault: {type: latency, dir: down, ms: 1, name: added_lat}
-  - {at: {stream: writes, ops: 8}, do: remove_fault, link: client-server-r0, fault: added_lat}
-expect:
-  checkers:
-    slice_coverage: {run: false, reason: "one rail"}
-)";
+// The shrink test's schedule (sim/tests/shrink_test.cpp) in
+// planted_replay.yaml: eight faults and three events, of which only the
+// lost ACK exposes the planted replay.
+std::string shrink_schedule() {
+  return test::read_file(std::string(FAULTLANE_SOURCE_DIR) + "/sim/tests_dsim/planted_replay.yaml");
+}
 
 TEST(sim_on_world_power, the_planted_replay_is_caught_and_shrunk_with_one_run_per_candidate) {
-  auto s = parse_scenario(shrink_schedule, "planted.yaml");
+  auto s = parse_scenario(shrink_schedule(), "planted.yaml");
   ASSERT_TRUE(s.ok()) << s.error().message;
   auto healthy = s.value();
   healthy.events.erase(healthy.events.begin());  // no arm: the core as shipped

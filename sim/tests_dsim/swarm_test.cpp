@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -97,19 +98,24 @@ TEST(swarm, a_variant_mixes_only_the_optional_faults_and_replays_per_seed) {
   EXPECT_GE(kept_sets.size(), 4u);  // the seeds switch faults on and off
 }
 
-TEST(swarm, a_fault_an_event_or_expectation_names_is_never_left_out) {
+TEST(swarm, a_fault_an_event_or_expectation_names_stays_as_written) {
   auto s = load_scenario(library("swarm")).value();
   for (auto& l : s.links) {
     for (auto& f : l.faults) f.optional = true;
   }
   s.expect.faults["drop0"] = {};
+  EXPECT_EQ(swarm_faults(s), 4u);  // five optional faults, one named
   for (std::uint64_t seed = 1; seed <= 20; ++seed) {
-    bool found = false;
+    std::optional<double> probability;
     for (const auto& l : swarm_variant(s, seed).links) {
-      for (const auto& f : l.faults) found = found || f.spec.name == "drop0";
+      for (const auto& f : l.faults) {
+        if (f.spec.name == "drop0") probability = f.spec.when.probability;
+      }
     }
-    EXPECT_TRUE(found) << seed;
+    ASSERT_TRUE(probability) << seed;
+    EXPECT_EQ(*probability, 0.02) << seed;
   }
+  EXPECT_EQ(swarm_faults(load_scenario(library("lost_write_ack_dropped")).value()), 0u);
 }
 
 nlohmann::json without_wall_time(const std::string& path) {
@@ -141,17 +147,56 @@ TEST(swarm, shard_reports_merged_equal_the_report_of_one_run) {
   merge_args.insert(merge_args.end(), {"--json", merged});
   out = test::run_program(merge_args);
   ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_NE(out.text.find("merged 12 runs from 3 reports"), std::string::npos) << out.text;
   const auto a = without_wall_time(whole);
   const auto b = without_wall_time(merged);
   ASSERT_FALSE(a.is_discarded());
   EXPECT_EQ(a["runs"].size(), 12u);
+  EXPECT_EQ(a["swarm"]["seeds"], "1..12");
   EXPECT_EQ(a, b);
-  // A shard given twice is refused, not counted twice.
-  merge_args.back() = test::write_temp("swarm-twice.json", "");
-  merge_args.insert(merge_args.begin() + 2, merge_args[1]);
-  out = test::run_program(merge_args);
-  EXPECT_EQ(out.code, 2) << out.text;
-  EXPECT_NE(out.text.find("in an earlier report too"), std::string::npos) << out.text;
+  // Not every shard of one swarm: refused, naming the file.
+  auto refused = [&](std::vector<std::string> inputs, const std::string& says) {
+    std::vector<std::string> args{"merge"};
+    args.insert(args.end(), inputs.begin(), inputs.end());
+    args.insert(args.end(), {"--json", test::write_temp("swarm-refused.json", "")});
+    const auto r = test::run_program(args);
+    EXPECT_EQ(r.code, 2) << r.text;
+    EXPECT_NE(r.text.find(says), std::string::npos) << r.text;
+  };
+  refused({merge_args[1], merge_args[1], merge_args[2], merge_args[3]}, "shard 0/3 again");
+  refused({merge_args[1], merge_args[2]}, "shards missing of lost_write_ack_dropped: 2 (of 3)");
+  refused({merge_args[1], merge_args[2], merge_args[3], whole}, "a shard of another swarm");
+  const auto other = test::write_temp("swarm-other.json", "");
+  out = test::run_program({"swarm", "--deterministic", library("refusing_target"), "--seeds",
+                           "1..12", "--shard", "2/3", "--json", other});
+  ASSERT_EQ(out.code, 0) << out.text;
+  refused({merge_args[1], merge_args[2], other}, other + ": a shard of another swarm");
+}
+
+TEST(swarm, a_failing_seed_is_written_as_the_file_its_replay_line_runs_and_shrunk) {
+  // The shrink test's schedule, with the planted replay bug: every seed fails.
+  const auto text =
+      test::read_file(std::string(FAULTLANE_SOURCE_DIR) + "/sim/tests_dsim/planted_replay.yaml");
+  const auto file = test::write_temp("planted.yaml", text);
+  const auto dir = std::filesystem::path(file).parent_path();
+  const auto json = (dir / "planted-swarm.json").string();
+  const auto out =
+      test::run_program({"swarm", "--deterministic", file, "--seeds", "4..5", "--json", json});
+  EXPECT_EQ(out.code, 1) << out.text;
+  const auto variant = (dir / "planted.seed4.yaml").string();
+  EXPECT_NE(out.text.find("FAILED planted seed 4: FAIL no_replay"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find(variant + " --seed 4"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find("shrunk: " + (dir / "planted.seed4.min.yaml").string()),
+            std::string::npos)
+      << out.text;
+  // The replay line runs the variant: the same run, digest for digest.
+  const auto report = nlohmann::json::parse(test::read_file(json));
+  const auto replay_json = (dir / "planted-replay.json").string();
+  const auto again =
+      test::run_program({"run", "--deterministic", variant, "--seed", "4", "--json", replay_json});
+  EXPECT_EQ(again.code, 1) << again.text;
+  const auto replayed = nlohmann::json::parse(test::read_file(replay_json));
+  EXPECT_EQ(replayed["runs"][0]["digest"], report["runs"][0]["digest"]);
 }
 
 TEST(swarm, bad_input_is_exit_2_with_nothing_run_or_written) {
@@ -176,10 +221,20 @@ TEST(swarm, bad_input_is_exit_2_with_nothing_run_or_written) {
     EXPECT_NE(out.text.find(c.says), std::string::npos) << out.text;
     EXPECT_FALSE(std::filesystem::exists(json)) << c.says;
   }
-  const auto out = test::run_program({"merge", file, "--json", json});
+  auto out = test::run_program({"merge", file, "--json", json});
   EXPECT_EQ(out.code, 2) << out.text;
-  EXPECT_NE(out.text.find("not a faultlane-sim --json report"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find(file + ": not a faultlane-sim --json report"), std::string::npos)
+      << out.text;
   EXPECT_FALSE(std::filesystem::exists(json));
+  // Outputs that cannot be written are found before anything runs.
+  for (const auto& [path, says] : std::vector<std::pair<std::string, std::string>>{
+           {"/proc/faultlane-never.json", "cannot write /proc/faultlane-never.json"},
+           {dir.string(), "it is a directory"}}) {
+    out = test::run_program({"swarm", "--deterministic", file, "--seeds", "1..2", "--json", path});
+    EXPECT_EQ(out.code, 2) << out.text;
+    EXPECT_NE(out.text.find(says), std::string::npos) << out.text;
+    EXPECT_EQ(out.text.find("runs,"), std::string::npos) << out.text;  // nothing ran
+  }
 }
 
 }  // namespace

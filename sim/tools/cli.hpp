@@ -53,12 +53,16 @@ struct swarm_flags {
 };
 
 bool write_file(const std::string& path, const std::string& text);
-// A file the run will write: false (and why, on stderr) when its folder is
-// missing or not writable, so a bad path wastes no run.
+// A file the run will write: false (and why, on stderr) when it cannot be
+// opened for writing, so a bad path wastes no run; tried and left as it was.
 bool writable_path(const std::string& path);
+// A folder the run may write files in (a swarm's failing variants).
+bool writable_dir(const std::filesystem::path& dir);
 std::vector<run_result> run_jobs(const std::vector<job>& jobs, const run_flags& f);
 // The folder a run's files go to: the one of --json, --junit or --timeline.
 std::filesystem::path output_dir(const run_flags& f);
+// This program's path.
+std::string self_program();
 // "PROGRAM run" (with --deterministic on the world): a replay line's start.
 std::string replay_prefix();
 // Shrinks a failed run to NAME.min.yaml in output_dir; its path, or empty.

@@ -16,6 +16,8 @@
 
 #include <CLI/CLI.hpp>
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -69,13 +71,13 @@ class progress_printer {
   std::mutex mutex_;
 };
 
+}  // namespace
+
 std::string self_program() {
   std::error_code ec;
   auto p = fs::read_symlink("/proc/self/exe", ec);
   return ec ? std::string() : p.string();
 }
-
-}  // namespace
 
 bool write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path);
@@ -89,17 +91,27 @@ bool write_file(const std::string& path, const std::string& text) {
 constexpr std::size_t trace_events_max = 1u << 20;
 
 bool writable_path(const std::string& path) {
-  const auto dir =
-      fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
   std::error_code ec;
-  if (!fs::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0 ||
-      fs::is_directory(path, ec)) {
-    std::cerr << "faultlane-sim: cannot write " << path << ": " << dir.string()
-              << (fs::is_directory(path, ec) ? " is a directory" : " is not a writable folder")
-              << "\n";
+  if (fs::is_directory(path, ec)) {
+    std::cerr << "faultlane-sim: cannot write " << path << ": it is a directory\n";
     return false;
   }
-  return true;
+  // Opened for appending, as the run will write it, then left as it was: a
+  // file that did not exist is removed again.
+  const bool existed = fs::exists(path, ec);
+  const bool opened = static_cast<bool>(std::ofstream(path, std::ios::app));
+  if (opened && !existed) fs::remove(path, ec);
+  if (!opened) {
+    std::cerr << "faultlane-sim: cannot write " << path << ": " << std::strerror(errno) << "\n";
+  }
+  return opened;
+}
+
+bool writable_dir(const fs::path& dir) {
+  if (::access(dir.c_str(), W_OK) == 0) return true;
+  std::cerr << "faultlane-sim: cannot write files in " << dir.string() << ": "
+            << std::strerror(errno) << "\n";
+  return false;
 }
 
 std::vector<run_result> run_jobs(const std::vector<job>& jobs, const run_flags& f) {

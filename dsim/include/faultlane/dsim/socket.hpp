@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "faultlane/core/unique_function.hpp"
+#include "faultlane/dsim/context_alive.hpp"
 #include "faultlane/dsim/network.hpp"
 
 namespace faultlane::dsim {
@@ -31,18 +32,23 @@ using io_handler = unique_function<void(std::error_code, std::size_t)>;
 using done_handler = unique_function<void(std::error_code)>;
 
 // A completion handler wrapped to be posted to its associated executor
-// (or `fallback`) with its arguments.
+// (or `fallback`) with its arguments, unless that executor's context is
+// gone.
 template <typename Handler, typename Fallback>
 io_handler posting_io(Handler h, const Fallback& fallback) {
   auto ex = asio::get_associated_executor(h, fallback);
-  return [h = std::move(h), ex](std::error_code ec, std::size_t n) mutable {
+  auto alive = alive_flag(ex);
+  return [h = std::move(h), ex, alive](std::error_code ec, std::size_t n) mutable {
+    if (!*alive) return;
     asio::post(ex, [h = std::move(h), ec, n]() mutable { std::move(h)(ec, n); });
   };
 }
 template <typename Handler, typename Fallback>
 done_handler posting_done(Handler h, const Fallback& fallback) {
   auto ex = asio::get_associated_executor(h, fallback);
-  return [h = std::move(h), ex](std::error_code ec) mutable {
+  auto alive = alive_flag(ex);
+  return [h = std::move(h), ex, alive](std::error_code ec) mutable {
+    if (!*alive) return;
     asio::post(ex, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
   };
 }
@@ -196,8 +202,7 @@ class acceptor : public asio::socket_base {
   using endpoint_type = endpoint;
 
   explicit acceptor(const executor_type& ex) : ex_(ex) {}
-  explicit acceptor(asio::io_context& context)
-      : acceptor(executor_type(context.get_executor())) {}
+  explicit acceptor(asio::io_context& context) : acceptor(executor_type(context.get_executor())) {}
   acceptor(const acceptor&) = delete;
   acceptor& operator=(const acceptor&) = delete;
   ~acceptor();
@@ -232,8 +237,7 @@ class acceptor : public asio::socket_base {
     return asio::async_initiate<Token, void(std::error_code, socket)>(
         [this, &context](auto handler) {
           auto ex = asio::get_associated_executor(handler, ex_);
-          start_accept(context, [h = std::move(handler), ex](std::error_code ec,
-                                                             socket s) mutable {
+          start_accept(context, [h = std::move(handler), ex](std::error_code ec, socket s) mutable {
             asio::post(ex, [h = std::move(h), ec, s = std::move(s)]() mutable {
               std::move(h)(ec, std::move(s));
             });
@@ -243,8 +247,7 @@ class acceptor : public asio::socket_base {
   }
 
  private:
-  void start_accept(asio::io_context& context,
-                    unique_function<void(std::error_code, socket)> done);
+  void start_accept(asio::io_context& context, unique_function<void(std::error_code, socket)> done);
   friend struct detail::listener;
 
   executor_type ex_;

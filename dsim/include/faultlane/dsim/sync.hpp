@@ -23,9 +23,9 @@
 #pragma once
 
 #include <chrono>
-#include <cstdio>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -98,12 +98,17 @@ class shared_mutex {
  public:
   void lock() {
     auto& w = world::current();
+    const auto me = w.in_fiber() ? w.current_fiber() : 0;
+    FL_ASSERT(!writer_ || writer_holder_ != me);  // relocked by its writer
     if (writer_ || readers_ != 0) (void)w.wait([this] { return !writer_ && readers_ == 0; });
     writer_ = true;
+    writer_holder_ = me;
   }
   bool try_lock() {
     if (writer_ || readers_ != 0) return false;
+    auto& w = world::current();
     writer_ = true;
+    writer_holder_ = w.in_fiber() ? w.current_fiber() : 0;
     return true;
   }
   void unlock() {
@@ -112,6 +117,7 @@ class shared_mutex {
   }
   void lock_shared() {
     auto& w = world::current();
+    FL_ASSERT(!writer_ || writer_holder_ != (w.in_fiber() ? w.current_fiber() : 0));
     if (writer_) (void)w.wait([this] { return !writer_; });
     ++readers_;
   }
@@ -127,6 +133,7 @@ class shared_mutex {
 
  private:
   bool writer_ = false;
+  std::uint64_t writer_holder_ = 0;  // the fiber that writes (0: the driver's stack)
   std::size_t readers_ = 0;
 };
 

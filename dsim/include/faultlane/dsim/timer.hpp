@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "faultlane/core/unique_function.hpp"
+#include "faultlane/dsim/context_alive.hpp"
 #include "faultlane/dsim/world.hpp"
 
 namespace faultlane::dsim {
@@ -69,11 +70,18 @@ class basic_timer {
         [this](auto handler) {
           auto wait = std::make_shared<pending>();
           auto ex = asio::get_associated_executor(handler, ex_);
-          wait->handler = [h = std::move(handler), ex](std::error_code ec) mutable {
+          // Dropped, as Asio drops it, if the context is gone by then.
+          auto alive = detail::alive_flag(ex);
+          wait->handler = [h = std::move(handler), ex, alive](std::error_code ec) mutable {
+            if (!*alive) return;
             asio::post(ex, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
           };
           std::weak_ptr<pending> weak = wait;
           wait->event = world::current().at(expiry_, [this, weak] { fire(weak); });
+          detail::context_alive_of(ex).on_shutdown(wait, [](void* p) {
+            // Moved out first: destroying it may destroy this timer's owner.
+            auto h = std::move(static_cast<pending*>(p)->handler);
+          });
           waits_.push_back(std::move(wait));
         },
         token);
@@ -98,8 +106,9 @@ class basic_timer {
     complete(std::move(wait->handler), std::error_code());
   }
 
+  // An empty handler was dropped when its context shut down.
   static void complete(unique_function<void(std::error_code)> handler, std::error_code ec) {
-    handler(ec);
+    if (handler) handler(ec);
   }
 
   executor_type ex_;

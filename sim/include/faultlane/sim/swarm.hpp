@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "faultlane/sim/report.hpp"
 #include "faultlane/sim/scenario.hpp"
 
 namespace faultlane::sim {
@@ -44,15 +45,40 @@ std::vector<std::uint64_t> shard_seeds(seed_range range, shard part);
 // marks `optional: true` is left out with probability 1/2 and otherwise
 // has its probability drawn log-uniformly between a quarter and four
 // times the file's (at most 1). A fault an event or `expect.faults` names
-// is always kept. Faults the file requires are as written: the scenario's
-// expectations hold for them. The same (scenario, seed) gives the same
-// variant everywhere.
+// stays as written, and so do the faults the file requires: the
+// scenario's expectations hold for them. The same (scenario, seed) gives
+// the same variant everywhere.
 scenario swarm_variant(const scenario& s, std::uint64_t seed);
+// The faults swarm_variant may change: optional ones no event or
+// expectation names.
+std::size_t swarm_faults(const scenario& s);
 
-// Shard reports (faultlane-sim --json) merged into one, its runs in
+// What a swarm report says about the swarm that wrote it, so that merge
+// can tell whether its inputs are the shards of one swarm.
+struct swarm_meta {
+  std::string scenario;
+  seed_range seeds;
+  shard part;
+};
+// The --json report of a swarm: its runs, and the swarm (scenario, seeds,
+// shard).
+std::string swarm_report(const std::vector<run_result>& runs, const swarm_meta& meta);
+
+// Shard reports (faultlane-sim swarm --json) merged into one, its runs in
 // (scenario, seed) order: equal, wall-clock fields aside, to the report of
-// one run over every seed. An error names the first input that is not a
-// report, or a run two inputs both have.
-result<std::string> merge_reports(const std::vector<std::string>& reports);
+// one swarm over every seed. The inputs must be every shard of one swarm
+// (the same scenario, seeds and shard count, each shard once); reports
+// without a swarm (faultlane-sim run --json) merge with no such check. An
+// error names the input: not a report, a shard of another swarm, a shard
+// given twice or missing, a run two inputs both have.
+struct named_report {
+  std::string name;  // a file name, for errors
+  std::string text;
+};
+struct merged_report {
+  std::string text;
+  std::size_t runs = 0;
+};
+result<merged_report> merge_reports(const std::vector<named_report>& reports);
 
 }  // namespace faultlane::sim
