@@ -13,52 +13,15 @@
 namespace faultlane::sim {
 namespace {
 
-const char* planted = R"(
-# Eight faults and three events; only the lost ACK exposes the planted replay.
-transports:
-  - name: client
-    config: {progress_timeout_ms: 250, connections_per_peer: 1, reconnect_cooldown_ms: 10}
-  - {name: server}
-regions:
-  - {name: data, transport: server, size: 256KiB}
-links:
-  - initiator: client
-    target: server
-    faults:
-      - {type: latency, dir: up, ms: 1, name: lat_up}
-      - {type: slicer, dir: down, size: 700, variation: 300, delay_us: 0, name: slicer_down}
-      - {type: bandwidth, dir: up, bytes_per_s: 100000000, name: wide_up}
-      - {type: drop_frame, dir: down, opcode: write, count: 1, name: ack_lost}
-      - {type: slow_close, dir: down, ms: 1, name: slow_fin, optional: true}
-      - {type: reset, dir: up, frame: 100000, name: late_reset, optional: true}
-      - {type: stall, dir: down, frame: 100000, name: late_stall, optional: true}
-      - {type: corrupt, dir: up, field: reserved, frame: 100000, name: late_corrupt, optional: true}
-workload:
-  - name: writes
-    from: client
-    region: data
-    ops: {read: 1, write: 1}
-    size: [1KiB, 4KiB]
-    count: 12
-    allow: [ok, ambiguous_write, connection_failed]  # drop_connections may cut an op
-events:
-  - at: {phase: fault}
-    do: arm
-    failpoint: {name: planted.replay_ambiguous_write, action: return_error, count: 1}
-  - {at: {stream: writes, ops: 4}, do: drop_connections, transport: client, target: server}
-  - at: {stream: writes, ops: 6}
-    do: add_fault
-    link: client-server-r0
-    fault: {type: latency, dir: down, ms: 1, name: added_lat}
-  - {at: {stream: writes, ops: 8}, do: remove_fault, link: client-server-r0, fault: added_lat}
-expect:
-  checkers:
-    slice_coverage: {run: false, reason: "one rail"}
-)";
+// The schedule: eight faults and three events, and the event that arms the
+// planted bug.
+std::string planted() {
+  return test::read_file(std::string(FAULTLANE_SOURCE_DIR) + "/sim/tests/planted_replay.yaml");
+}
 
 TEST(shrink, a_planted_replay_shrinks_to_the_one_fault_that_exposes_it) {
   if (!failpoints_available()) GTEST_SKIP() << "the planted bug needs failpoints";
-  auto s = parse_scenario(planted, "planted.yaml");
+  auto s = parse_scenario(planted(), "planted.yaml");
   ASSERT_TRUE(s.ok()) << s.error().message;
   ASSERT_EQ(s.value().links.front().faults.size(), 8u);
   ASSERT_EQ(s.value().events.size(), 4u);
@@ -107,7 +70,7 @@ TEST(shrink, the_same_failure_means_the_same_evidence_numbers_aside) {
 
 TEST(shrink, without_the_planted_bug_the_same_schedule_passes) {
   if (!failpoints_available()) GTEST_SKIP() << "the planted bug needs failpoints";
-  auto s = parse_scenario(planted, "planted.yaml");
+  auto s = parse_scenario(planted(), "planted.yaml");
   ASSERT_TRUE(s.ok()) << s.error().message;
   auto healthy = s.value();
   healthy.events.erase(healthy.events.begin());  // no arm: the core as shipped

@@ -70,7 +70,7 @@ TEST(sim_on_world_power, the_swarm_at_500ms_catches_the_planted_replay_on_every_
 // planted_replay.yaml: eight faults and three events, of which only the
 // lost ACK exposes the planted replay.
 std::string shrink_schedule() {
-  return test::read_file(std::string(FAULTLANE_SOURCE_DIR) + "/sim/tests_dsim/planted_replay.yaml");
+  return test::read_file(std::string(FAULTLANE_SOURCE_DIR) + "/sim/tests/planted_replay.yaml");
 }
 
 TEST(sim_on_world_power, the_planted_replay_is_caught_and_shrunk_with_one_run_per_candidate) {

@@ -176,7 +176,7 @@ TEST(swarm, shard_reports_merged_equal_the_report_of_one_run) {
 TEST(swarm, a_failing_seed_is_written_as_the_file_its_replay_line_runs_and_shrunk) {
   // The shrink test's schedule, with the planted replay bug: every seed fails.
   const auto text =
-      test::read_file(std::string(FAULTLANE_SOURCE_DIR) + "/sim/tests_dsim/planted_replay.yaml");
+      test::read_file(std::string(FAULTLANE_SOURCE_DIR) + "/sim/tests/planted_replay.yaml");
   const auto file = test::write_temp("planted.yaml", text);
   const auto dir = std::filesystem::path(file).parent_path();
   const auto json = (dir / "planted-swarm.json").string();
