@@ -4,8 +4,8 @@
 // methods post to it. A call is pending from call_async until its callback
 // ran, and at any moment is in one place: waiting to be sent (`unsent_`),
 // or sent on the current connection (`sent_`).
-#include "faultlane/core/net.hpp"
 #include "faultlane/core/rpc_client.hpp"
+#include "faultlane/core/net.hpp"
 
 #include <fmt/format.h>
 #include <pthread.h>
@@ -51,10 +51,14 @@ class client::impl : public std::enable_shared_from_this<client::impl> {
       : options(o), socket(io), connect_timer(io), attempt_timer(io), retry_timer(io) {}
 
   void start() {
-    thread = net::thread([this] {
-      pthread_setname_np(pthread_self(), "fl-rpc-client");
-      io.run();
-    });
+    if constexpr (net::simulated) {
+      net::world_runs(io, "rpc-client");  // the world runs it, as a shard's
+    } else {
+      thread = net::thread([this] {
+        pthread_setname_np(pthread_self(), "fl-rpc-client");
+        io.run();
+      });
+    }
   }
   void stop();
 
@@ -375,7 +379,7 @@ void client::impl::complete(std::uint64_t id, result<std::vector<std::byte>> r) 
 }
 
 void client::impl::stop() {
-  FL_ASSERT(std::this_thread::get_id() != thread.get_id());  // not from a callback
+  FL_ASSERT(!io.get_executor().running_in_this_thread());  // not from a callback
   auto finished = std::make_shared<std::promise<void>>();
   auto done = finished->get_future();
   asio::post(io, [self = shared_from_this(), finished] {
@@ -400,6 +404,8 @@ void client::impl::stop() {
   // made from a cancelled call's callback is answered cancelled, not lost.
   guard.reset();
   if (thread.joinable()) thread.join();
+  // On the world: what the close left ready runs, then the world lets go.
+  if constexpr (net::simulated) net::world_drains(io);
 }
 
 result<std::unique_ptr<client>> client::create(const client_options& o) {
@@ -449,7 +455,10 @@ result<std::vector<std::byte>> client::call(std::string_view method,
   auto future = answer->get_future();
   call_async(std::string(method), std::vector<std::byte>(body.begin(), body.end()),
              [answer](result<std::vector<std::byte>> r) { answer->set_value(std::move(r)); });
-  return future.get();  // the io thread ends every call by its overall bound
+  // The io thread ends every call by its overall bound (on the world the
+  // wait runs it meanwhile).
+  (void)net::wait_ready(future, clock_type::time_point::max());
+  return future.get();
 }
 
 client_counters client::counters() const {

@@ -26,12 +26,13 @@ rpc_worker_pool::rpc_worker_pool(std::size_t threads, std::size_t queue_max)
   FL_ASSERT(queue_max > 0);
   threads_.reserve(threads);
   for (std::size_t i = 0; i < threads; ++i) {
-    threads_.emplace_back([s = state_, i] {
-      const auto name = "fl-rpc-" + std::to_string(i);
-      pthread_setname_np(pthread_self(), name.c_str());
-      // Linux applies the nice value to this thread only; raising it needs
-      // no privilege. A failure leaves the default, which is only slower.
-      (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), worker_nice);
+    threads_.emplace_back([s = state_, name = "fl-rpc-" + std::to_string(i)] {
+      if constexpr (!net::simulated) {  // a fiber on the world is no OS thread
+        pthread_setname_np(pthread_self(), name.c_str());
+        // Linux applies the nice value to this thread only; raising it needs
+        // no privilege. A failure leaves the default, which is only slower.
+        (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), worker_nice);
+      }
       run(s);
     });
   }
@@ -44,7 +45,7 @@ rpc_worker_pool::~rpc_worker_pool() {
     // The last job of a server may release the server, and this pool with
     // it, on a worker: that thread cannot join itself. It touches only the
     // shared state from here on, and returns (the queue is closed).
-    if (t.get_id() == std::this_thread::get_id()) {
+    if (t.get_id() == net::this_worker_id()) {
       t.detach();
     } else {
       t.join();
@@ -96,7 +97,7 @@ bool rpc_worker_pool::stop(net::clock::time_point deadline) {
   // A worker releasing the pool's owner waits here for itself: count it out.
   const bool on_worker = [&] {
     for (const auto& t : threads_) {
-      if (t.get_id() == std::this_thread::get_id()) return true;
+      if (t.get_id() == net::this_worker_id()) return true;
     }
     return false;
   }();

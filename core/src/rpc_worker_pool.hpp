@@ -65,7 +65,7 @@ class rpc_worker_pool {
 
   const std::size_t queue_max_;
   std::shared_ptr<state> state_;
-  std::vector<net::thread> threads_;
+  std::vector<net::worker_thread> threads_;
 };
 
 }  // namespace faultlane::rpc

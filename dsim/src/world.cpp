@@ -141,7 +141,7 @@ bool world::run_one_handler() {
     }
     // poll_one may add or remove contexts: the slot is read before it.
     auto* context = contexts_[i].context;
-    if (context->stopped()) continue;
+    if (context->stopped() || contexts_[i].busy_until > now_) continue;
     std::size_t ran = 0;
     {
       flag_scope in_step(in_step_);
@@ -149,10 +149,30 @@ bool world::run_one_handler() {
     }
     if (ran > 0) {
       record("step", i);
+      // The handler may have added or removed contexts: find its slot again.
+      for (std::size_t k = 0; load_.on() && k < contexts_.size(); ++k) {
+        if (contexts_[k].context == context) charge(contexts_[k], k);
+      }
       return true;
     }
   }
   return false;
+}
+
+// What the handler just run cost its context under the load model. The
+// context is busy until then; an empty event there moves virtual time on
+// when nothing else is ready.
+void world::charge(context_slot& slot, std::size_t index) {
+  auto cost = clock::duration(draw(0, static_cast<std::uint64_t>(load_.handler_cost_max.count())));
+  if (load_.hiccup_probability > 0 && chance(load_.hiccup_probability)) {
+    const auto most = static_cast<std::uint64_t>(load_.hiccup_max.count());
+    const auto hiccup = clock::duration(draw(most / 2, most));
+    record("hiccup", index, static_cast<std::uint64_t>(hiccup.count()));
+    cost += hiccup;
+  }
+  if (cost <= clock::duration::zero()) return;
+  slot.busy_until = now_ + cost;
+  at(slot.busy_until, [] {});
 }
 
 bool world::run_next_event() {

@@ -139,6 +139,7 @@ void scenario_run::run_caller(const caller_spec& spec, std::size_t client) {
       full = h.calls.size() >= calls_max;
       if (!full) h.calls.push_back(std::move(r));
     });
+    caller_call_ended(spec);
     if (full) {
       return fail_all(error{status::invalid_argument,
                             fmt::format("more than {} calls in the run: the history stopped "

@@ -43,6 +43,17 @@ void scenario_run::fire_phase_events(trigger_kind kind, const std::string& phase
   }
 }
 
+void scenario_run::caller_call_ended(const caller_spec& caller) {
+  const auto index = static_cast<std::size_t>(&caller - s_.control.data());
+  // Each count is reached by exactly one call, whichever client made it.
+  const auto ended = calls_ended_.at(index).fetch_add(1, std::memory_order_acq_rel) + 1;
+  for (const auto& e : s_.events) {
+    if (e.when == trigger_kind::caller_calls && e.caller == caller.name && e.calls == ended) {
+      fire(e);
+    }
+  }
+}
+
 void scenario_run::poll_fault_events() {
   for (const auto& e : s_.events) {
     if (e.when == trigger_kind::fault_fired && fault_fired(e.fault) >= e.times) fire(e);

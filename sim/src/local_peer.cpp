@@ -26,13 +26,13 @@ transport_config runner_config(const transport_spec& spec, std::uint32_t node) {
   c.rpc_bind_address = "127.0.0.1";
   c.rpc_port = 0;
   if (node != 0) {
-    // The control plane is not on the world yet: a scenario that uses it
-    // is refused when it loads in that build (docs/dsim.md).
-    c.rpc_enabled = false;
+    // On the world, a node of its own: its rails' addresses, and its
+    // control plane on the first.
     c.bind_address.clear();
     for (std::size_t r = 0; r < spec.rails; ++r) {
       c.rail_addresses.push_back(fmt::format("127.0.{}.{}", node, r + 1));
     }
+    c.rpc_bind_address = c.rail_addresses.front();
     return c;
   }
   if (spec.rails > 1) {
@@ -152,8 +152,8 @@ class local_peer final : public peer {
     const auto addresses = runner_config(spec_, node_).rail_addresses;
     for (const auto& a : addresses) network.crash(asio::ip::make_address(a));
     stop();
-    threads::sleep_for(std::chrono::microseconds(
-        world.draw(process_start_us_min, process_start_us_max)));
+    threads::sleep_for(
+        std::chrono::microseconds(world.draw(process_start_us_min, process_start_us_max)));
     for (const auto& a : addresses) network.revive(asio::ip::make_address(a));
     return true;
   }

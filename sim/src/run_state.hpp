@@ -126,6 +126,9 @@ class scenario_run {
   void fire_stream_events(const std::string& stream, std::uint64_t from, std::uint64_t to);
   void fire_phase_events(trigger_kind kind, const std::string& phase);
   void poll_fault_events();
+  // After a call of `caller` ended: fires what its count of ended calls
+  // triggers.
+  void caller_call_ended(const caller_spec& caller);
   void heal();
   std::uint64_t fault_fired(const std::string& name) const;
 
@@ -181,7 +184,8 @@ class scenario_run {
       const std::string& name);  // every fault name a relay got, added ones included
 
   threads::mutex events_mutex_;
-  std::vector<bool> fired_;  // by event index
+  std::vector<bool> fired_;                              // by event index
+  std::vector<std::atomic<std::uint64_t>> calls_ended_;  // by caller index
   std::atomic<bool> timed_out_{false};
 
   // Every relay: each pair's rails, then the control links.

@@ -49,7 +49,12 @@ std::string relay_name(const pair_slot& p, std::size_t rail) {
 }  // namespace
 
 scenario_run::scenario_run(const scenario& s, const run_options& o)
-    : s_(s), o_(o), seed_(o.seed), rec_(o.record), fired_(s.events.size(), false) {
+    : s_(s),
+      o_(o),
+      seed_(o.seed),
+      rec_(o.record),
+      fired_(s.events.size(), false),
+      calls_ended_(s.control.size()) {
   for (const auto& r : s_.regions) regions_[r.name] = &r;
   phases_ = s_.phases;
   if (phases_.empty()) {
@@ -243,9 +248,8 @@ result<void> scenario_run::setup() {
       // own; a child's SIGKILL is a crash of that node (local_peer::kill).
       slot->p = make_local_peer(spec, rec_, {}, node);
     } else {
-      slot->p = spec.process == process_kind::child
-                    ? make_child_peer(spec, rec_, o_.child_program)
-                    : make_local_peer(spec, rec_);
+      slot->p = spec.process == process_kind::child ? make_child_peer(spec, rec_, o_.child_program)
+                                                    : make_local_peer(spec, rec_);
     }
     if (auto r = start_transport(*slot, 0, true); !r) {
       return error{r.code(), fmt::format("transport {}: {}", spec.name, r.error().message)};

@@ -22,6 +22,22 @@ constexpr auto poll_interval = std::chrono::milliseconds(5);
 constexpr auto stats_interval_us = 200'000;
 constexpr std::uint64_t liveness_probe_ops = 4;
 
+// `load:` on the simulated world, or a note that real time has the
+// machine's own; the text is the run's note.
+std::string apply_load(const load_spec& load) {
+#if defined(FAULTLANE_DSIM)
+  dsim::world::current().set_load({.handler_cost_max = std::chrono::microseconds(load.cost_us),
+                                   .hiccup_probability = load.hiccup_probability,
+                                   .hiccup_max = std::chrono::milliseconds(load.hiccup_ms)});
+  return fmt::format("load: every handler up to {} us, hiccups of {:g}..{} ms with probability {}",
+                     load.cost_us, load.hiccup_ms / 2.0, load.hiccup_ms, load.hiccup_probability);
+#else
+  (void)load;
+  return "load: modelled on the simulated world only (docs/dsim.md); this real-time run has "
+         "the machine's own load";
+#endif
+}
+
 }  // namespace
 
 // A thread for each stream of the phase and each client of its callers.
@@ -229,6 +245,7 @@ run_result scenario_run::run() {
     rec_.add_mark("note", fmt::format("perturbation: probability {}, max_us {}",
                                       s_.perturb->probability, s_.perturb->max_us));
   }
+  if (s_.load) rec_.add_mark("note", apply_load(*s_.load));
   if (auto ok = setup(); !ok) {
     error_ = "setup: " + ok.error().message;
   } else {

@@ -37,19 +37,58 @@ result<event_action> read_action(const reader& rd, const YAML::Node& node,
                              text.value()));
 }
 
+// {caller: NAME, calls: N}: after the N-th call of a `control:` caller
+// ended (any of its clients), whatever it ended with.
+result<void> read_caller_trigger(const builder& b, event_spec& e, const YAML::Node& node,
+                                 const std::string& path) {
+  const reader& rd = b.rd;
+  const auto c = node["caller"];
+  if (!c) {
+    if (node["calls"]) return rd.fail(node["calls"], key_path(path, "calls"), "only with caller:");
+    return {};
+  }
+  e.when = trigger_kind::caller_calls;
+  auto name = rd.text(c, key_path(path, "caller"));
+  if (!name.ok()) return name.error();
+  const caller_spec* caller = b.caller(name.value());
+  if (caller == nullptr) {
+    return rd.fail(c, key_path(path, "caller"), fmt::format("no caller '{}'", name.value()));
+  }
+  e.caller = caller->name;
+  auto calls_node = rd.required(node, path, "calls");
+  if (!calls_node.ok()) return calls_node.error();
+  auto calls = rd.integer(calls_node.value(), key_path(path, "calls"), 1, UINT64_MAX);
+  if (!calls.ok()) return calls.error();
+  const std::uint64_t most =
+      (caller->count != 0 ? caller->count : bounds::caller_calls_max) * caller->clients;
+  if (calls.value() > most) {
+    return rd.fail(calls_node.value(), key_path(path, "calls"),
+                   fmt::format("{} is above the {} calls caller '{}' makes, so this never "
+                               "triggers",
+                               calls.value(), most, caller->name));
+  }
+  e.calls = calls.value();
+  return {};
+}
+
 result<void> read_trigger(const builder& b, event_spec& e, const YAML::Node& node,
                           const std::string& path, std::vector<pending_fault_trigger>& pending) {
   const reader& rd = b.rd;
-  if (auto r = rd.mapping(node, path, {"stream", "ops", "fault", "times", "phase", "after_phase"});
+  if (auto r = rd.mapping(
+          node, path,
+          {"stream", "ops", "fault", "times", "phase", "after_phase", "caller", "calls"});
       !r) {
     return r;
   }
   const int forms = int(node["stream"].IsDefined()) + int(node["fault"].IsDefined()) +
-                    int(node["phase"].IsDefined()) + int(node["after_phase"].IsDefined());
+                    int(node["phase"].IsDefined()) + int(node["after_phase"].IsDefined()) +
+                    int(node["caller"].IsDefined());
   if (forms != 1) {
     return rd.fail(node, path,
-                   "needs exactly one of {stream, ops}, {fault, times}, {phase}, {after_phase}");
+                   "needs exactly one of {stream, ops}, {fault, times}, {phase}, {after_phase}, "
+                   "{caller, calls}");
   }
+  if (auto r = read_caller_trigger(b, e, node, path); !r) return r;
   if (const auto s = node["stream"]) {
     e.when = trigger_kind::stream_ops;
     auto name = rd.text(s, key_path(path, "stream"));

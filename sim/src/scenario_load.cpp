@@ -39,6 +39,34 @@ std::string opening_comment(std::string_view text) {
   return out;
 }
 
+result<load_spec> read_load(const detail::reader& rd, const YAML::Node& n) {
+  if (auto r = rd.mapping(n, "load", {"cost_us", "hiccup_probability", "hiccup_ms"}); !r) {
+    return r.error();
+  }
+  load_spec load;
+  if (const auto v = n["cost_us"]) {
+    auto us = rd.integer(v, "load.cost_us", 0, bounds::load_cost_us_max);
+    if (!us.ok()) return us.error();
+    load.cost_us = static_cast<std::uint32_t>(us.value());
+  }
+  if (const auto v = n["hiccup_probability"]) {
+    auto p = rd.number(v, "load.hiccup_probability", 0, 1);
+    if (!p.ok()) return p.error();
+    load.hiccup_probability = p.value();
+  }
+  if (const auto v = n["hiccup_ms"]) {
+    auto ms = rd.integer(v, "load.hiccup_ms", 0, bounds::load_hiccup_ms_max);
+    if (!ms.ok()) return ms.error();
+    load.hiccup_ms = static_cast<std::uint32_t>(ms.value());
+  }
+  // Half a hiccup is a mistake: one that never comes, or one of no length.
+  if ((load.hiccup_probability > 0) != (load.hiccup_ms > 0)) {
+    return rd.fail(n, "load",
+                   "hiccup_probability and hiccup_ms go together: give both above 0, or neither");
+  }
+  return load;
+}
+
 result<void> read_header(builder& b, const YAML::Node& root) {
   const detail::reader& rd = b.rd;
   scenario& s = b.s;
@@ -94,39 +122,32 @@ result<void> read_header(builder& b, const YAML::Node& root) {
     }
     s.perturb = p;
   }
+  if (const auto n = root["load"]) {
+    auto load = read_load(rd, n);
+    if (!load.ok()) return load.error();
+    s.load = load.value();
+  }
   return {};
 }
 
 #if defined(FAULTLANE_DSIM)
-// What the simulated world cannot run yet, refused where the file asks for
-// it rather than run wrongly (docs/dsim.md, "What runs on the world").
+// What the simulated world cannot run, refused where the file asks for it
+// rather than run wrongly (docs/dsim.md, "What runs on the world").
 result<void> refuse_unsimulated(const builder& b, const YAML::Node& root) {
-  constexpr std::string_view control_plane =
-      "the control plane is not on the simulated world yet: this scenario runs in the "
-      "real-time build (docs/dsim.md)";
   if (b.s.timing) {
     return b.rd.fail(root["timing"], "timing",
                      "its latency bounds are real time; the simulated world's time is virtual: "
                      "this scenario runs in the real-time build (docs/dsim.md)");
-  }
-  if (const auto n = root["control"]) return b.rd.fail(n, "control", control_plane);
-  if (const auto links = root["links"]) {
-    for (std::size_t i = 0; i < links.size(); ++i) {
-      const auto flag = links.IsSequence() ? links[i]["control"] : YAML::Node();
-      if (flag && flag.IsScalar() && flag.as<bool>(false)) {
-        return b.rd.fail(flag, detail::item_path("links", i) + ".control", control_plane);
-      }
-    }
   }
   return {};
 }
 #endif
 
 result<void> read_sections(builder& b, const YAML::Node& root) {
-  if (auto r =
-          b.rd.mapping(root, "",
-                       {"name", "tags", "seed", "timeout_ms", "timing", "perturb", "transports",
-                        "regions", "links", "workload", "control", "events", "phases", "expect"});
+  if (auto r = b.rd.mapping(
+          root, "",
+          {"name", "tags", "seed", "timeout_ms", "timing", "perturb", "load", "transports",
+           "regions", "links", "workload", "control", "events", "phases", "expect"});
       !r) {
     return r;
   }

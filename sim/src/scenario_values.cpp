@@ -138,6 +138,7 @@ std::string_view to_string(trigger_kind k) noexcept {
     case trigger_kind::fault_fired: return "fault";
     case trigger_kind::phase_start: return "phase";
     case trigger_kind::phase_end: return "after_phase";
+    case trigger_kind::caller_calls: return "caller";
   }
   return "unknown";
 }

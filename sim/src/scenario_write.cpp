@@ -170,6 +170,8 @@ std::string trigger_flow(const event_spec& e) {
       return fmt::format("{{fault: {}, times: {}}}", e.fault, e.times);
     case trigger_kind::phase_start: return fmt::format("{{phase: {}}}", e.phase);
     case trigger_kind::phase_end: return fmt::format("{{after_phase: {}}}", e.phase);
+    case trigger_kind::caller_calls:
+      return fmt::format("{{caller: {}, calls: {}}}", e.caller, e.calls);
   }
   return "{}";
 }
@@ -238,6 +240,10 @@ std::string to_yaml(const scenario& s) {
   if (s.perturb) {
     out.push_back(fmt::format("perturb: {{probability: {}, max_us: {}}}", s.perturb->probability,
                               s.perturb->max_us));
+  }
+  if (s.load) {
+    out.push_back(fmt::format("load: {{cost_us: {}, hiccup_probability: {}, hiccup_ms: {}}}",
+                              s.load->cost_us, s.load->hiccup_probability, s.load->hiccup_ms));
   }
   write_topology(s, out);
   write_streams(s, out);

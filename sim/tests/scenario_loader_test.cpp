@@ -184,6 +184,7 @@ void expect_same(const scenario& a, const scenario& b) {
   EXPECT_EQ(a.seed, b.seed);
   EXPECT_EQ(a.timeout_ms, b.timeout_ms);
   EXPECT_EQ(a.perturb, b.perturb);
+  EXPECT_EQ(a.load, b.load);
   EXPECT_EQ(a.needs_failpoints, b.needs_failpoints);
   EXPECT_EQ(a.transports, b.transports);  // compares the config, not the mark
   ASSERT_EQ(a.regions.size(), b.regions.size());
@@ -266,6 +267,7 @@ TEST(ScenarioLoader, ToYamlRoundTrips) {
     s.expect.checkers_off["bounds"] = "a \"quoted\" reason: with a colon\nand a line";
     s.streams[0].start_deadline_ms = 250;
     s.perturb = perturb_spec{.probability = 0.25, .max_us = 30};
+    s.load = load_spec{.cost_us = 40, .hiccup_probability = 0.125, .hiccup_ms = 300};
     for (auto& e : s.events) e.failpoint_optional = e.action == event_action::arm;
     const std::string text = to_yaml(s);
     auto back = parse_scenario(text, s.file);

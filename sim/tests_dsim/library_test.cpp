@@ -45,9 +45,7 @@ TEST(sim_on_world, every_library_scenario_passes_on_the_world_or_is_refused_at_l
   }
   // What docs/dsim.md says is refused, and nothing else.
   EXPECT_EQ(refused,
-            (std::set<std::string>{"control_open_by_address", "control_reset_during_describe",
-                                   "control_restart_redescribed", "control_stalled_connection",
-                                   "ping_while_inline_starved", "ping_while_pool_saturated"}));
+            (std::set<std::string>{"ping_while_inline_starved", "ping_while_pool_saturated"}));
   EXPECT_EQ(ran, (files.size() - refused.size()) * 4);
 }
 

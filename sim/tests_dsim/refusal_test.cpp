@@ -1,11 +1,14 @@
-// What the simulated world cannot run is refused when the file loads, at
-// the key's line, never run wrongly; the program's bad input ends with
+// What the simulated world cannot run (real-time latency bounds) is refused
+// when the file loads, at the key's line, never run wrongly; what it now
+// runs (the control plane) loads; the program's bad input ends with
 // exit 2 before anything runs.
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "../tests/program_run.hpp"
+#include "faultlane/sim/report.hpp"
+#include "faultlane/sim/runner.hpp"
 #include "faultlane/sim/scenario.hpp"
 
 namespace faultlane::sim {
@@ -32,17 +35,22 @@ TEST(sim_on_world_refusal, a_timing_scenario_is_refused_at_its_timing_key) {
   EXPECT_EQ(refusal(std::string("timing: false\n") + head), "loaded");
 }
 
-TEST(sim_on_world_refusal, control_callers_are_refused_at_their_section) {
-  const auto why = refusal(std::string(head) +
-                           "control:\n  - {name: c, from: a, to: b, method: ping, count: 1}\n");
-  EXPECT_NE(why.find("f.yaml:9:3: control:"), std::string::npos) << why;
-  EXPECT_NE(why.find("control plane is not on the simulated world"), std::string::npos) << why;
-}
-
-TEST(sim_on_world_refusal, a_control_link_is_refused_at_its_flag) {
-  const auto why = refusal(std::string(head) + "links:\n  - {target: b, control: true}\n");
-  EXPECT_NE(why.find("links[0].control"), std::string::npos) << why;
-  EXPECT_NE(why.find("f.yaml:9:"), std::string::npos) << why;
+// The control plane is on the world: its callers and a control link load,
+// and a caller's calls pass through the relay on the link.
+TEST(sim_on_world_refusal, control_callers_and_a_control_link_load_and_run) {
+  const auto text = std::string(head) +
+                    "links:\n  - {initiator: a, target: b, control: true}\n"
+                    "control:\n  - {name: c, target: b, method: describe, count: 5}\n";
+  auto s = parse_scenario(text, "f.yaml");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  run_options o;
+  o.seed = 4;
+  const auto r = run_scenario(s.value(), o);
+  EXPECT_TRUE(r.passed) << failure_text(r);
+  ASSERT_EQ(r.callers.size(), 1u);
+  EXPECT_EQ(r.callers[0].calls, 5u);
+  EXPECT_EQ(r.callers[0].by_status.at(status::ok), 5u);
+  EXPECT_GT(r.virtual_seconds, 0);
 }
 
 TEST(sim_on_world_refusal, a_trace_that_cannot_be_written_is_exit_2_before_any_run) {

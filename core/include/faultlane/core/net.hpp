@@ -8,8 +8,10 @@
 // (docs/dsim.md). The normal build gets Asio's TCP types, the steady clock,
 // OS threads and Linux's calls, as aliases and inline functions, so no call
 // costs more than before the seam. The dsim build (FAULTLANE_DSIM) gets the
-// world's: dsim::socket, dsim::clock, waits that pump the world, and a
-// thread type whose start is an assertion failure.
+// world's: dsim::socket, dsim::clock, waits that pump the world, a thread
+// type whose start is an assertion failure (net::thread: a shard's, a
+// relay's), and fibers for the threads of control that wait
+// (net::worker_thread: the control plane's workers).
 //
 // Kept here, by name, are the calls that bypass Asio on the hot path:
 //   send_now_raw         one non-blocking sendmsg that never raises SIGPIPE
@@ -49,7 +51,10 @@ using acceptor = dsim::acceptor;
 using timer = dsim::timer;
 using shard_timer = dsim::basic_timer<asio::io_context::executor_type>;
 using thread = dsim::no_thread;
+using worker_thread = dsim::fiber_thread;
 using condition_variable = dsim::condition_variable;
+// The worker_thread running now: a fiber's id (0 on the driver's stack).
+inline worker_thread::id this_worker_id() { return worker_thread::current(); }
 
 // A non-blocking write of the message's bytes: what the connection takes now.
 inline std::ptrdiff_t send_now_raw(socket& s, const msghdr& message) {
@@ -158,7 +163,9 @@ using timer = asio::steady_timer;
 using shard_timer =
     asio::basic_waitable_timer<clock, asio::wait_traits<clock>, asio::io_context::executor_type>;
 using thread = std::thread;
+using worker_thread = std::thread;
 using condition_variable = std::condition_variable;
+inline std::thread::id this_worker_id() noexcept { return std::this_thread::get_id(); }
 
 // One sendmsg(2) that never waits and never raises SIGPIPE: the bytes sent,
 // or -errno (EINTR retried here; EAGAIN when the socket buffer is full).

@@ -15,8 +15,9 @@
 // fiber that holds it, or from a handler, is an assertion failure, where
 // std::mutex would hang the world's one thread.
 //
-// fiber_thread: the runner's thread type in the dsim build: a fiber on the
-// world (world::spawn), joined by waiting for it to end.
+// fiber_thread: a thread of control that waits in the dsim build (the
+// runner's threads, the control plane's workers: net::worker_thread): a
+// fiber on the world (world::spawn), joined by waiting for it to end.
 //
 // no_thread: the type net::thread names in the dsim build. Starting one is
 // an assertion failure (DESIGN 3.5: code on the world starts no OS thread).
@@ -153,7 +154,15 @@ class fiber_thread {
   fiber_thread& operator=(const fiber_thread&) = delete;
   ~fiber_thread() { FL_ASSERT(id_ == 0); }  // as std::thread: joined first
 
+  using id = world::fiber_id;
   bool joinable() const noexcept { return id_ != 0; }
+  // 0 (never a fiber's) once joined or detached.
+  id get_id() const noexcept { return id_; }
+  // The fiber runs on and is gone when it returns (the world forgets a
+  // finished fiber).
+  void detach() noexcept { id_ = 0; }
+  // The fiber running now (0: the driver's stack), to compare with get_id().
+  static id current() { return world::current().current_fiber(); }
   void join() {
     FL_ASSERT(id_ != 0);
     // Joined even when the fiber's exception comes out of the wait.

@@ -64,6 +64,25 @@ struct trace_event {
   std::uint64_t b = 0;
 };
 
+// A seeded load model (docs/dsim.md, "Load"): what the machine's load does
+// to a context, drawn from the world's seed. Every handler a context runs
+// costs it CPU time, and now and then a long hiccup (the thread descheduled,
+// a page-fault storm, a pause); meanwhile that context runs nothing else,
+// while the other contexts, each on a core of its own, go on. Off (all zero)
+// by default: a handler then takes no virtual time.
+struct load_model {
+  // Each handler costs a uniform draw in [0, handler_cost_max].
+  clock::duration handler_cost_max{};
+  // After a handler, with this probability, a hiccup of a uniform draw in
+  // [hiccup_max / 2, hiccup_max] on top.
+  double hiccup_probability = 0;
+  clock::duration hiccup_max{};
+  bool on() const noexcept {
+    return handler_cost_max > clock::duration::zero() ||
+           (hiccup_probability > 0 && hiccup_max > clock::duration::zero());
+  }
+};
+
 class world {
  public:
   // trace_max: how many of the latest events the trace keeps (the digest
@@ -84,6 +103,10 @@ class world {
   std::uint64_t draw(std::uint64_t lo, std::uint64_t hi);
   // True with probability `p`.
   bool chance(double p);
+
+  // The load model for every context from now on.
+  void set_load(const load_model& load) { load_ = load; }
+  const load_model& load() const noexcept { return load_; }
 
   // Contexts the world runs. A context is named for the trace; it must be
   // removed before it is destroyed.
@@ -152,6 +175,8 @@ class world {
     // An io_context with no work left stops itself when polled; held work
     // keeps it open to what is posted later.
     std::unique_ptr<asio::executor_work_guard<asio::io_context::executor_type>> work;
+    // Under a load model: the context runs nothing before this.
+    clock::time_point busy_until{};
   };
   struct timed {
     unique_function<void()> fn;
@@ -163,6 +188,7 @@ class world {
   struct fiber_host;
 
   bool run_one_handler();
+  void charge(context_slot& slot, std::size_t index);
   bool run_next_event();
   bool runnable(const fiber& f) const;
   void resume(fiber& f);
@@ -173,6 +199,7 @@ class world {
   const std::size_t trace_max_;
   std::mt19937_64 rng_;
   clock::time_point now_{};
+  load_model load_;
   std::vector<context_slot> contexts_;
   std::map<timed_key, timed> events_;
   std::map<event_id, timed_key> event_keys_;

@@ -49,6 +49,8 @@ inline constexpr std::size_t batch_max = 256;
 inline constexpr std::uint32_t liveness_deadline_ms_default = 10000;
 inline constexpr std::uint32_t failpoint_delay_ms_max = 600000;
 inline constexpr std::uint32_t perturb_max_us = 10000;
+inline constexpr std::uint32_t load_cost_us_max = 100000;  // `load:`, per handler
+inline constexpr std::uint32_t load_hiccup_ms_max = 60000;
 inline constexpr std::uint64_t region_count_max = 1u << 20;  // registrations of one counted region
 inline constexpr std::size_t callers_max = 16;               // `control:` callers
 inline constexpr std::size_t caller_clients_max = 64;
@@ -196,10 +198,11 @@ struct caller_spec {
 };
 
 enum class trigger_kind : std::uint8_t {
-  stream_ops,   // after `ops` ops of `stream` were submitted
-  fault_fired,  // after fault `fault` fired `times` times (summed over links)
-  phase_start,  // when `phase` begins
-  phase_end,    // when `phase` ends
+  stream_ops,    // after `ops` ops of `stream` were submitted
+  fault_fired,   // after fault `fault` fired `times` times (summed over links)
+  phase_start,   // when `phase` begins
+  phase_end,     // when `phase` ends
+  caller_calls,  // after the `calls`-th call of control caller `caller` ended
 };
 
 enum class event_action : std::uint8_t {
@@ -221,7 +224,9 @@ struct event_spec {
   std::uint64_t ops = 0;
   std::string fault;  // fault_fired
   std::uint64_t times = 1;
-  std::string phase;  // phase_start, phase_end
+  std::string phase;   // phase_start, phase_end
+  std::string caller;  // caller_calls
+  std::uint64_t calls = 0;
 
   event_action action = event_action::restart;
   std::string transport;   // restart, kill, drop_connections, shutdown
@@ -274,6 +279,18 @@ struct perturb_spec {
   friend bool operator==(const perturb_spec&, const perturb_spec&) = default;
 };
 
+// `load:` states the machine load a scenario holds under, as a seeded load
+// model on the simulated world (docs/dsim.md, "Load"): each handler costs
+// its context up to cost_us of virtual time, and after one, with
+// hiccup_probability, the context stalls for hiccup_ms / 2 to hiccup_ms.
+// A real-time run has the machine's own load instead and notes that.
+struct load_spec {
+  std::uint32_t cost_us = 0;      // 0..load_cost_us_max
+  double hiccup_probability = 0;  // 0..1, given with hiccup_ms
+  std::uint32_t hiccup_ms = 0;    // 0..load_hiccup_ms_max
+  friend bool operator==(const load_spec&, const load_spec&) = default;
+};
+
 struct scenario {
   std::string name;  // default: the file stem
   std::string file;
@@ -287,6 +304,7 @@ struct scenario {
   bool timing = false;
   bool runs_alone() const noexcept { return needs_failpoints || timing; }
   std::optional<perturb_spec> perturb;
+  std::optional<load_spec> load;
   std::vector<transport_spec> transports;
   std::vector<region_spec> regions;
   std::vector<link_spec> links;
