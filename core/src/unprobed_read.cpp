@@ -11,6 +11,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <type_traits>
+#include <utility>
 
 #include "faultlane/core/assert.hpp"
 #include "faultlane/core/net.hpp"
@@ -23,7 +24,7 @@ namespace {
 // call to perform() (the probe) happens inside start_op.
 thread_local const void* starting = nullptr;
 
-#if ASIO_VERSION / 100 == 1022 && !defined(FAULTLANE_READS_ALWAYS_PROBE)
+#if ASIO_VERSION / 100 == 1022 && !defined(FAULTLANE_READS_ALWAYS_PROBE) && !defined(FAULTLANE_DSIM)
 static_assert(std::is_same_v<asio::detail::reactor, asio::detail::epoll_reactor>);
 
 // A socket's descriptor and its reactor registration, which basic_socket
@@ -38,6 +39,28 @@ struct socket_internals : net::socket {
 
 }  // namespace
 
+// On the world: the read's completion, posted by the simulated socket. It
+// ends the read as complete() does: run with the result, or, dropped unrun
+// (its io_context gone), dropping the handler, which may hold this
+// object's owner.
+struct unprobed_read::world_completion {
+  unprobed_read* self;
+  explicit world_completion(unprobed_read* s) noexcept : self(s) {}
+  world_completion(world_completion&& o) noexcept : self(std::exchange(o.self, nullptr)) {}
+  world_completion(const world_completion&) = delete;
+  world_completion& operator=(const world_completion&) = delete;
+  world_completion& operator=(world_completion&&) = delete;
+  ~world_completion() {
+    if (self != nullptr) handler dropped = std::move(self->done_);
+  }
+  void operator()(std::error_code ec, std::size_t n, bool left_nothing) {
+    auto* s = std::exchange(self, nullptr);
+    handler done = std::move(s->done_);  // the handler leaves the object first
+    s->left_nothing_ = left_nothing;
+    done(ec, n);
+  }
+};
+
 unprobed_read::unprobed_read() noexcept
     : reactor_op(std::error_code(), &unprobed_read::perform, &unprobed_read::complete) {}
 
@@ -48,8 +71,8 @@ bool unprobed_read::report_bytes_left(net::socket& socket) noexcept {
   return net::report_bytes_left(socket);
 }
 
-void unprobed_read::start(net::socket& socket,
-                          std::span<const asio::mutable_buffer> buffers, handler done, probe how) {
+void unprobed_read::start(net::socket& socket, std::span<const asio::mutable_buffer> buffers,
+                          handler done, probe how) {
   FL_ASSERT(reads_skip_the_probe);  // elsewhere callers read with async_read_some
   FL_ASSERT(!pending() && done && !buffers.empty() && buffers.size() <= buffers_max);
   std::size_t asked = 0;
@@ -59,7 +82,14 @@ void unprobed_read::start(net::socket& socket,
     asked += b.size();
   }
   FL_ASSERT(asked > 0);  // an empty read would find end of file in nothing
-#if ASIO_VERSION / 100 != 1022 || defined(FAULTLANE_READS_ALWAYS_PROBE)
+#if defined(FAULTLANE_DSIM) && !defined(FAULTLANE_READS_ALWAYS_PROBE)
+  (void)context_;  // used by the reactor path only
+  (void)reactor_;
+  done_ = std::move(done);
+  left_nothing_ = false;
+  socket.start_edge_read({buffers.begin(), buffers.end()}, how == probe::first,
+                         world_completion{this});
+#elif ASIO_VERSION / 100 != 1022 || defined(FAULTLANE_READS_ALWAYS_PROBE)
   (void)socket;
   (void)done;
   (void)how;

@@ -65,10 +65,13 @@ class epoll_reactor;
 namespace faultlane::detail {
 
 // Whether this Asio's reactor is the one start() is written against:
-// 1.22, Debian 12's (later versions changed epoll_reactor::start_op).
-// Where it is false, callers read with async_read_some, probe included,
-// and start() and report_bytes_left() must not be called.
-#if ASIO_VERSION / 100 == 1022 && !defined(FAULTLANE_READS_ALWAYS_PROBE)
+// 1.22, Debian 12's (later versions changed epoll_reactor::start_op), or
+// the simulated world's edge-triggered model of it (dsim::socket::
+// start_edge_read), so the rule above runs there too. Where it is false,
+// callers read with async_read_some, probe included, and start() and
+// report_bytes_left() must not be called.
+#if (ASIO_VERSION / 100 == 1022 || defined(FAULTLANE_DSIM)) && \
+    !defined(FAULTLANE_READS_ALWAYS_PROBE)
 inline constexpr bool reads_skip_the_probe = true;
 #else
 inline constexpr bool reads_skip_the_probe = false;
@@ -95,14 +98,15 @@ class unprobed_read final : asio::detail::reactor_op {
   // io_context with the bytes read, or an error, as for async_read_some: end of file as
   // asio::error::eof, a read cancelled or its socket closed while it waited as operation_aborted, a
   // socket already closed as bad_descriptor.
-  void start(net::socket& socket, std::span<const asio::mutable_buffer> buffers,
-             handler done, probe how);
+  void start(net::socket& socket, std::span<const asio::mutable_buffer> buffers, handler done,
+             probe how);
   bool pending() const noexcept { return static_cast<bool>(done_); }
   // Whether the read that completed last, with bytes, took everything the
   // socket held, a FIN included (see above for when this can be trusted).
   bool left_nothing() const noexcept { return left_nothing_; }
 
  private:
+  struct world_completion;  // the dsim build's (unprobed_read.cpp)
   static status perform(reactor_op* base);
   static void complete(void* owner, asio::detail::scheduler_operation* base,
                        const std::error_code& ec, std::size_t bytes);

@@ -156,19 +156,25 @@ bool write_outcome(network& net, socket_state& s, const std::vector<asio::const_
     }
     d.arrived.push_back(std::move(bytes));
     d.unread += k;
-    wake(net, conn, to);
+    wake(net, conn, to, /*arrival=*/true);
   });
   n = take;
   return true;
 }
 
-void try_read(network& net, const std::shared_ptr<socket_state>& s) {
-  if (!s->read_done) return;
+void try_read(network& net, const std::shared_ptr<socket_state>& s, bool arrival) {
+  if (!s->read_done || (s->read_on_edge && !arrival)) return;
   std::error_code ec;
   std::size_t n = 0;
-  if (!read_outcome(net, *s, s->read_buffers, ec, n)) return;
+  if (!read_outcome(net, *s, s->read_buffers, ec, n)) return;  // a spurious edge: it waits on
+  if (s->read_on_edge && n > 0) {
+    const auto& c = *s->conn;
+    const auto& in = c.from[1 - s->side];
+    s->read_left_nothing = in.unread == 0 && !in.fin_arrived && !c.reset_at[s->side];
+  }
   auto done = std::move(s->read_done);
   s->read_done = nullptr;
+  s->read_on_edge = false;
   s->read_buffers.clear();
   done(ec, n);
   if (n > 0 && s->conn) wake(net, s->conn, 1 - s->side);  // room for the writer
@@ -203,11 +209,11 @@ void try_ready(socket_state& s) {
   }
 }
 
-void wake(network& net, const std::shared_ptr<connection>& c, int side) {
+void wake(network& net, const std::shared_ptr<connection>& c, int side, bool arrival) {
   auto s = c->sockets[side].lock();
   if (!s) return;
   if (!*s->context_alive) return;  // its context is gone: nothing pending runs
-  try_read(net, s);
+  try_read(net, s, arrival);
   try_write(net, s);
   try_ready(*s);
 }
@@ -221,6 +227,7 @@ void drop_pending(void* state) {
   auto readable = std::move(s.readable_done);
   auto writable = std::move(s.writable_done);
   s.read_done = nullptr;
+  s.read_on_edge = false;
   s.write_done = nullptr;
   s.connect_done = nullptr;
   s.readable_done = nullptr;
@@ -233,6 +240,7 @@ void abort_pending(socket_state& s, std::error_code ec) {
   if (s.read_done) {
     auto done = std::move(s.read_done);
     s.read_done = nullptr;
+    s.read_on_edge = false;
     done(ec, 0);
   }
   if (s.write_done) {
@@ -261,7 +269,7 @@ void send_fin(network& net, const std::shared_ptr<connection>& c, int side) {
     if (c->reset_at[1 - side]) return;
     c->from[side].fin_arrived = true;
     w_of(net).record("fin_arrived", c->id, static_cast<std::uint64_t>(side));
-    wake(net, c, 1 - side);
+    wake(net, c, 1 - side, /*arrival=*/true);
   });
 }
 
@@ -282,7 +290,7 @@ void reset_from(network& net, const std::shared_ptr<connection>& c, int side) {
     c->reset_at[to] = true;
     w_of(net).record("rst_arrived", c->id, static_cast<std::uint64_t>(to));
     // A pending read takes what had arrived, then the reset; a write fails.
-    wake(net, c, to);
+    wake(net, c, to, /*arrival=*/true);
   });
 }
 

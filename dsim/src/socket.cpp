@@ -4,9 +4,11 @@
 
 #include <asio/error.hpp>
 #include <asio/execution/context.hpp>
+#include <asio/post.hpp>
 #include <asio/query.hpp>
 
 #include <algorithm>
+#include <utility>
 
 #include "faultlane/core/assert.hpp"
 #include "state.hpp"
@@ -225,6 +227,35 @@ void socket::start_read(std::vector<asio::mutable_buffer> buffers, detail::io_ha
   state_->read_buffers = std::move(buffers);
   state_->read_done = std::move(done);
   detail::try_read(*state_->net, state_);
+}
+
+void socket::start_edge_read(std::vector<asio::mutable_buffer> buffers, bool probe,
+                             edge_handler done) {
+  // Posted with what the read performed says of the socket, taken at once
+  // (the state may see another read before the handler runs).
+  auto alive = detail::alive_flag(ex_);
+  auto* state = state_.get();
+  detail::io_handler finish = [ex = ex_, alive, state, done = std::move(done)](
+                                  std::error_code ec, std::size_t n) mutable {
+    // (No state: the socket was closed before the read started.)
+    const bool left_nothing = state != nullptr && std::exchange(state->read_left_nothing, false);
+    if (!*alive) return;
+    asio::post(ex, [done = std::move(done), ec, n, left_nothing]() mutable {
+      std::move(done)(ec, n, left_nothing);
+    });
+  };
+  if (!is_open()) {
+    finish(asio::error::bad_descriptor, 0);
+    return;
+  }
+  FL_ASSERT(!state_->read_done);  // one read at a time
+  state_->read_buffers = std::move(buffers);
+  state_->read_done = std::move(finish);
+  state_->read_on_edge = !probe;
+  if (probe) {
+    detail::try_read(*state_->net, state_);              // the speculative read
+    if (state_->read_done) state_->read_on_edge = true;  // found nothing: the next edge
+  }
 }
 
 void socket::start_write(std::vector<asio::const_buffer> buffers, detail::io_handler done) {

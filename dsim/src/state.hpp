@@ -32,11 +32,11 @@ struct direction {
 struct connection {
   std::uint64_t id = 0;
   clock::duration latency{};
-  endpoint ends[2];        // [0] the connecting end, [1] the accepted end
-  direction from[2];       // from[i]: written by end i, read by end 1 - i
+  endpoint ends[2];   // [0] the connecting end, [1] the accepted end
+  direction from[2];  // from[i]: written by end i, read by end 1 - i
   std::weak_ptr<socket_state> sockets[2];
-  bool reset_at[2] = {};   // a reset reached end i: its reads and writes fail
-  bool closed[2] = {};     // end i was closed (bytes arriving there are answered by a reset)
+  bool reset_at[2] = {};  // a reset reached end i: its reads and writes fail
+  bool closed[2] = {};    // end i was closed (bytes arriving there are answered by a reset)
 };
 
 struct socket_state {
@@ -56,6 +56,10 @@ struct socket_state {
   std::size_t low_watermark = 1;
   std::vector<asio::mutable_buffer> read_buffers;
   io_handler read_done;
+  // The pending read is performed only on an arrival (start_edge_read),
+  // and the last one performed there left the socket empty.
+  bool read_on_edge = false;
+  bool read_left_nothing = false;
   std::vector<asio::const_buffer> write_buffers;
   io_handler write_done;
   done_handler connect_done;
@@ -88,11 +92,13 @@ bool read_outcome(network& net, socket_state& s, const std::vector<asio::mutable
                   std::error_code& ec, std::size_t& n);
 bool write_outcome(network& net, socket_state& s, const std::vector<asio::const_buffer>& buffers,
                    std::error_code& ec, std::size_t& n);
-// Completes the pending read or write of `s` if it can now.
-void try_read(network& net, const std::shared_ptr<socket_state>& s);
+// Completes the pending read or write of `s` if it can now; a read on an
+// edge only when `arrival` (something arrived at this end just now).
+void try_read(network& net, const std::shared_ptr<socket_state>& s, bool arrival = false);
 void try_write(network& net, const std::shared_ptr<socket_state>& s);
-// Something changed for end `side` of `c`: its pending operations look again.
-void wake(network& net, const std::shared_ptr<connection>& c, int side);
+// Something changed for end `side` of `c`: its pending operations look
+// again; `arrival`: bytes, a FIN or a reset arrived there (an edge).
+void wake(network& net, const std::shared_ptr<connection>& c, int side, bool arrival = false);
 // Destroys every pending operation of the socket_state at `state`, run
 // none (its context shut down: context_alive::on_shutdown).
 void drop_pending(void* state);

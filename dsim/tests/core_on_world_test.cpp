@@ -30,7 +30,7 @@ transport_config world_config() {
   c.port = 0;
   c.worker_count = 2;
   c.connections_per_peer = 2;
-  c.rpc_enabled = false;  // the control plane is not on the world yet
+  c.rpc_enabled = false;  // a transfer needs none
   return c;
 }
 
@@ -47,6 +47,7 @@ struct run_result {
   std::int64_t virtual_us = 0;
   std::uint64_t steps = 0;
   std::uint64_t connections = 0;
+  std::uint64_t requests_read_unprobed = 0;  // the target's
 };
 
 // 24 WRITEs of drawn sizes at distinct offsets, then READs of each back,
@@ -99,6 +100,7 @@ run_result transfer_run(std::uint64_t seed) {
   EXPECT_TRUE(initiator.value()->shutdown().ok());
   EXPECT_TRUE(target.value()->shutdown().ok());
   const auto stats = initiator.value()->stats();
+  const auto unprobed = target.value()->stats().requests_read_unprobed;
   initiator.value().reset();
   target.value().reset();
   // The end of the run: the region's bytes and a counter or two.
@@ -107,15 +109,22 @@ run_result transfer_run(std::uint64_t seed) {
   w.record("stats", stats.tasks_completed, stats.connects);
   return {w.digest(),
           std::chrono::duration_cast<std::chrono::microseconds>(w.now().time_since_epoch()).count(),
-          w.steps(), net.connections_opened()};
+          w.steps(), net.connections_opened(), unprobed};
 }
 
+// The unprobed read runs its real rule here, on the world's model of the
+// edge-triggered reactor (dsim/tests/edge_read_test.cpp): a read it
+// skipped the probe for wrongly would wait for an edge that never comes,
+// and the batch would not complete.
 TEST(core_on_world, writes_and_reads_land_exactly_over_the_simulated_network) {
+  std::uint64_t unprobed = 0;
   for (std::uint64_t seed = 1; seed <= 4; ++seed) {
     const auto r = transfer_run(seed);
     EXPECT_GT(r.virtual_us, 0);
     EXPECT_GE(r.connections, 1u);  // the lanes connected over the world's network
+    unprobed += r.requests_read_unprobed;
   }
+  EXPECT_GT(unprobed, 0u) << "no request read skipped the probe: the unprobed read never ran";
 }
 
 TEST(core_on_world, one_seed_one_digest_and_seeds_differ) {

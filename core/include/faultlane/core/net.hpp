@@ -70,13 +70,15 @@ inline std::ptrdiff_t send_now_raw(socket& s, const msghdr& message) {
   return static_cast<std::ptrdiff_t>(n);
 }
 
-// The unprobed read is off in this build (reads always probe): never called.
+// The unprobed read performs on the world's edge reads instead
+// (dsim::socket::start_edge_read): never called.
 inline std::ptrdiff_t recv_now_raw(int, msghdr&) noexcept {
   ::faultlane::detail::assert_failed("no unprobed read in the dsim build", __FILE__, __LINE__);
 }
 
 inline int peer_gone_or_ready(socket& s) noexcept { return s.peer_gone_or_ready() ? 1 : 0; }
-inline bool report_bytes_left(socket&) noexcept { return false; }
+// The world's edge reads say whether they left the socket empty.
+inline bool report_bytes_left(socket&) noexcept { return true; }
 inline std::size_t bytes_readable(socket& s, std::error_code& ec) { return s.available(ec); }
 inline bool set_receive_watermark(socket& s, std::size_t bytes) {
   s.set_option(asio::socket_base::receive_low_watermark(static_cast<int>(bytes)));

@@ -1,0 +1,139 @@
+// The edge-triggered read the core's unprobed read runs on: bytes that
+// arrived while no read waited raised an edge nobody saw, so a read queued
+// after them without a probe waits for the next arrival (the hazard the
+// core's rule guards against), while a probe finds them; a read performed
+// on an arrival says whether it left the socket empty, a FIN included.
+#include <gtest/gtest.h>
+
+#include <asio/write.hpp>
+
+#include <optional>
+#include <vector>
+
+#include "network_fixture.hpp"
+
+namespace faultlane::dsim {
+namespace {
+
+using namespace testing;
+
+struct edge_result {
+  std::error_code ec;
+  std::size_t n = 0;
+  bool left_nothing = false;
+};
+
+network_options whole() {
+  network_options o;
+  o.partial_write = 0;
+  o.partial_read = 0;
+  return o;
+}
+
+struct edge_pair {
+  explicit edge_pair(std::uint64_t seed) : t(seed, whole()), a(t.server_ctx) {
+    auto pair = t.connect_pair(a, t.listen(a));
+    client = std::move(pair.first);
+    server = std::move(pair.second);
+  }
+  void write(std::size_t n) {
+    bool done = false;
+    bytes = pattern(n, n);
+    asio::async_write(client, asio::buffer(bytes),
+                      [&](std::error_code, std::size_t) { done = true; });
+    // Until the bytes arrived: waiting in the socket, or taken by a read.
+    EXPECT_EQ(t.w.run_until([&] { return done && (server.queued() >= n || got.has_value()); }),
+              world::wait_result::met);
+  }
+  void read(bool probe) {
+    got.reset();
+    server.start_edge_read({asio::buffer(buffer)}, probe,
+                           [this](std::error_code ec, std::size_t n, bool left) {
+                             got = edge_result{ec, n, left};
+                           });
+  }
+  two_nodes t;
+  acceptor a;
+  socket client{t.client_ctx}, server{t.server_ctx};
+  std::vector<std::byte> bytes;
+  std::vector<std::byte> buffer = std::vector<std::byte>(4096);
+  std::optional<edge_result> got;
+};
+
+TEST(dsim_edge_read, bytes_that_came_before_an_unprobed_read_wait_for_the_next_arrival) {
+  edge_pair p(1);
+  p.write(100);  // arrived with no read queued: that edge is gone
+  p.read(/*probe=*/false);
+  EXPECT_EQ(p.t.w.run_until([&] { return p.got.has_value(); }), world::wait_result::idle);
+  p.write(20);  // the next arrival performs it, and it takes both
+  ASSERT_EQ(p.t.w.run_until([&] { return p.got.has_value(); }), world::wait_result::met);
+  EXPECT_EQ(p.got->n, 120u);
+  EXPECT_TRUE(p.got->left_nothing);
+}
+
+TEST(dsim_edge_read, a_probe_finds_what_is_there_and_never_says_it_left_nothing) {
+  edge_pair p(2);
+  p.write(100);
+  p.read(/*probe=*/true);
+  ASSERT_EQ(p.t.w.run_until([&] { return p.got.has_value(); }), world::wait_result::met);
+  EXPECT_EQ(p.got->n, 100u);
+  EXPECT_FALSE(p.got->left_nothing);  // not performed on the reactor's report
+}
+
+TEST(dsim_edge_read, a_probe_that_finds_nothing_waits_for_the_arrival_and_reports_it) {
+  edge_pair p(3);
+  p.read(/*probe=*/true);
+  p.write(64);
+  ASSERT_TRUE(p.got.has_value());
+  EXPECT_EQ(p.got->n, 64u);
+  EXPECT_TRUE(p.got->left_nothing);
+}
+
+TEST(dsim_edge_read, a_read_that_leaves_bytes_behind_does_not_say_it_left_nothing) {
+  edge_pair p(4);
+  p.read(/*probe=*/false);
+  p.write(6000);  // more than the 4096-byte buffer
+  ASSERT_TRUE(p.got.has_value());
+  EXPECT_EQ(p.got->n, 4096u);
+  EXPECT_FALSE(p.got->left_nothing);
+  // A read queued unprobed now would wait for good: what is left raised
+  // no new edge. The probe takes it.
+  p.read(/*probe=*/true);
+  ASSERT_EQ(p.t.w.run_until([&] { return p.got.has_value(); }), world::wait_result::met);
+  EXPECT_EQ(p.got->n, 6000u - 4096u);
+}
+
+TEST(dsim_edge_read, a_fin_is_an_arrival_and_performs_a_waiting_read) {
+  edge_pair q(5);
+  q.read(/*probe=*/false);
+  q.write(10);
+  ASSERT_TRUE(q.got.has_value());
+  EXPECT_TRUE(q.got->left_nothing);
+  q.client.shutdown(asio::socket_base::shutdown_send);
+  q.read(/*probe=*/false);
+  ASSERT_EQ(q.t.w.run_until([&] { return q.got.has_value(); }), world::wait_result::met);
+  EXPECT_EQ(q.got->ec, asio::error::eof);  // the FIN is an arrival too
+}
+
+TEST(dsim_edge_read, a_reset_that_arrives_performs_a_waiting_read) {
+  edge_pair p(6);
+  p.read(/*probe=*/false);
+  p.client.set_option(asio::socket_base::linger(true, 0));
+  p.client.close();
+  ASSERT_EQ(p.t.w.run_until([&] { return p.got.has_value(); }), world::wait_result::met);
+  EXPECT_EQ(p.got->ec, asio::error::connection_reset);
+}
+
+TEST(dsim_edge_read, a_read_on_a_closed_socket_ends_bad_descriptor_and_one_pending_ends_aborted) {
+  edge_pair p(7);
+  p.read(/*probe=*/false);
+  p.server.close();
+  ASSERT_EQ(p.t.w.run_until([&] { return p.got.has_value(); }), world::wait_result::met);
+  EXPECT_EQ(p.got->ec, asio::error::operation_aborted);
+  p.read(/*probe=*/false);
+  ASSERT_EQ(p.t.w.run_until([&] { return p.got.has_value(); }), world::wait_result::met);
+  EXPECT_EQ(p.got->ec, asio::error::bad_descriptor);
+}
+
+}  // namespace
+}  // namespace faultlane::dsim
