@@ -2,11 +2,13 @@
 // resets move between the two ends, connects meet listeners and accepts
 // take them (network.hpp says what they are; socket.cpp is the interface).
 #include <asio/error.hpp>
+#include <asio/post.hpp>
 
 #include <algorithm>
 #include <cstring>
 
 #include "faultlane/core/assert.hpp"
+
 #include "state.hpp"
 
 namespace faultlane::dsim {
@@ -162,19 +164,50 @@ bool write_outcome(network& net, socket_state& s, const std::vector<asio::const_
   return true;
 }
 
+// An edge read is performed by a step on the socket's own context, not at
+// the arrival: a context the load model holds busy performs it when it is
+// free, with whatever arrived meanwhile, and runs its handler in the same
+// step, so nothing can arrive between the read and what its handler does
+// (the reactor's dispatch on a real io thread). Arrivals before that step
+// are one report.
+static void report_edge(network& net, const std::shared_ptr<socket_state>& s) {
+  if (s->edge_reported) return;
+  s->edge_reported = true;
+  asio::post(s->edge_executor, [&net, weak = std::weak_ptr<socket_state>(s)] {
+    auto s = weak.lock();
+    if (!s) return;
+    s->edge_reported = false;
+    if (!s->read_done || !s->read_on_edge) return;  // aborted meanwhile
+    std::error_code ec;
+    std::size_t n = 0;
+    if (!read_outcome(net, *s, s->read_buffers, ec, n)) return;  // spurious: the next arrival
+    if (n > 0) {
+      const auto& c = *s->conn;
+      const auto& in = c.from[1 - s->side];
+      s->read_left_nothing = in.unread == 0 && !in.fin_arrived && !c.reset_at[s->side];
+    }
+    auto done = std::move(s->read_done);
+    s->read_done = nullptr;
+    s->read_on_edge = false;
+    s->read_buffers.clear();
+    s->read_inline = true;  // for this call only: its handler runs now
+    done(ec, n);
+    s->read_inline = false;
+    if (n > 0 && s->conn) wake(net, s->conn, 1 - s->side);  // room for the writer
+  });
+}
+
 void try_read(network& net, const std::shared_ptr<socket_state>& s, bool arrival) {
-  if (!s->read_done || (s->read_on_edge && !arrival)) return;
+  if (!s->read_done) return;
+  if (s->read_on_edge) {
+    if (arrival) report_edge(net, s);
+    return;
+  }
   std::error_code ec;
   std::size_t n = 0;
-  if (!read_outcome(net, *s, s->read_buffers, ec, n)) return;  // a spurious edge: it waits on
-  if (s->read_on_edge && n > 0) {
-    const auto& c = *s->conn;
-    const auto& in = c.from[1 - s->side];
-    s->read_left_nothing = in.unread == 0 && !in.fin_arrived && !c.reset_at[s->side];
-  }
+  if (!read_outcome(net, *s, s->read_buffers, ec, n)) return;
   auto done = std::move(s->read_done);
   s->read_done = nullptr;
-  s->read_on_edge = false;
   s->read_buffers.clear();
   done(ec, n);
   if (n > 0 && s->conn) wake(net, s->conn, 1 - s->side);  // room for the writer

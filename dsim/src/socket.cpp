@@ -224,6 +224,7 @@ void socket::start_read(std::vector<asio::mutable_buffer> buffers, detail::io_ha
     return;
   }
   FL_ASSERT(!state_->read_done);  // one read at a time, as on a real socket's stream
+  state_->read_on_edge = false;
   state_->read_buffers = std::move(buffers);
   state_->read_done = std::move(done);
   detail::try_read(*state_->net, state_);
@@ -231,14 +232,20 @@ void socket::start_read(std::vector<asio::mutable_buffer> buffers, detail::io_ha
 
 void socket::start_edge_read(std::vector<asio::mutable_buffer> buffers, bool probe,
                              edge_handler done) {
-  // Posted with what the read performed says of the socket, taken at once
-  // (the state may see another read before the handler runs).
+  // With what the read performed says of the socket, taken at once (the
+  // state may see another read before a posted handler runs). Run at once
+  // when performed on its own context after an arrival (an edge), posted
+  // otherwise (a speculative read's result, an abort), as Asio does.
   auto alive = detail::alive_flag(ex_);
   auto* state = state_.get();
   detail::io_handler finish = [ex = ex_, alive, state, done = std::move(done)](
                                   std::error_code ec, std::size_t n) mutable {
     // (No state: the socket was closed before the read started.)
     const bool left_nothing = state != nullptr && std::exchange(state->read_left_nothing, false);
+    if (state != nullptr && std::exchange(state->read_inline, false)) {
+      std::move(done)(ec, n, left_nothing);
+      return;
+    }
     if (!*alive) return;
     asio::post(ex, [done = std::move(done), ec, n, left_nothing]() mutable {
       std::move(done)(ec, n, left_nothing);
@@ -251,6 +258,7 @@ void socket::start_edge_read(std::vector<asio::mutable_buffer> buffers, bool pro
   FL_ASSERT(!state_->read_done);  // one read at a time
   state_->read_buffers = std::move(buffers);
   state_->read_done = std::move(finish);
+  state_->edge_executor = ex_;
   state_->read_on_edge = !probe;
   if (probe) {
     detail::try_read(*state_->net, state_);              // the speculative read

@@ -2,6 +2,7 @@
 // shared state behind socket.hpp, for network.cpp and socket.cpp only.
 #pragma once
 
+#include <asio/any_io_executor.hpp>
 #include <asio/execution_context.hpp>
 
 #include <deque>
@@ -56,10 +57,16 @@ struct socket_state {
   std::size_t low_watermark = 1;
   std::vector<asio::mutable_buffer> read_buffers;
   io_handler read_done;
-  // The pending read is performed only on an arrival (start_edge_read),
-  // and the last one performed there left the socket empty.
+  // The pending read is an edge read (start_edge_read): an arrival
+  // reports it, and a step on `edge_executor` then performs it and runs its
+  // handler at once, as the reactor's dispatch does (edge_reported: that
+  // step is posted). read_left_nothing: what the read performed there
+  // says; read_inline: its handler runs now, not posted.
   bool read_on_edge = false;
+  bool edge_reported = false;
   bool read_left_nothing = false;
+  bool read_inline = false;
+  asio::any_io_executor edge_executor;
   std::vector<asio::const_buffer> write_buffers;
   io_handler write_done;
   done_handler connect_done;

@@ -5,6 +5,7 @@
 // on an arrival says whether it left the socket empty, a FIN included.
 #include <gtest/gtest.h>
 
+#include <asio/post.hpp>
 #include <asio/write.hpp>
 
 #include <optional>
@@ -16,6 +17,7 @@ namespace faultlane::dsim {
 namespace {
 
 using namespace testing;
+using namespace std::chrono_literals;
 
 struct edge_result {
   std::error_code ec;
@@ -44,6 +46,21 @@ struct edge_pair {
     // Until the bytes arrived: waiting in the socket, or taken by a read.
     EXPECT_EQ(t.w.run_until([&] { return done && (server.queued() >= n || got.has_value()); }),
               world::wait_result::met);
+  }
+  // Bytes from the client, written from the driver (no client handler).
+  void send_now(std::size_t n) {
+    std::error_code ec;
+    bytes = pattern(n, n);
+    EXPECT_EQ(client.write_some(asio::buffer(bytes), ec), n);
+    EXPECT_FALSE(ec) << ec.message();
+  }
+  // Holds the server's context busy for 5-10 ms from now (a hiccup after
+  // every handler), so that what arrives meanwhile is one report.
+  void hold_server() {
+    t.w.set_load({.handler_cost_max = {}, .hiccup_probability = 1, .hiccup_max = 10ms});
+    bool ran = false;
+    asio::post(t.server_ctx, [&] { ran = true; });
+    EXPECT_EQ(t.w.run_until([&] { return ran; }), world::wait_result::met);
   }
   void read(bool probe) {
     got.reset();
@@ -84,7 +101,7 @@ TEST(dsim_edge_read, a_probe_that_finds_nothing_waits_for_the_arrival_and_report
   edge_pair p(3);
   p.read(/*probe=*/true);
   p.write(64);
-  ASSERT_TRUE(p.got.has_value());
+  ASSERT_EQ(p.t.w.run_until([&] { return p.got.has_value(); }), world::wait_result::met);
   EXPECT_EQ(p.got->n, 64u);
   EXPECT_TRUE(p.got->left_nothing);
 }
@@ -93,7 +110,7 @@ TEST(dsim_edge_read, a_read_that_leaves_bytes_behind_does_not_say_it_left_nothin
   edge_pair p(4);
   p.read(/*probe=*/false);
   p.write(6000);  // more than the 4096-byte buffer
-  ASSERT_TRUE(p.got.has_value());
+  ASSERT_EQ(p.t.w.run_until([&] { return p.got.has_value(); }), world::wait_result::met);
   EXPECT_EQ(p.got->n, 4096u);
   EXPECT_FALSE(p.got->left_nothing);
   // A read queued unprobed now would wait for good: what is left raised
@@ -107,12 +124,74 @@ TEST(dsim_edge_read, a_fin_is_an_arrival_and_performs_a_waiting_read) {
   edge_pair q(5);
   q.read(/*probe=*/false);
   q.write(10);
-  ASSERT_TRUE(q.got.has_value());
+  ASSERT_EQ(q.t.w.run_until([&] { return q.got.has_value(); }), world::wait_result::met);
   EXPECT_TRUE(q.got->left_nothing);
   q.client.shutdown(asio::socket_base::shutdown_send);
   q.read(/*probe=*/false);
   ASSERT_EQ(q.t.w.run_until([&] { return q.got.has_value(); }), world::wait_result::met);
   EXPECT_EQ(q.got->ec, asio::error::eof);  // the FIN is an arrival too
+}
+
+// Bytes and the FIN behind them in one report, taken by one read: the
+// socket holds no byte after it, but a FIN, so the read does not say it
+// left nothing.
+TEST(dsim_edge_read, a_read_that_leaves_a_fin_behind_does_not_say_it_left_nothing) {
+  edge_pair p(9);
+  p.read(/*probe=*/false);
+  p.hold_server();
+  p.send_now(10);
+  p.client.shutdown(asio::socket_base::shutdown_send);  // arrives with the bytes' report
+  ASSERT_EQ(p.t.w.run_until([&] { return p.got.has_value(); }), world::wait_result::met);
+  EXPECT_EQ(p.got->n, 10u);
+  EXPECT_FALSE(p.got->left_nothing);
+}
+
+// The same with a reset behind the bytes: the read takes them first.
+TEST(dsim_edge_read, a_read_that_leaves_a_reset_behind_does_not_say_it_left_nothing) {
+  edge_pair p(10);
+  p.read(/*probe=*/false);
+  p.hold_server();
+  p.send_now(10);
+  p.client.set_option(asio::socket_base::linger(true, 0));
+  p.client.close();
+  ASSERT_EQ(p.t.w.run_until([&] { return p.got.has_value(); }), world::wait_result::met);
+  EXPECT_EQ(p.got->n, 10u);
+  EXPECT_FALSE(p.got->left_nothing);
+}
+
+// A context the load model holds busy performs its reported read when it
+// is free, with what arrived meanwhile, and runs the handler in the same
+// step: no arrival falls between the read and its handler. (Performed at
+// the first arrival, the read took 10 bytes, said it left nothing, and the
+// next 10 raised an edge nobody saw.)
+TEST(dsim_edge_read, what_arrives_while_the_context_is_busy_is_read_with_the_report) {
+  edge_pair p(8);
+  p.read(/*probe=*/false);
+  p.hold_server();
+  const auto busy_from = p.t.w.now();
+  p.send_now(10);
+  ASSERT_EQ(p.t.w.run_until([&] { return p.server.queued() == 10; }), world::wait_result::met);
+  p.send_now(10);
+  ASSERT_EQ(p.t.w.run_until([&] { return p.got.has_value(); }), world::wait_result::met);
+  EXPECT_GE(p.t.w.now() - busy_from, 5ms);  // performed once the hiccup was over
+  EXPECT_EQ(p.got->n, 20u);
+  EXPECT_TRUE(p.got->left_nothing);
+}
+
+// A pending edge read cancelled by close leaves nothing behind: a read
+// queued on the next socket is an ordinary one.
+TEST(dsim_edge_read, a_level_read_after_an_aborted_edge_read_is_not_held_for_an_edge) {
+  edge_pair p(11);
+  p.read(/*probe=*/false);
+  p.server.cancel();
+  ASSERT_EQ(p.t.w.run_until([&] { return p.got.has_value(); }), world::wait_result::met);
+  EXPECT_EQ(p.got->ec, asio::error::operation_aborted);
+  p.send_now(10);
+  ASSERT_EQ(p.t.w.run_until([&] { return p.server.queued() == 10; }), world::wait_result::met);
+  std::size_t n = 0;
+  p.server.async_read_some(asio::buffer(p.buffer), [&](std::error_code, std::size_t k) { n = k; });
+  EXPECT_EQ(p.t.w.run_until([&] { return n > 0; }), world::wait_result::met);
+  EXPECT_EQ(n, 10u);
 }
 
 TEST(dsim_edge_read, a_reset_that_arrives_performs_a_waiting_read) {

@@ -232,10 +232,11 @@ void expect_same(const scenario& a, const scenario& b) {
   for (std::size_t i = 0; i < a.events.size(); ++i) {
     const event_spec& x = a.events[i];
     const event_spec& y = b.events[i];
-    EXPECT_EQ(std::tie(x.when, x.stream, x.ops, x.fault, x.times, x.phase, x.action, x.transport,
-                       x.target, x.region, x.link, x.fault_name, x.failpoint),
-              std::tie(y.when, y.stream, y.ops, y.fault, y.times, y.phase, y.action, y.transport,
-                       y.target, y.region, y.link, y.fault_name, y.failpoint))
+    EXPECT_EQ(
+        std::tie(x.when, x.stream, x.ops, x.fault, x.times, x.phase, x.caller, x.calls, x.action,
+                 x.transport, x.target, x.region, x.link, x.fault_name, x.failpoint),
+        std::tie(y.when, y.stream, y.ops, y.fault, y.times, y.phase, y.caller, y.calls, y.action,
+                 y.transport, y.target, y.region, y.link, y.fault_name, y.failpoint))
         << "event " << i;
     EXPECT_EQ(fault_text(x.added), fault_text(y.added));
     const failpoint::config& p = x.failpoint_config;

@@ -38,9 +38,10 @@ TEST(sim_on_world_refusal, a_timing_scenario_is_refused_at_its_timing_key) {
 // The control plane is on the world: its callers and a control link load,
 // and a caller's calls pass through the relay on the link.
 TEST(sim_on_world_refusal, control_callers_and_a_control_link_load_and_run) {
-  const auto text = std::string(head) +
-                    "links:\n  - {initiator: a, target: b, control: true}\n"
-                    "control:\n  - {name: c, target: b, method: describe, count: 5}\n";
+  const auto text =
+      std::string(head) +
+      "links:\n  - {initiator: a, target: b, control: true}\n"
+      "control:\n  - {name: c, target: b, method: describe, link: b-control, count: 5}\n";
   auto s = parse_scenario(text, "f.yaml");
   ASSERT_TRUE(s.ok()) << s.error().message;
   run_options o;
@@ -51,6 +52,30 @@ TEST(sim_on_world_refusal, control_callers_and_a_control_link_load_and_run) {
   EXPECT_EQ(r.callers[0].calls, 5u);
   EXPECT_EQ(r.callers[0].by_status.at(status::ok), 5u);
   EXPECT_GT(r.virtual_seconds, 0);
+}
+
+// `at: {caller, calls}` fires once, at the call it names, counting every
+// client of the caller: 10 is the last call of 2 clients x 5 (an
+// off-by-one in the count would never reach it, a second firing would
+// show a second mark).
+TEST(sim_on_world_refusal, a_caller_trigger_fires_once_at_the_last_call_of_two_clients) {
+  const auto text = std::string(head) +
+                    "control:\n  - {name: c, target: b, method: ping, clients: 2, count: 5}\n"
+                    "events:\n  - {at: {caller: c, calls: 10}, do: drop_connections, "
+                    "transport: a, target: b}\n";
+  auto s = parse_scenario(text, "f.yaml");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  run_options o;
+  o.seed = 5;
+  const auto r = run_scenario(s.value(), o);
+  EXPECT_TRUE(r.passed) << failure_text(r);
+  ASSERT_TRUE(r.hist);
+  std::size_t fired = 0;
+  for (const auto& m : r.hist->marks) {
+    if (m.kind == "event" && m.text.find("drop_connections") != std::string::npos) ++fired;
+  }
+  EXPECT_EQ(fired, 1u);
+  EXPECT_EQ(r.hist->calls.size(), 10u);
 }
 
 TEST(sim_on_world_refusal, a_trace_that_cannot_be_written_is_exit_2_before_any_run) {

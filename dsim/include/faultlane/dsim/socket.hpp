@@ -175,14 +175,15 @@ class socket : public asio::socket_base {
   // The reactor's edge-triggered read, which the core's unprobed read
   // (core/src/unprobed_read.hpp) is written against. With `probe` the
   // socket is tried first, as Asio's speculative read does; otherwise, and
-  // when that found nothing, the read is performed only when something
-  // next arrives at this end (bytes, a FIN, a reset): what arrived while
-  // no read waited raised an edge that nobody saw, and a read queued after
-  // it without a probe waits for the next one. A read performed on an
-  // arrival says whether it left the socket empty, no FIN included
-  // (TCP_INQ's word); a read done in its probe never does. `done` is
-  // posted to the socket's executor, or dropped unrun if its context is
-  // gone, as a reactor operation is.
+  // when that found nothing, the read waits until something next arrives
+  // at this end (bytes, a FIN, a reset): what arrived while no read waited
+  // raised an edge that nobody saw, and a read queued after it without a
+  // probe waits for the next one. An arrival reports the read, and a step
+  // on the socket's context then performs it with what arrived up to then
+  // and runs `done` at once (the reactor's dispatch). A read performed so
+  // says whether it left the socket empty, no byte and no FIN (TCP_INQ's
+  // word); a read done in its probe never does, and its `done` is posted.
+  // Dropped unrun if the context is gone, as a reactor operation is.
   using edge_handler = unique_function<void(std::error_code, std::size_t, bool left_nothing)>;
   void start_edge_read(std::vector<asio::mutable_buffer> buffers, bool probe, edge_handler done);
 

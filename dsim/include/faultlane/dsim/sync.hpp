@@ -161,8 +161,12 @@ class fiber_thread {
   // The fiber runs on and is gone when it returns (the world forgets a
   // finished fiber).
   void detach() noexcept { id_ = 0; }
-  // The fiber running now (0: the driver's stack), to compare with get_id().
-  static id current() { return world::current().current_fiber(); }
+  // The fiber running now, to compare with get_id(); on the driver's stack
+  // an id no fiber_thread has (0 is a joined or detached one's).
+  static id current() {
+    const auto f = world::current().current_fiber();
+    return f != 0 ? f : ~id{0};
+  }
   void join() {
     FL_ASSERT(id_ != 0);
     // Joined even when the fiber's exception comes out of the wait.

@@ -15,8 +15,8 @@
 // into a 64-bit digest: one seed gives one run, and two runs of it give
 // the same digest (docs/dsim.md, "What the digest covers").
 //
-// Fibers are the runner's threads of control on the world (a scenario's
-// streams, callers and its main line): each is a context the seed may pick
+// Fibers are the threads of control that wait (a scenario's streams,
+// callers and main line, the control plane's workers): each is a context the seed may pick
 // like any other, and runs until it waits (wait() from a fiber parks it
 // until its condition holds or its deadline passes) or ends. Handlers run
 // on the driver's stack only, never on a fiber's.
@@ -40,6 +40,7 @@
 #include <tuple>
 #include <vector>
 
+#include "faultlane/core/assert.hpp"
 #include "faultlane/core/unique_function.hpp"
 
 namespace faultlane::dsim {
@@ -105,7 +106,12 @@ class world {
   bool chance(double p);
 
   // The load model for every context from now on.
-  void set_load(const load_model& load) { load_ = load; }
+  void set_load(const load_model& load) {
+    FL_ASSERT(load.handler_cost_max >= clock::duration::zero());
+    FL_ASSERT(load.hiccup_max >= clock::duration::zero());
+    FL_ASSERT(load.hiccup_probability >= 0 && load.hiccup_probability <= 1);
+    load_ = load;
+  }
   const load_model& load() const noexcept { return load_; }
 
   // Contexts the world runs. A context is named for the trace; it must be
