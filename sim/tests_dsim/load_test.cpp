@@ -43,8 +43,11 @@ TEST_P(sim_on_world_load, the_stated_load_passes_and_a_load_past_the_margin_fail
   for (std::uint64_t seed = 1; seed <= 10; ++seed) {
     run_options o;
     o.seed = seed;
+    if (seed == 1) o.trace_events = 1u << 20;  // to see that the stated load did hiccup
     const auto r = run_scenario(stated, o);
     EXPECT_TRUE(r.passed) << "seed " << seed << " under the stated load\n" << failure_text(r);
+    if (seed == 1) EXPECT_NE(r.trace.find(" hiccup "), std::string::npos) << "no hiccup came";
+    o.trace_events = 0;
     if (failing != 0) continue;  // one failing seed is the proof; the rest need not run
     const auto bad = run_scenario(past, o);
     if (!bad.passed) {
