@@ -164,6 +164,17 @@ bool write_outcome(network& net, socket_state& s, const std::vector<asio::const_
   return true;
 }
 
+// Ends the pending read with what read_outcome() said: its handler runs,
+// and the writer at the other end looks for the room it made.
+static void finish_read(network& net, const std::shared_ptr<socket_state>& s, std::error_code ec,
+                        std::size_t n) {
+  auto done = std::move(s->read_done);
+  s->read_done = nullptr;
+  s->read_buffers.clear();
+  done(ec, n);
+  if (n > 0 && s->conn) wake(net, s->conn, 1 - s->side);  // room for the writer
+}
+
 // An edge read is performed by a step on the socket's own context, not at
 // the arrival: a context the load model holds busy performs it when it is
 // free, with whatever arrived meanwhile, and runs its handler in the same
@@ -186,14 +197,10 @@ static void report_edge(network& net, const std::shared_ptr<socket_state>& s) {
       const auto& in = c.from[1 - s->side];
       s->read_left_nothing = in.unread == 0 && !in.fin_arrived && !c.reset_at[s->side];
     }
-    auto done = std::move(s->read_done);
-    s->read_done = nullptr;
     s->read_on_edge = false;
-    s->read_buffers.clear();
     s->read_inline = true;  // for this call only: its handler runs now
-    done(ec, n);
+    finish_read(net, s, ec, n);
     s->read_inline = false;
-    if (n > 0 && s->conn) wake(net, s->conn, 1 - s->side);  // room for the writer
   });
 }
 
@@ -206,11 +213,7 @@ void try_read(network& net, const std::shared_ptr<socket_state>& s, bool arrival
   std::error_code ec;
   std::size_t n = 0;
   if (!read_outcome(net, *s, s->read_buffers, ec, n)) return;
-  auto done = std::move(s->read_done);
-  s->read_done = nullptr;
-  s->read_buffers.clear();
-  done(ec, n);
-  if (n > 0 && s->conn) wake(net, s->conn, 1 - s->side);  // room for the writer
+  finish_read(net, s, ec, n);
 }
 
 void try_write(network& net, const std::shared_ptr<socket_state>& s) {
