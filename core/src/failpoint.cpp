@@ -86,7 +86,10 @@ bool parse_action_round_trips() noexcept {
 }  // namespace
 
 bool is_known(std::string_view name) noexcept {
-  return std::find(std::begin(known_names), std::end(known_names), name) != std::end(known_names);
+  const auto in = [name](const auto& names) {
+    return std::find(std::begin(names), std::end(names), name) != std::end(names);
+  };
+  return in(known_names) || in(planted_names);
 }
 
 std::string_view to_string(action a) noexcept {

@@ -268,15 +268,6 @@ void lane::end_exchange(op_ptr op, status code, std::uint64_t bytes, fate outcom
   if (op->op == wire::opcode::write && code != status::ok && op->request_left &&
       outcome == fate::unknown) {
     code = status::ambiguous_write;
-    // A planted bug, for the harness's own tests only (docs/testing.md):
-    // sends the WRITE again on the next connection, the defect the no-replay
-    // checker exists to catch. Compiled out with failpoints.
-    if (FAULTLANE_FAILPOINT("planted.replay_ambiguous_write") && state_ != state::closed &&
-        !abort_status_) {
-      FL_ASSERT(state_ == state::disconnected);  // settle_broken closed it; it pumps next
-      queue_.push_front(std::move(op));
-      return;
-    }
   }
   const bool retry = code == status::stale_registration && !op->refreshed && group_.can_refresh();
   if (code != status::ok && !retry) cancel_siblings(*op);
@@ -292,11 +283,6 @@ void lane::cancel_siblings(const transfer_op& failed) {
   auto* task = failed.task;
   FL_ASSERT(task != nullptr);
   if (task->slice_lanes.empty()) return;
-  // A planted bug, for the harness's own tests only (docs/architecture.md):
-  // the siblings of a failed slice run on. rail_test's
-  // failed_slice_cancels_its_siblings_and_settles_once catches this defect;
-  // no end-to-end checker does yet (docs/properties.md, "Limits").
-  if (FAULTLANE_FAILPOINT("planted.no_sibling_cancel")) return;
   FAULTLANE_PERTURB("siblings.cancel");
   if (task->cancelled.exchange(true, std::memory_order_acq_rel)) return;  // already done once
   for (const auto& sibling : task->slice_lanes) {

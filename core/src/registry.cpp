@@ -147,10 +147,6 @@ result<void> registry::unregister_buffer(registration_id id, std::chrono::millis
     std::unique_lock lock(mutex_);
     if (auto it = live_.find(id); it != live_.end()) {
       entry = it->second;
-      // A planted bug, for the harness's own tests only (docs/testing.md):
-      // the buffer is never hidden, so a stale id keeps reaching it, the
-      // defect the stale-rejection checker exists to catch.
-      if (FAULTLANE_FAILPOINT("planted.accept_stale_id")) return {};
       live_.erase(it);
       advertised_.erase(id ^ namespace_);  // its sequence number
       retiring_.emplace(id, entry);

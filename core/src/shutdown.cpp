@@ -53,11 +53,6 @@ result<void> transport::impl::shutdown() {
     std::shared_lock lock(groups_mutex);
     for (auto& [id, g] : groups) all.push_back(g);
   }
-  // Planted bug, tests only (docs/architecture.md): stop without draining.
-  if (FAULTLANE_FAILPOINT("planted.shutdown_skip_drain")) {
-    rt.pool->stop();
-    return shutdown_result;
-  }
   FAULTLANE_PERTURB("shutdown.lanes");
   rounds_done = rounds_done && on_every_shard([all](std::size_t shard) {
                   for (const auto& g : all) g->shutdown_on(shard);

@@ -275,12 +275,6 @@ void transport::impl::finalize_task(transfer_batch::state& batch, std::size_t in
   }
   // A throwing callback marks the runtime failed; the task is still done.
   if (batch.callback) detail::run_guarded(rt, [&] { batch.callback(index, code, bytes); });
-  // A planted bug, for the harness's own tests only (docs/testing.md): the
-  // caller hears of the task twice, the defect the exactly-once checker
-  // exists to catch.
-  if (batch.callback && FAULTLANE_FAILPOINT("planted.finalize_twice")) {
-    detail::run_guarded(rt, [&] { batch.callback(index, code, bytes); });
-  }
   task.done.store(true, std::memory_order_release);
   if (batch.completed.fetch_add(1, std::memory_order_acq_rel) + 1 != batch.size) return;
   std::lock_guard lock(batch.mutex);
