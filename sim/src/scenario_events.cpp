@@ -149,7 +149,8 @@ result<void> known_failpoint(const reader& rd, const YAML::Node& node, const std
                              const std::string& name) {
   if (failpoint::is_known(name)) return {};
   std::string names;
-  for (auto known : failpoint::known_names) names += (names.empty() ? "" : ", ") + std::string(known);
+  for (auto known : failpoint::known_names)
+    names += (names.empty() ? "" : ", ") + std::string(known);
   for (auto planted : failpoint::planted_names) names += ", " + std::string(planted);
   return rd.fail(node, path, fmt::format("unknown failpoint '{}' (the core has: {})", name, names));
 }
