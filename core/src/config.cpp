@@ -3,10 +3,15 @@
 // fields in FAULTLANE_TRANSPORT_FIELDS_BY_HAND are checked and read here by hand.
 #include "faultlane/core/config.hpp"
 
+#include "faultlane/core/yaml_reader.hpp"
+
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -14,9 +19,12 @@
 namespace faultlane {
 namespace {
 
+// validate()'s errors: "config: FIELD: what", the field and the complaint
+// also as data (parse_config places them at the field's key).
 error config_error(std::string_view field, const std::string& what) {
   FL_ASSERT(!field.empty() && !what.empty());  // every error names its field and problem
-  return error{status::invalid_argument, fmt::format("config: {}: {}", field, what)};
+  return error{status::invalid_argument, fmt::format("config: {}: {}", field, what),
+               input_place{{}, std::string(field), what}};
 }
 
 bool is_ipv4(const std::string& text) {
@@ -125,73 +133,102 @@ const std::set<std::string, std::less<>> known_fields = [] {
   return keys;
 }();
 
-// Reads one scalar field if present, with a typed error naming the field.
+// Reads one scalar field if present. An error points at the field's key,
+// as every config error does (its value may be a list, or absent).
 template <typename T>
-result<void> read_field(const YAML::Node& root, std::string_view name, T& out) {
+result<void> read_field(const yaml::reader& rd, const YAML::Node& root, std::string_view path,
+                        std::string_view name, T& out) {
   FL_ASSERT(known_fields.count(name) == 1);  // a field the unknown-key check allows
   const YAML::Node node = root[std::string(name)];
   if (!node) return {};
-  try {
-    if constexpr (std::is_same_v<T, bool>) {
-      out = node.as<bool>();
-    } else if constexpr (std::is_unsigned_v<T>) {
-      auto text = node.as<std::string>();
-      if (!text.empty() && text[0] == '-') {
-        return config_error(name, fmt::format("must not be negative, got {}", text));
-      }
-      auto wide = node.as<unsigned long long>();
-      if (wide > std::numeric_limits<T>::max()) {
-        return config_error(name, fmt::format("{} is too large", wide));
-      }
-      out = static_cast<T>(wide);
-    } else {
-      out = node.as<T>();
+  const auto bad = [&](std::string_view what) {
+    return rd.fail(yaml::key_node(root, name), yaml::key_path(path, name), what);
+  };
+  if (!node.IsScalar()) return bad(fmt::format("expected a value, got {}", yaml::kind_of(node)));
+  const std::string& text = node.Scalar();
+  if constexpr (std::is_same_v<T, bool>) {
+    if (!YAML::convert<bool>::decode(node, out)) return bad("not a valid value");
+  } else if constexpr (std::is_unsigned_v<T>) {
+    if (!text.empty() && text[0] == '-') {
+      return bad(fmt::format("must not be negative, got {}", text));
     }
-  } catch (const YAML::Exception&) {
-    return config_error(name, fmt::format("line {}: not a valid value", node.Mark().line + 1));
+    const auto wide = yaml::parse_decimal(text);
+    if (!wide && !text.empty() && std::all_of(text.begin(), text.end(), ::isdigit)) {
+      return bad(fmt::format("{} is too large", text));
+    }
+    if (!wide) return bad("not a valid value");
+    if (*wide > std::numeric_limits<T>::max()) return bad(fmt::format("{} is too large", *wide));
+    out = static_cast<T>(*wide);
+  } else if constexpr (std::is_integral_v<T>) {  // signed: validate() refuses a negative
+    const auto* end = text.data() + text.size();
+    if (auto [at, ec] = std::from_chars(text.data(), end, out); ec != std::errc() || at != end) {
+      return bad("not a valid value");
+    }
+  } else {
+    out = text;
   }
   return {};
 }
 
 }  // namespace
 
-result<transport_config> parse_config(const YAML::Node& root) {
+result<transport_config> parse_config(const YAML::Node& root, const yaml::reader& rd,
+                                      std::string_view path) {
   transport_config c;
-  if (!root.IsMap()) return config_error("(document)", "expected a mapping of config fields");
+  if (!root.IsMap()) return rd.fail(root, path, "expected a mapping of config fields");
   for (const auto& kv : root) {
-    auto key = kv.first.as<std::string>();
-    if (!known_fields.count(key)) return config_error(key, "unknown field");
+    if (!kv.first.IsScalar()) return rd.fail(kv.first, path, "a key must be a plain name");
+    const std::string& key = kv.first.Scalar();
+    if (!known_fields.count(key))
+      return rd.fail(kv.first, yaml::key_path(path, key), "unknown field");
   }
+  const auto read = [&](std::string_view name, auto& out) {
+    return read_field(rd, root, path, name, out);
+  };
   result<void> r;
-  if (!(r = read_field(root, "bind_address", c.bind_address))) return r.error();
-  if (!(r = read_field(root, "advertise_address", c.advertise_address))) return r.error();
-  if (!(r = read_field(root, "port", c.port))) return r.error();
+  if (!(r = read("bind_address", c.bind_address))) return r.error();
+  if (!(r = read("advertise_address", c.advertise_address))) return r.error();
+  if (!(r = read("port", c.port))) return r.error();
   for_each_transport_setting([&](const auto& setting) {
-    if (r) r = read_field(root, setting.name, c.*setting.field);
+    if (r) r = read(setting.name, c.*setting.field);
   });
   if (!r) return r.error();
-  if (!(r = read_field(root, "rpc_bind_address", c.rpc_bind_address))) return r.error();
-  if (!(r = read_field(root, "rpc_port", c.rpc_port))) return r.error();
+  if (!(r = read("rpc_bind_address", c.rpc_bind_address))) return r.error();
+  if (!(r = read("rpc_port", c.rpc_port))) return r.error();
   if (root["rpc_worker_count"] && root["rpc_worker_count"].IsScalar() &&
       root["rpc_worker_count"].Scalar() == "inline") {
     c.rpc_inline = true;
-  } else if (!(r = read_field(root, "rpc_worker_count", c.rpc_worker_count))) {
+  } else if (!(r = read("rpc_worker_count", c.rpc_worker_count))) {
     return r.error();
   }
   if (const auto rails = root["rail_addresses"]) {
-    if (!rails.IsSequence()) return config_error("rail_addresses", "expected a list of addresses");
-    for (const auto& rail : rails) c.rail_addresses.push_back(rail.as<std::string>());
+    const auto rails_path = yaml::key_path(path, "rail_addresses");
+    if (!rails.IsSequence()) {
+      return rd.fail(yaml::key_node(root, "rail_addresses"), rails_path,
+                     "expected a list of addresses");
+    }
+    for (std::size_t i = 0; i < rails.size(); ++i) {
+      auto rail = rd.text(rails[i], yaml::item_path(rails_path, i));
+      if (!rail) return rail.error();
+      c.rail_addresses.push_back(std::move(rail).value());
+    }
   }
-  if (auto valid = validate(c); !valid) return valid.error();
+  // validate() knows fields, not nodes: its error is placed at the key.
+  if (auto valid = validate(c); !valid) {
+    const auto& place = valid.error().place;
+    FL_ASSERT(place.has_value());  // config_error() sets it
+    return rd.fail(yaml::key_node(root, place->key), yaml::key_path(path, place->key), place->what);
+  }
   FL_ASSERT(c.rail_addresses.size() <= limits::rail_count_max);
   return c;
 }
 
-result<transport_config> parse_config_yaml(std::string_view yaml_text) {
+result<transport_config> parse_config_yaml(std::string_view yaml_text, const std::string& label) {
+  const yaml::reader rd(label);
   try {
-    return parse_config(YAML::Load(std::string(yaml_text)));
+    return parse_config(YAML::Load(std::string(yaml_text)), rd, "");
   } catch (const YAML::Exception& e) {
-    return error{status::invalid_argument, fmt::format("config: YAML: {}", e.what())};
+    return rd.syntax_error(e);
   }
 }
 
@@ -200,11 +237,7 @@ result<transport_config> load_config_file(const std::string& path) {
   if (!in) return error{status::invalid_argument, fmt::format("config: cannot open {}", path)};
   std::stringstream text;
   text << in.rdbuf();
-  auto parsed = parse_config_yaml(text.str());
-  if (!parsed.ok()) {
-    return error{parsed.code(), fmt::format("{}: {}", path, parsed.error().message)};
-  }
-  return parsed;
+  return parse_config_yaml(text.str(), path);
 }
 
 }  // namespace faultlane

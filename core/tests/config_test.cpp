@@ -1,5 +1,6 @@
 #include "faultlane/core/config.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -136,7 +137,7 @@ progress_timeout_ms: 1500
         bad_case{"worker_count: many", "worker_count"}, bad_case{"port: 70000", "port"},
         bad_case{"max_conections: 4", "max_conections"},
         bad_case{"rail_addresses: 127.0.0.1", "rail_addresses"}, bad_case{"[1, 2]", "mapping"},
-        bad_case{"worker_count: [", "YAML"}}) {
+        bad_case{"worker_count: [", "<config>:1:"}}) {
     auto r = parse_config_yaml(bad.yaml);
     ASSERT_FALSE(r.ok()) << bad.yaml;
     EXPECT_EQ(r.code(), status::invalid_argument);
@@ -162,6 +163,63 @@ TEST(config, yaml_reads_every_setting) {
   ASSERT_TRUE(got.ok()) << got.error().message << "\n" << text;
   EXPECT_TRUE(testing::same_settings(want, got.value())) << text;
   EXPECT_EQ(got.value(), want);
+}
+
+// An error is placed as data: the line and column of the field's key, its
+// path and the complaint alone; the message is made of the same.
+TEST(config, an_error_carries_its_place) {
+  struct bad_case {
+    const char* yaml;
+    source_mark at;
+    const char* key;
+    std::string_view what;
+  };
+  for (const auto& c : {
+           bad_case{
+               "port: 1\nworker_count: 0\n", {"<config>", 2, 1}, "worker_count", "must be in [1, "},
+           bad_case{"worker_count: many", {"<config>", 1, 1}, "worker_count", "not a valid value"},
+           bad_case{"worker_count: [1]",
+                    {"<config>", 1, 1},
+                    "worker_count",
+                    "expected a value, got a list"},
+           bad_case{"worker_count: -1",
+                    {"<config>", 1, 1},
+                    "worker_count",
+                    "must not be negative, got -1"},
+           bad_case{"port: 99999999999999999999999",
+                    {"<config>", 1, 1},
+                    "port",
+                    "99999999999999999999999 is too large"},
+           bad_case{"port: 70000", {"<config>", 1, 1}, "port", "70000 is too large"},
+           bad_case{"rail_addresses: [127.0.0.1, [x]]",
+                    {"<config>", 1, 29},
+                    "rail_addresses[1]",
+                    "expected a string, got a list"},
+           bad_case{"port: 1\nwrker: 1", {"<config>", 2, 1}, "wrker", "unknown field"},
+           bad_case{"worker_count: [", {"<config>", 1, 0}, "", ""},  // a syntax error
+       }) {
+    auto r = parse_config_yaml(c.yaml);
+    ASSERT_FALSE(r.ok()) << c.yaml;
+    const auto& place = r.error().place;
+    ASSERT_TRUE(place.has_value()) << c.yaml;
+    EXPECT_EQ(place->at.file, c.at.file) << c.yaml;
+    EXPECT_EQ(place->at.line, c.at.line) << c.yaml << " -> " << r.error().message;
+    if (c.at.column != 0) EXPECT_EQ(place->at.column, c.at.column) << c.yaml;
+    EXPECT_EQ(place->key, c.key) << c.yaml;
+    EXPECT_EQ(place->what.substr(0, c.what.size()), c.what) << c.yaml;
+    if (!place->key.empty()) {
+      EXPECT_EQ(r.error().message, fmt::format("<config>:{}:{}: {}: {}", c.at.line, c.at.column,
+                                               place->key, place->what));
+    }
+  }
+  // validate() knows no file: the field and complaint, no line.
+  auto c = good();
+  c.worker_count = 0;
+  auto r = validate(c);
+  ASSERT_FALSE(r.ok());
+  ASSERT_TRUE(r.error().place.has_value());
+  EXPECT_EQ(r.error().place->key, "worker_count");
+  EXPECT_EQ(r.error().place->at.line, 0);
 }
 
 TEST(config, file_loading_reports_the_path) {

@@ -16,7 +16,16 @@
 namespace faultlane::relays {
 namespace {
 
-error bad(const std::string& what) { return error{status::invalid_argument, "fault: " + what}; }
+error bad(std::string_view key, const std::string& what) {
+  return error{status::invalid_argument, "fault: " + what, input_place{{}, std::string(key), what}};
+}
+error bad(const std::string& what) { return bad("", what); }
+
+// The key an error is about, where the error does not say it yet.
+error about(std::string_view key, error e) {
+  if (e.place && e.place->key.empty()) e.place->key = key;
+  return e;
+}
 
 result<std::uint64_t> number(std::string_view key, std::string_view value) {
   std::uint64_t out = 0;
@@ -153,21 +162,22 @@ result<void> apply(fault_spec& f, std::string_view key, std::string_view value) 
 }
 
 result<void> validate_corrupt(const fault_spec& f) {
-  if (f.field.empty()) return bad("corrupt needs field=<header field>|payload");
-  if (f.mask == 0) return bad("corrupt mask must flip at least one bit");
+  if (f.field.empty()) return bad("field", "corrupt needs field=<header field>|payload");
+  if (f.mask == 0) return bad("mask", "corrupt mask must flip at least one bit");
   if (f.field == "payload") {
     if (f.payload_byte > corrupt_payload_byte_max) {
-      return bad(fmt::format("payload_byte={} is past the last byte of the longest payload ({})",
+      return bad("payload_byte",
+                 fmt::format("payload_byte={} is past the last byte of the longest payload ({})",
                              f.payload_byte, corrupt_payload_byte_max));
     }
     return {};
   }
-  if (f.payload_byte != 0) return bad("payload_byte needs field=payload");
+  if (f.payload_byte != 0) return bad("payload_byte", "payload_byte needs field=payload");
   auto layout = f.dir == direction::up ? wire::find_request_field(f.field)
                                        : wire::find_response_field(f.field);
   if (!layout) {
-    return bad(fmt::format("corrupt: no field '{}' in a {} header", f.field,
-                           f.dir == direction::up ? "request" : "response"));
+    return bad("field", fmt::format("corrupt: no field '{}' in a {} header", f.field,
+                                    f.dir == direction::up ? "request" : "response"));
   }
   return {};
 }
@@ -178,7 +188,7 @@ result<void> check(fault_spec& f, bool dir_given) {
   auto kind = to_string(f.kind);
   const bool own_direction = traits(f.kind).category != fault_class::connection;
   if (!dir_given && own_direction) {
-    return bad(fmt::format("{} needs dir=up|down", kind));
+    return bad("dir", fmt::format("{} needs dir=up|down", kind));
   }
   if (auto r = validate(f); !r.ok()) return r;
   if (f.name.empty()) {
@@ -201,24 +211,26 @@ std::optional<fault_kind> find_fault_kind(std::string_view name) noexcept {
 std::string_view to_string(direction d) noexcept { return d == direction::up ? "up" : "down"; }
 
 result<void> validate(const fault_spec& f) {
-  if (f.when.header_byte && !f.when.frame) return bad("header_byte needs frame=");
+  if (f.when.header_byte && !f.when.frame) return bad("header_byte", "header_byte needs frame=");
   if (!(f.when.probability >= 0.0 && f.when.probability <= 1.0)) {
-    return bad(fmt::format("probability must be in [0, 1], got {}", f.when.probability));
+    return bad("probability",
+               fmt::format("probability must be in [0, 1], got {}", f.when.probability));
   }
   switch (f.kind) {
     case fault_kind::latency:
-      if (f.ms == 0 && f.jitter_ms == 0) return bad("latency needs ms=");
-      if (f.jitter_ms > f.ms) return bad("latency jitter_ms must not exceed ms");
+      if (f.ms == 0 && f.jitter_ms == 0) return bad("ms", "latency needs ms=");
+      if (f.jitter_ms > f.ms) return bad("jitter_ms", "latency jitter_ms must not exceed ms");
       return {};
     case fault_kind::bandwidth:
-      if (f.bytes_per_s == 0) return bad("bandwidth needs bytes_per_s= > 0");
+      if (f.bytes_per_s == 0) return bad("bytes_per_s", "bandwidth needs bytes_per_s= > 0");
       return {};
     case fault_kind::slicer:
-      if (f.size == 0) return bad("slicer needs size= > 0");
-      if (f.variation >= f.size) return bad("slicer variation must be smaller than size");
+      if (f.size == 0) return bad("size", "slicer needs size= > 0");
+      if (f.variation >= f.size)
+        return bad("variation", "slicer variation must be smaller than size");
       return {};
     case fault_kind::slow_close:
-      if (f.ms == 0) return bad("slow_close needs ms=");
+      if (f.ms == 0) return bad("ms", "slow_close needs ms=");
       return {};
     case fault_kind::corrupt: return validate_corrupt(f);
     default: return {};
@@ -230,7 +242,7 @@ result<fault_spec> parse_fault(std::string_view text) {
   std::string type;
   if (!(in >> type)) return bad("empty fault");
   auto kind = find_fault_kind(type);
-  if (!kind) return bad(fmt::format("unknown fault type '{}'", type));
+  if (!kind) return bad("type", fmt::format("unknown fault type '{}'", type));
   fault_spec f;
   f.kind = *kind;
   bool dir_given = false;
@@ -244,11 +256,15 @@ result<fault_spec> parse_fault(std::string_view text) {
     auto value = std::string_view(token).substr(eq + 1);
     if (key == "dir") dir_given = true;
     if (auto r = apply(f, key, value); !r.ok()) {
-      return error{r.code(), r.error().message + fmt::format(" (in \"{}\")", text)};
+      auto e = about(key, r.error());
+      e.message += fmt::format(" (in \"{}\")", text);
+      return e;
     }
   }
   if (auto r = check(f, dir_given); !r.ok()) {
-    return error{r.code(), r.error().message + fmt::format(" (in \"{}\")", text)};
+    auto e = r.error();
+    e.message += fmt::format(" (in \"{}\")", text);
+    return e;
   }
   return f;
 }
@@ -261,21 +277,22 @@ result<fault_spec> parse_fault(const YAML::Node& node) {
   std::set<std::string> seen;
   for (const auto& kv : node) {
     auto key = kv.first.as<std::string>();
-    if (!seen.insert(key).second) return bad(fmt::format("duplicate key '{}'", key));
+    if (!seen.insert(key).second) return bad(key, fmt::format("duplicate key '{}'", key));
     if (key == "type") continue;
-    if (!kv.second.IsScalar()) return bad(fmt::format("{} must be a single value", key));
+    if (!kv.second.IsScalar()) return bad(key, fmt::format("{} must be a single value", key));
     auto value = kv.second.as<std::string>();
     if (value.empty() || value.find_first_of(" \t=") != std::string::npos) {
-      return bad(fmt::format("{} must be one word, got '{}'", key, value));
+      return bad(key, fmt::format("{} must be one word, got '{}'", key, value));
     }
     text += " " + key + "=" + value;
   }
   return parse_fault(text);
 }
 
-std::string describe(const fault_spec& f) {
-  std::string out = fmt::format("{} dir={}", to_string(f.kind), to_string(f.dir));
-  auto add = [&](const char* key, auto value) { out += fmt::format(" {}={}", key, value); };
+std::vector<std::pair<std::string, std::string>> fault_fields(const fault_spec& f) {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto add = [&](const char* key, auto value) { out.emplace_back(key, fmt::format("{}", value)); };
+  add("dir", to_string(f.dir));
   if (f.ms) add("ms", f.ms);
   if (f.jitter_ms) add("jitter_ms", f.jitter_ms);
   if (f.bytes_per_s) add("bytes_per_s", f.bytes_per_s);
@@ -285,7 +302,7 @@ std::string describe(const fault_spec& f) {
   if (f.kind == fault_kind::truncate) add("bytes", f.bytes);
   if (!f.field.empty()) add("field", f.field);
   if (f.field == "payload") add("payload_byte", f.payload_byte);
-  if (f.kind == fault_kind::corrupt) out += fmt::format(" mask={:#04x}", f.mask);
+  if (f.kind == fault_kind::corrupt) add("mask", fmt::format("{:#04x}", f.mask));
   const auto& w = f.when;
   if (w.after_bytes) add("after_bytes", *w.after_bytes);
   if (w.frame) add("frame", *w.frame);
@@ -297,6 +314,12 @@ std::string describe(const fault_spec& f) {
   if (w.rail) add("rail", *w.rail);
   if (w.count) add("count", *w.count);
   if (w.probability < 1.0) add("probability", w.probability);
+  return out;
+}
+
+std::string describe(const fault_spec& f) {
+  std::string out(to_string(f.kind));
+  for (const auto& [key, value] : fault_fields(f)) out += fmt::format(" {}={}", key, value);
   return out;
 }
 

@@ -175,5 +175,64 @@ TEST(relay_fault_kinds, every_relay_counter_is_reported_exported_and_documented)
   EXPECT_EQ(reported.size(), relay_counters.size());
 }
 
+// A parse error says which key it is about and what is wrong, as data: the
+// scenario loader and the Toxiproxy API place and word it from these, never
+// from the message text.
+TEST(relay_fault_text, an_error_carries_its_key_and_the_complaint_alone) {
+  struct bad_case {
+    const char* text;
+    const char* key;
+    const char* what;
+  };
+  for (const auto& c : {
+           bad_case{"latency dir=down ms=fast", "ms", "ms=fast is not a non-negative integer"},
+           bad_case{"latency dir=down", "ms", "latency needs ms="},
+           bad_case{"latency ms=5", "dir", "latency needs dir=up|down"},
+           bad_case{"bogus dir=up", "type", "unknown fault type 'bogus'"},
+           bad_case{"latency dir=up ms=1 size=3", "size", "latency does not take size="},
+           bad_case{"latency dir=up ms=1 jitter_ms=2", "jitter_ms",
+                    "latency jitter_ms must not exceed ms"},
+           bad_case{"corrupt dir=up field=payload mask=0", "mask",
+                    "mask=0 is not a byte with a bit set (0x01 to 0xff, or 1 to 255)"},
+           bad_case{"reset dir=up opcode=erase", "opcode",
+                    "opcode must be read or write, got erase"},
+       }) {
+    auto r = parse_fault(c.text);
+    ASSERT_FALSE(r.ok()) << c.text;
+    const auto& place = r.error().place;
+    ASSERT_TRUE(place.has_value()) << c.text;
+    EXPECT_EQ(place->key, c.key) << c.text;
+    EXPECT_EQ(place->what, c.what) << c.text;
+    if (place->key != "type") {  // the type is read before the text's keys
+      EXPECT_EQ(r.error().message, fmt::format("fault: {} (in \"{}\")", c.what, c.text));
+    }
+  }
+  auto node = YAML::Load("{type: latency, dir: up, ms: [1]}");
+  auto r = parse_fault(node);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().place->key, "ms");
+}
+
+// fault_fields is the text form's keys and values: describe() joins them,
+// and the text reads back to the same fields.
+TEST(relay_fault_text, fields_are_the_text_form_and_read_back) {
+  for (const char* text :
+       {"latency dir=down ms=5 jitter_ms=1 probability=0.5",
+        "corrupt dir=up field=payload payload_byte=3 mask=0x06",
+        "reset dir=down after_bytes=1000 count=2", "drop_frame dir=down opcode=write frame=2"}) {
+    auto f = parse_fault(text);
+    ASSERT_TRUE(f.ok()) << text << ": " << f.error().message;
+    const auto fields = fault_fields(f.value());
+    ASSERT_FALSE(fields.empty());
+    EXPECT_EQ(fields.front().first, "dir");
+    std::string joined(to_string(f.value().kind));
+    for (const auto& [key, value] : fields) joined += " " + key + "=" + value;
+    EXPECT_EQ(describe(f.value()), joined);
+    auto again = parse_fault(describe(f.value()));
+    ASSERT_TRUE(again.ok()) << describe(f.value());
+    EXPECT_EQ(fault_fields(again.value()), fields) << text;
+  }
+}
+
 }  // namespace
 }  // namespace faultlane::relays::testing

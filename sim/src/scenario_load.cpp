@@ -187,13 +187,6 @@ result<void> read_sections(builder& b, const YAML::Node& root) {
   return {};
 }
 
-error yaml_error(const std::string& file, const YAML::Exception& e) {
-  const int line = e.mark.is_null() ? 1 : e.mark.line + 1;
-  const int column = e.mark.is_null() ? 1 : e.mark.column + 1;
-  return error{status::invalid_argument,
-               fmt::format("{}:{}:{}: yaml: {}", file, line, column, e.msg)};
-}
-
 // Lines of the file that start a document ("---" in column 1) after some
 // content, and the first line of content: YAML::LoadAll() loops forever on
 // some malformed input in yaml-cpp 0.7 (a leading ','), so the file is read
@@ -252,7 +245,7 @@ result<scenario> parse_scenario(std::string_view text, const std::string& file) 
   try {
     if (auto r = read_document(b, text); !r) return r.error();
   } catch (const YAML::Exception& e) {
-    return yaml_error(file, e);
+    return b.rd.syntax_error(e);
   }
   return std::move(b.s);
 }

@@ -1,8 +1,8 @@
 // The scenario loader's reading tools, shared by its parts.
 //
-// A `reader` turns YAML nodes into typed values and every problem into one
-// message, "FILE:LINE:COLUMN: KEY: what", the mark 1-based and KEY the
-// dotted path of the value (`workload[1].size`). A `builder` carries the
+// A `reader` is the shared YAML reader (faultlane/core/yaml_reader.hpp):
+// typed values, and every problem one error "FILE:LINE:COLUMN: KEY: what"
+// with its place as data. A `builder` carries the
 // scenario being read and the names defined so far, so each part of the
 // file checks its references as it reads them and the error points at the
 // reference itself. Nothing here throws: yaml-cpp's exceptions stop at
@@ -19,51 +19,28 @@
 #include <string_view>
 #include <vector>
 
+#include "faultlane/core/yaml_reader.hpp"
 #include "faultlane/sim/scenario.hpp"
 
 namespace faultlane::sim::detail {
 
-class reader {
+// The scenario's reads on top of the shared YAML reader
+// (faultlane/core/yaml_reader.hpp): sizes, count ranges and status names.
+class reader : public yaml::reader {
  public:
-  explicit reader(std::string file) : file_(std::move(file)) {}
+  using yaml::reader::reader;
 
-  const std::string& file() const noexcept { return file_; }
-  source_mark mark(const YAML::Node& node) const;
-  error fail(const YAML::Node& where, std::string_view path, std::string_view what) const;
-
-  // A mapping whose keys are all in `known` (each once); `path` names it.
-  result<void> mapping(const YAML::Node& node, std::string_view path,
-                       const std::vector<std::string_view>& known) const;
-  // A sequence of `lo`..`hi` items.
-  result<void> sequence(const YAML::Node& node, std::string_view path, std::size_t lo,
-                        std::size_t hi) const;
-
-  // map[key], which must be there.
-  result<YAML::Node> required(const YAML::Node& map, std::string_view path, const char* key) const;
-
-  result<std::string> text(const YAML::Node& node, std::string_view path) const;
-  // A name of 1..`length_max` characters from [a-z0-9_-], plus '.' if `dots`.
-  result<std::string> name(const YAML::Node& node, std::string_view path, std::size_t length_max,
-                           bool dots = false) const;
-  result<std::uint64_t> integer(const YAML::Node& node, std::string_view path, std::uint64_t lo,
-                                std::uint64_t hi) const;
-  result<double> number(const YAML::Node& node, std::string_view path, double lo, double hi) const;
-  result<bool> boolean(const YAML::Node& node, std::string_view path) const;
   result<std::uint64_t> size(const YAML::Node& node, std::string_view path, std::uint64_t lo,
                              std::uint64_t hi) const;
   result<count_range> range(const YAML::Node& node, std::string_view path) const;
   result<status> status_name(const YAML::Node& node, std::string_view path) const;
-
- private:
-  std::string file_;
 };
 
-// "a.b" / "a[3]": the path of a key or an item under `path`.
-std::string key_path(std::string_view path, std::string_view key);
-std::string item_path(std::string_view path, std::size_t index);
-
-// Strict decimal digits, no sign; nullopt when not one or too large.
-std::optional<std::uint64_t> parse_decimal(std::string_view text) noexcept;
+using yaml::item_path;
+using yaml::key_node;
+using yaml::key_path;
+using yaml::kind_of;
+using yaml::parse_decimal;
 std::optional<status> parse_status_name(std::string_view text) noexcept;
 
 struct builder {

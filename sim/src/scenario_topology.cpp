@@ -16,26 +16,6 @@ namespace bounds = scenario_bounds;
 constexpr std::string_view runner_config_keys[] = {
     "bind_address", "advertise_address", "port", "rail_addresses", "rpc_bind_address", "rpc_port"};
 
-// Maps "config: FIELD: what" from the core onto the FIELD key of `node`.
-error config_error(const reader& rd, const YAML::Node& node, std::string_view path,
-                   const std::string& message) {
-  std::string_view text = message;
-  if (text.substr(0, 8) == "config: ") text.remove_prefix(8);
-  const auto colon = text.find(": ");
-  if (colon != std::string_view::npos) {
-    const std::string field(text.substr(0, colon));
-    if (node.IsMap() && node[field].IsDefined()) {
-      for (const auto& kv : node) {
-        if (kv.first.Scalar() == field) {
-          return rd.fail(kv.first, key_path(path, field), text.substr(colon + 2));
-        }
-      }
-    }
-    return rd.fail(node, key_path(path, field), text.substr(colon + 2));
-  }
-  return rd.fail(node, path, text);
-}
-
 result<transport_config> read_config(const reader& rd, const YAML::Node& node,
                                      std::string_view path) {
   if (!node.IsMap()) return rd.fail(node, path, "expected a mapping of transport_config fields");
@@ -52,13 +32,7 @@ result<transport_config> read_config(const reader& rd, const YAML::Node& node,
       }
     }
   }
-  try {
-    auto c = parse_config(node);
-    if (!c.ok()) return config_error(rd, node, path, c.error().message);
-    return c;
-  } catch (const YAML::Exception&) {
-    return rd.fail(node, path, "a field is not a plain value");
-  }
+  return parse_config(node, rd, path);
 }
 
 result<transport_spec> read_transport(const builder& b, const YAML::Node& node,
@@ -155,27 +129,6 @@ result<region_spec> read_region(const builder& b, const YAML::Node& node, const 
   return g;
 }
 
-// The key of a fault mapping that a relays error message is about: the one
-// named earliest in it as "KEY=" or "'KEY'" or leading "KEY ".
-YAML::Node fault_key_in(const YAML::Node& node, std::string_view message, std::string& key) {
-  std::size_t best = std::string_view::npos;
-  YAML::Node out = node;
-  for (const auto& kv : node) {
-    const std::string& k = kv.first.Scalar();
-    for (const auto& form : {k + "=", "'" + k + "'", k + " "}) {
-      const auto at = message.find(form);
-      const bool starts =
-          at == 0 || (at != std::string_view::npos && (message[at - 1] == ' ' || form[0] == '\''));
-      if (starts && at < best) {
-        best = at;
-        key = k;
-        out.reset(k == "type" ? kv.second : kv.first);
-      }
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 result<link_fault> read_link_fault(const builder& b, const YAML::Node& node,
@@ -207,12 +160,15 @@ result<link_fault> read_link_fault(const builder& b, const YAML::Node& node,
   }
   auto spec = relays::parse_fault(relay_form);
   if (!spec.ok()) {
-    std::string message = spec.error().message;
-    if (message.substr(0, 7) == "fault: ") message.erase(0, 7);
-    if (auto in = message.find(" (in \""); in != std::string::npos) message.erase(in);
-    std::string key;
-    const YAML::Node where = fault_key_in(node, message, key);
-    return rd.fail(where, key.empty() ? std::string(path) : key_path(path, key), message);
+    // At the key it names, if the file has that key (a missing `ms=` is
+    // the fault's own), its value for `type`.
+    const auto& place = spec.error().place;
+    FL_ASSERT(place.has_value());  // every fault error is placed
+    if (place->key.empty() || !node[place->key].IsDefined()) {
+      return rd.fail(node, path, place->what);
+    }
+    const YAML::Node where = place->key == "type" ? node["type"] : key_node(node, place->key);
+    return rd.fail(where, key_path(path, place->key), place->what);
   }
   f.spec = spec.value();
   return f;

@@ -41,16 +41,11 @@ std::string quoted(const std::string& text) {
 }
 
 // {type: KIND, dir: D, key: value, ..., name: N[, optional: true]} from
-// relays::describe(), which lists every key that differs from a default.
+// relays::fault_fields(), every key that differs from a default.
 std::string fault_flow(const link_fault& f) {
-  std::istringstream in(relays::describe(f.spec));
-  std::string kind;
-  in >> kind;
-  std::string out = fmt::format("{{type: {}", kind);
-  std::string token;
-  while (in >> token) {
-    const auto eq = token.find('=');
-    out += fmt::format(", {}: {}", token.substr(0, eq), token.substr(eq + 1));
+  std::string out = fmt::format("{{type: {}", relays::to_string(f.spec.kind));
+  for (const auto& [key, value] : relays::fault_fields(f.spec)) {
+    out += fmt::format(", {}: {}", key, value);
   }
   if (!f.spec.name.empty()) out += fmt::format(", name: {}", f.spec.name);
   if (f.optional) out += ", optional: true";

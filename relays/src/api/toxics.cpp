@@ -90,14 +90,6 @@ std::optional<std::string> toxiproxy_problem(const toxic& t) {
   return std::nullopt;
 }
 
-// The relay's message without its "fault: " prefix and the fault text it
-// quotes (which names the relay's keys, not the toxic's).
-std::string plain(std::string message) {
-  if (message.rfind("fault: ", 0) == 0) message.erase(0, 7);
-  if (auto at = message.find(" (in \""); at != std::string::npos) message.erase(at);
-  return message;
-}
-
 }  // namespace
 
 std::string_view stream_name(direction d) { return d == direction::up ? "upstream" : "downstream"; }
@@ -135,7 +127,11 @@ result<fault_spec> to_fault(const toxic& t) {
   }
   if (t.toxicity < 1.0) text += fmt::format(" probability={}", t.toxicity);
   auto spec = parse_fault(text);
-  if (!spec.ok()) return bad(fmt::format("{} toxic: {}", t.type, plain(spec.error().message)));
+  if (!spec.ok()) {
+    // The complaint alone: the fault text names the relay's keys, not the toxic's.
+    FL_ASSERT(spec.error().place.has_value());  // every fault error is placed
+    return bad(fmt::format("{} toxic: {}", t.type, spec.error().place->what));
+  }
   spec.value().name = t.name;
   return spec;
 }
@@ -160,13 +156,7 @@ toxic from_fault(const fault_spec& f) {
   t.toxicity = f.when.probability;
   // A kind whose Toxiproxy type is its own name shows with Toxiproxy's attributes.
   const auto* toxiproxy = find_toxiproxy_type(t.type);
-  std::istringstream words(describe(f));
-  std::string word;
-  words >> word;  // the type
-  while (words >> word) {
-    auto eq = word.find('=');
-    auto key = word.substr(0, eq);
-    auto value = word.substr(eq + 1);
+  for (auto [key, value] : fault_fields(f)) {
     if (key == "dir" || key == "probability") continue;
     std::uint64_t n = 0;
     bool number = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;

@@ -22,6 +22,10 @@
 #include "faultlane/core/limits.hpp"
 #include "faultlane/core/status.hpp"
 
+namespace faultlane::yaml {
+class reader;
+}  // namespace faultlane::yaml
+
 namespace YAML {
 class Node;
 }
@@ -197,10 +201,16 @@ static_assert(detail::settings_are_bounded(),
 
 result<void> validate(const transport_config& config);
 
-result<transport_config> parse_config_yaml(std::string_view yaml_text);
-// The same from a parsed mapping (the scenario loader's `config:` blocks).
-// Errors name the field as "config: FIELD: what".
-result<transport_config> parse_config(const YAML::Node& root);
+// Reads a config from YAML text. Errors are the shared reader's
+// (faultlane/core/yaml_reader.hpp): "LABEL:LINE:COLUMN: FIELD: what", with
+// the place as data; LABEL names where the text came from.
+result<transport_config> parse_config_yaml(std::string_view yaml_text,
+                                           const std::string& label = "<config>");
+// The same from a parsed mapping read with `rd`, the fields under `path`
+// (the scenario loader's `config:` blocks).
+result<transport_config> parse_config(const YAML::Node& root, const yaml::reader& rd,
+                                      std::string_view path);
+// The same from a file: errors begin "PATH:LINE:COLUMN:".
 result<transport_config> load_config_file(const std::string& path);
 
 }  // namespace faultlane

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -50,9 +51,29 @@ int severity(status code) noexcept;
 // The more severe of two statuses (the first on a tie).
 inline status most_severe(status a, status b) noexcept { return severity(b) > severity(a) ? b : a; }
 
+// Where a value came from, for messages: 1-based line and column; `file` is
+// a path, or a label in angle brackets for text that came from no file
+// ("<config>").
+struct source_mark {
+  std::string file;
+  int line = 0;
+  int column = 0;
+  friend bool operator==(const source_mark&, const source_mark&) = default;
+};
+
+// Where bad input was and what is wrong with it, as data, so that a module
+// reporting another's error never reads its message text.
+struct input_place {
+  source_mark at;    // line 0: not known (a check of a value, not of a file)
+  std::string key;   // the dotted path of the value ("links[2].faults[0].ms"); empty: the top
+  std::string what;  // the complaint alone, without place or key
+  friend bool operator==(const input_place&, const input_place&) = default;
+};
+
 struct error {
   status code = status::internal_error;
-  std::string message;
+  std::string message;               // the whole line a user sees
+  std::optional<input_place> place;  // set when the error is about input
 };
 
 template <typename T>

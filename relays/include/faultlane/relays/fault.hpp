@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "faultlane/core/frame.hpp"
@@ -210,12 +211,18 @@ struct fault_spec {
 
 // "latency dir=down ms=5 jitter_ms=1", "reset dir=down after_bytes=1000",
 // "stall dir=up frame=3 header_byte=7", "drop_frame dir=down opcode=write".
+// An error's message is "fault: what (in "TEXT")"; its place holds the key
+// at fault (empty when none is) and the complaint alone, as data.
 result<fault_spec> parse_fault(std::string_view text);
 // The same keys as a YAML mapping: {type: latency, dir: down, ms: 5}.
 result<fault_spec> parse_fault(const YAML::Node& node);
 // The checks parse_fault makes on the values (ranges, required keys, known
 // fields), for a spec built in code. relay::start applies them too.
 result<void> validate(const fault_spec& f);
+// Every key that differs from its default, with its value as the text form
+// writes it, in a fixed order: "dir" first, never "type" or "name".
+std::vector<std::pair<std::string, std::string>> fault_fields(const fault_spec& f);
+// "TYPE key=value ...": the kind, then fault_fields().
 std::string describe(const fault_spec& f);
 
 }  // namespace faultlane::relays

@@ -63,14 +63,6 @@ static_assert(region_bytes_max <= limits::transfer_bytes_default,
               "a whole-region op fits the default max_transfer_bytes");
 }  // namespace scenario_bounds
 
-// Where a value came from, for messages: 1-based line and column.
-struct source_mark {
-  std::string file;
-  int line = 0;
-  int column = 0;
-  friend bool operator==(const source_mark&, const source_mark&) = default;
-};
-
 // An inclusive range of counts: "3" is [3, 3], ">=1" is [1, max], "<=2" is
 // [0, 2], "2..5" is [2, 5], ">0" is [1, max].
 struct count_range {
