@@ -5,67 +5,50 @@
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
-#include <set>
 #include <sstream>
 
+#include "faultlane/core/yaml_reader.hpp"
 #include "faultlane/relays/limits.hpp"
 
 namespace faultlane::relays {
 namespace {
 
-error bad(const YAML::Node& at, const std::string& what) {
-  return error{status::invalid_argument,
-               fmt::format("relays: line {}: {}", at.Mark().line + 1, what)};
-}
-
-// Every key of `node` is one of `known` and appears once.
-result<void> check_keys(const YAML::Node& node, const std::set<std::string>& known,
-                        std::string_view where) {
-  std::set<std::string> seen;
-  for (const auto& kv : node) {
-    auto key = kv.first.as<std::string>();
-    if (!known.count(key)) return bad(kv.first, fmt::format("unknown {} key '{}'", where, key));
-    if (!seen.insert(key).second) return bad(kv.first, fmt::format("duplicate key '{}'", key));
-  }
-  return {};
-}
-
-// node[key] as a T, or an error naming the key, what it must be, and the
-// line; `fallback` when absent.
+// node[key] as a T, or an error at the value saying what it must be;
+// `fallback` when absent.
 template <typename T>
-result<T> value(const YAML::Node& node, const char* key, T fallback, std::string_view what) {
+result<T> value(const yaml::reader& rd, const YAML::Node& node, std::string_view path,
+                const char* key, T fallback, std::string_view what) {
   const auto v = node[key];
   if (!v) return fallback;
   T out{};
-  if (!v.IsScalar() || !YAML::convert<T>::decode(v, out)) {
-    return bad(v, fmt::format("{} must be {}", key, what));
-  }
-  if constexpr (std::is_unsigned_v<T>) {
-    if (v.Scalar().find('-') != std::string::npos) {  // yaml-cpp reads "-1" as 2^64 - 1
-      return bad(v, fmt::format("{} must be {}", key, what));
-    }
+  const bool negative = std::is_unsigned_v<T> && v.IsScalar() &&
+                        v.Scalar().find('-') != std::string::npos;  // yaml-cpp: "-1" is 2^64 - 1
+  if (!v.IsScalar() || negative || !YAML::convert<T>::decode(v, out)) {
+    return rd.fail(v, yaml::key_path(path, key), fmt::format("must be {}", what));
   }
   return out;
 }
 
-result<address> address_value(const YAML::Node& node, const char* key) {
-  auto text = value<std::string>(node, key, "", "HOST:PORT");
+result<address> address_value(const yaml::reader& rd, const YAML::Node& node, std::string_view path,
+                              const char* key) {
+  auto text = value<std::string>(rd, node, path, key, "", "HOST:PORT");
   if (!text.ok()) return text.error();
   auto a = parse_relay_address(text.value());
-  if (!a.ok()) return bad(node[key], fmt::format("{}: {}", key, a.error().message));
+  if (!a.ok()) return rd.fail(node[key], yaml::key_path(path, key), a.error().message);
   return a;
 }
 
 // One of two words for a setting; `first` when absent.
 template <typename E>
-result<E> choice(const YAML::Node& node, const char* key, std::pair<const char*, E> first,
+result<E> choice(const yaml::reader& rd, const YAML::Node& node, std::string_view path,
+                 const char* key, std::pair<const char*, E> first,
                  std::pair<const char*, E> second) {
-  auto word = value<std::string>(node, key, first.first, "a word");
+  auto word = value<std::string>(rd, node, path, key, first.first, "a word");
   if (!word.ok()) return word.error();
   if (word.value() == first.first) return first.second;
   if (word.value() == second.first) return second.second;
-  return bad(node[key], fmt::format("{} must be {} or {}, got {}", key, first.first, second.first,
-                                    word.value()));
+  return rd.fail(node[key], yaml::key_path(path, key),
+                 fmt::format("must be {} or {}, got {}", first.first, second.first, word.value()));
 }
 
 template <typename... R>
@@ -75,76 +58,91 @@ const error* first_error(const R&... results) {
   return first;
 }
 
-result<void> read_faults(const YAML::Node& node, relay_config& c) {
+result<void> read_faults(const yaml::reader& rd, const YAML::Node& node, std::string_view path,
+                         relay_config& c) {
   const auto faults = node["faults"];
   if (!faults) return {};
-  if (!faults.IsSequence()) return bad(faults, "faults is a list");
-  for (const auto& f : faults) {
-    auto spec = parse_fault(f);
-    if (!spec.ok()) return bad(f, spec.error().message);
+  const auto faults_path = yaml::key_path(path, "faults");
+  if (!faults.IsSequence()) return rd.fail(faults, faults_path, "expected a list of faults");
+  for (std::size_t i = 0; i < faults.size(); ++i) {
+    auto spec = parse_fault(faults[i]);
+    if (!spec.ok()) {
+      return place_fault_error(rd, faults[i], yaml::item_path(faults_path, i), spec.error());
+    }
     c.faults.push_back(spec.value());
   }
   return {};
 }
 
-result<relay_config> parse_one(const YAML::Node& node, std::uint64_t seed, std::size_t index) {
-  static const std::set<std::string> known{"name",
-                                           "listen",
-                                           "upstream",
-                                           "upstream_source",
-                                           "rail",
-                                           "protocol",
-                                           "tap",
-                                           "faults",
-                                           "seed",
-                                           "allow_non_loopback",
-                                           "active_faults_max",
-                                           "busy_poll_us",
-                                           "on_upstream_failure"};
-  if (!node.IsMap()) return bad(node, "each relay is a mapping");
-  if (auto r = check_keys(node, known, "relay"); !r.ok()) return r.error();
+struct relay_settings {
+  result<std::string> source, tap;
+  result<std::size_t> rail, cap;
+  result<std::uint64_t> seed;
+  result<bool> anywhere;
+  result<std::uint32_t> poll_us;
+  result<protocol> proto;
+  result<close_mode> closing;
+};
+
+relay_settings read_settings(const yaml::reader& rd, const YAML::Node& node, std::string_view path,
+                             std::uint64_t seed, std::size_t faults_max) {
+  const auto whole = "a whole number";
+  return {value<std::string>(rd, node, path, "upstream_source", "", "an IPv4 address"),
+          value<std::string>(rd, node, path, "tap", "", "a file path"),
+          value<std::size_t>(rd, node, path, "rail", 0, whole),
+          value<std::size_t>(rd, node, path, "active_faults_max", faults_max, whole),
+          value<std::uint64_t>(rd, node, path, "seed", seed, whole),
+          value<bool>(rd, node, path, "allow_non_loopback", false, "true or false"),
+          value<std::uint32_t>(rd, node, path, "busy_poll_us", 0, "a whole number of microseconds"),
+          choice(rd, node, path, "protocol", std::pair{"faultlane", protocol::faultlane},
+                 std::pair{"raw", protocol::raw}),
+          choice(rd, node, path, "on_upstream_failure", std::pair{"reset", close_mode::reset},
+                 std::pair{"fin", close_mode::fin})};
+}
+
+result<relay_config> parse_one(const yaml::reader& rd, const YAML::Node& node,
+                               std::string_view path, std::uint64_t seed, std::size_t index) {
+  if (auto r = rd.mapping(node, path,
+                          {"name", "listen", "upstream", "upstream_source", "rail", "protocol",
+                           "tap", "faults", "seed", "allow_non_loopback", "active_faults_max",
+                           "busy_poll_us", "on_upstream_failure"});
+      !r.ok()) {
+    return r.error();
+  }
   relay_config c;
-  auto name = value<std::string>(node, "name", fmt::format("relay{}", index), "a name");
+  auto name = value<std::string>(rd, node, path, "name", fmt::format("relay{}", index), "a name");
   if (!name.ok()) return name.error();
   c.name = name.value();
   if (!node["upstream"])
-    return bad(node, fmt::format("relay {} needs upstream: HOST:PORT", c.name));
-  auto upstream = address_value(node, "upstream");
+    return rd.fail(node, yaml::key_path(path, "upstream"), "required (HOST:PORT)");
+  auto upstream = address_value(rd, node, path, "upstream");
   if (!upstream.ok()) return upstream.error();
   c.upstream = upstream.value();
   if (node["listen"]) {
-    auto listen = address_value(node, "listen");
+    auto listen = address_value(rd, node, path, "listen");
     if (!listen.ok()) return listen.error();
     c.listen = listen.value();
   }
-  auto source = value<std::string>(node, "upstream_source", "", "an IPv4 address");
-  auto rail = value<std::size_t>(node, "rail", 0, "a whole number");
-  auto own_seed = value<std::uint64_t>(node, "seed", seed, "a whole number");
-  auto tap = value<std::string>(node, "tap", "", "a file path");
-  auto anywhere = value<bool>(node, "allow_non_loopback", false, "true or false");
-  auto cap = value<std::size_t>(node, "active_faults_max", c.active_faults_max, "a whole number");
-  auto poll_us = value<std::uint32_t>(node, "busy_poll_us", 0, "a whole number of microseconds");
-  auto proto = choice(node, "protocol", std::pair{"faultlane", protocol::faultlane},
-                      std::pair{"raw", protocol::raw});
-  auto closing = choice(node, "on_upstream_failure", std::pair{"reset", close_mode::reset},
-                        std::pair{"fin", close_mode::fin});
-  if (auto* e = first_error(source, rail, own_seed, tap, anywhere, cap, poll_us, proto, closing))
+  auto s = read_settings(rd, node, path, seed, c.active_faults_max);
+  if (auto* e = first_error(s.source, s.rail, s.seed, s.tap, s.anywhere, s.cap, s.poll_us, s.proto,
+                            s.closing)) {
     return *e;
-  if (poll_us.value() > busy_poll_us_max) {
-    return bad(node["busy_poll_us"],
-               fmt::format("busy_poll_us must be at most {}", busy_poll_us_max));
   }
-  if (!source.value().empty()) c.upstream_source = source.value();
-  c.rail = rail.value();
-  c.seed = own_seed.value();
-  c.tap = !tap.value().empty();
-  c.tap_path = tap.value();
-  c.allow_non_loopback = anywhere.value();
-  c.active_faults_max = cap.value();
-  c.busy_poll_us = poll_us.value();
-  c.proto = proto.value();
-  c.on_upstream_failure = closing.value();
-  if (auto r = read_faults(node, c); !r.ok()) return r.error();
+  if (s.poll_us.value() > busy_poll_us_max) {
+    return rd.fail(node["busy_poll_us"], yaml::key_path(path, "busy_poll_us"),
+                   fmt::format("must be at most {}", busy_poll_us_max));
+  }
+  if (!s.source.value().empty()) c.upstream_source = s.source.value();
+  c.rail = s.rail.value();
+  c.seed = s.seed.value();
+  c.tap = !s.tap.value().empty();
+  c.tap_path = s.tap.value();
+  c.allow_non_loopback = s.anywhere.value();
+  c.active_faults_max = s.cap.value();
+  c.busy_poll_us = s.poll_us.value();
+  c.proto = s.proto.value();
+  c.on_upstream_failure = s.closing.value();
+  if (auto r = read_faults(rd, node, path, c); !r.ok()) return r.error();
   return c;
 }
 
@@ -161,32 +159,31 @@ result<address> parse_relay_address(std::string_view text) {
   return a;
 }
 
-result<std::vector<relay_config>> parse_relays(const YAML::Node& root) {
-  try {
-    if (!root.IsMap() || !root["relays"] || !root["relays"].IsSequence()) {
-      return error{status::invalid_argument, "relays: expected a mapping with a 'relays' list"};
-    }
-    if (auto r = check_keys(root, {"seed", "relays"}, "top-level"); !r.ok()) return r.error();
-    auto seed = value<std::uint64_t>(root, "seed", 0, "a whole number");
-    if (!seed.ok()) return seed.error();
-    std::vector<relay_config> out;
-    for (const auto& node : root["relays"]) {
-      auto c = parse_one(node, seed.value(), out.size());
-      if (!c.ok()) return c.error();
-      out.push_back(std::move(c).value());
-    }
-    if (out.empty()) return error{status::invalid_argument, "relays: the list is empty"};
-    return out;
-  } catch (const YAML::Exception& e) {
-    return error{status::invalid_argument, fmt::format("relays: {}", e.what())};
+result<std::vector<relay_config>> parse_relays(const YAML::Node& root, const yaml::reader& rd) {
+  if (!root.IsMap() || !root["relays"] || !root["relays"].IsSequence()) {
+    return rd.fail(root, "", "expected a mapping with a 'relays' list");
   }
+  if (auto r = rd.mapping(root, "", {"seed", "relays"}); !r.ok()) return r.error();
+  auto seed = value<std::uint64_t>(rd, root, "", "seed", 0, "a whole number");
+  if (!seed.ok()) return seed.error();
+  const auto list = root["relays"];
+  if (list.size() == 0) return rd.fail(list, "relays", "the list is empty");
+  std::vector<relay_config> out;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    auto c = parse_one(rd, list[i], yaml::item_path("relays", i), seed.value(), i);
+    if (!c.ok()) return c.error();
+    out.push_back(std::move(c).value());
+  }
+  return out;
 }
 
-result<std::vector<relay_config>> parse_relays_yaml(std::string_view text) {
+result<std::vector<relay_config>> parse_relays_yaml(std::string_view text,
+                                                    const std::string& label) {
+  const yaml::reader rd(label);
   try {
-    return parse_relays(YAML::Load(std::string(text)));
+    return parse_relays(YAML::Load(std::string(text)), rd);
   } catch (const YAML::Exception& e) {
-    return error{status::invalid_argument, fmt::format("relays: YAML: {}", e.what())};
+    return rd.syntax_error(e);
   }
 }
 
@@ -195,11 +192,7 @@ result<std::vector<relay_config>> load_relays_file(const std::string& path) {
   if (!in) return error{status::invalid_argument, fmt::format("cannot open {}", path)};
   std::stringstream text;
   text << in.rdbuf();
-  auto parsed = parse_relays_yaml(text.str());
-  if (!parsed.ok()) {
-    return error{parsed.code(), fmt::format("{}: {}", path, parsed.error().message)};
-  }
-  return parsed;
+  return parse_relays_yaml(text.str(), path);
 }
 
 }  // namespace faultlane::relays

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "faultlane/core/yaml_reader.hpp"
 #include "faultlane/relays/limits.hpp"
 
 namespace faultlane::relays {
@@ -287,6 +288,17 @@ result<fault_spec> parse_fault(const YAML::Node& node) {
     text += " " + key + "=" + value;
   }
   return parse_fault(text);
+}
+
+error place_fault_error(const yaml::reader& rd, const YAML::Node& node, std::string_view path,
+                        const error& e) {
+  FL_ASSERT(e.place.has_value());  // every fault error is placed
+  const auto& key = e.place->key;
+  if (key.empty() || !node.IsMap() || !node[key].IsDefined()) {
+    return rd.fail(node, path, e.place->what);
+  }
+  const YAML::Node where = key == "type" ? node["type"] : yaml::key_node(node, key);
+  return rd.fail(where, yaml::key_path(path, key), e.place->what);
 }
 
 std::vector<std::pair<std::string, std::string>> fault_fields(const fault_spec& f) {

@@ -1,6 +1,7 @@
 // Toxiproxy's toxics as relay faults (relays/src/api/toxics.cpp), the keys
 // each fault kind takes, and the timed faults the timeout and reset_peer
 // toxics stand for.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "api/toxics.hpp"
@@ -251,50 +252,67 @@ TEST(relay_timed_faults, reset_with_ms_resets_that_long_after_its_trigger) {
 namespace faultlane::relays::testing {
 namespace {
 
-// Each broken relay file gets one error naming the key and its line, once.
-TEST(relay_yaml, every_mistake_is_one_error_with_its_line) {
+// Each broken relay file gets one error placed at its line and key, in the
+// shared reader's form ("<relays>:L:C: KEY: what"), with the place as data.
+TEST(relay_yaml, every_mistake_is_one_error_with_its_line_and_key) {
   struct broken {
     const char* yaml;
-    const char* says;
+    int line;
+    const char* key;
+    const char* what;
   };
   for (const auto& b : {
-           broken{"sead: 7\nrelays:\n  - upstream: 127.0.0.1:9\n",
-                  "line 1: unknown top-level key 'sead'"},
-           broken{"seed: 1\nseed: 2\nrelays:\n  - upstream: 127.0.0.1:9\n",
-                  "line 2: duplicate key 'seed'"},
-           broken{"seed: -1\nrelays:\n  - upstream: 127.0.0.1:9\n",
-                  "line 1: seed must be a whole number"},
-           broken{"relays:\n  - upstream: 127.0.0.1:9\n    rail: two\n",
-                  "line 3: rail must be a whole number"},
-           broken{"relays:\n  - upstream: 127.0.0.1:9\n    upstream: 127.0.0.1:8\n",
-                  "line 3: duplicate key 'upstream'"},
-           broken{"relays:\n  - upstream: 127.0.0.1:99999\n",
-                  "line 2: upstream: '127.0.0.1:99999': bad port"},
-           broken{"relays:\n  - upstream: [1, 2]\n", "line 2: upstream must be HOST:PORT"},
-           broken{"relays:\n  - upstream: 127.0.0.1:9\n    allow_non_loopback: maybe\n",
-                  "line 3: allow_non_loopback must be true or false"},
-           broken{"relays:\n  - upstream: 127.0.0.1:9\n    protocol: http\n",
-                  "line 3: protocol must be faultlane or raw, got http"},
+           broken{"sead: 7\nrelays:\n  - upstream: 127.0.0.1:9\n", 1, "sead",
+                  "unknown key (known: seed, relays)"},
+           broken{"seed: 1\nseed: 2\nrelays:\n  - upstream: 127.0.0.1:9\n", 2, "seed",
+                  "duplicate key"},
+           broken{"seed: -1\nrelays:\n  - upstream: 127.0.0.1:9\n", 1, "seed",
+                  "must be a whole number"},
+           broken{"relays:\n  - upstream: 127.0.0.1:9\n    rail: two\n", 3, "relays[0].rail",
+                  "must be a whole number"},
+           broken{"relays:\n  - upstream: 127.0.0.1:9\n    upstream: 127.0.0.1:8\n", 3,
+                  "relays[0].upstream", "duplicate key"},
+           broken{"relays:\n  - upstream: 127.0.0.1:99999\n", 2, "relays[0].upstream",
+                  "'127.0.0.1:99999': bad port"},
+           broken{"relays:\n  - upstream: [1, 2]\n", 2, "relays[0].upstream", "must be HOST:PORT"},
+           broken{"relays:\n  - listen: 127.0.0.1:0\n", 2, "relays[0].upstream",
+                  "required (HOST:PORT)"},
+           broken{"relays:\n  - upstream: 127.0.0.1:9\n    allow_non_loopback: maybe\n", 3,
+                  "relays[0].allow_non_loopback", "must be true or false"},
+           broken{"relays:\n  - upstream: 127.0.0.1:9\n  - upstream: 127.0.0.1:9\n    protocol: "
+                  "http\n",
+                  4, "relays[1].protocol", "must be faultlane or raw, got http"},
            broken{"relays:\n  - upstream: 127.0.0.1:9\n    faults:\n      - {type: stall, dir: up, "
                   "ms: 5}\n",
-                  "line 4: fault: stall does not take ms="},
+                  4, "relays[0].faults[0].ms", "stall does not take ms="},
            broken{"relays:\n  - upstream: 127.0.0.1:9\n    faults:\n      - {type: stall, dir: up, "
                   "dir: down}\n",
-                  "line 4: fault: duplicate key 'dir'"},
+                  4, "relays[0].faults[0].dir", "duplicate key 'dir'"},
            broken{"relays:\n  - upstream: 127.0.0.1:9\n    faults:\n      - {type: latency, dir: "
                   "up, ms: [5]}\n",
-                  "line 4: fault: ms must be a single value"},
+                  4, "relays[0].faults[0].ms", "ms must be a single value"},
            broken{"relays:\n  - upstream: 127.0.0.1:9\n    faults:\n      - {type: latency, dir: "
                   "up, ms: 'a b'}\n",
-                  "line 4: fault: ms must be one word"},
+                  4, "relays[0].faults[0].ms", "ms must be one word, got 'a b'"},
+           broken{"relays:\n  - upstream: 127.0.0.1:9\n    faults:\n      - {type: latency, dir: "
+                  "up}\n",
+                  4, "relays[0].faults[0]", "latency needs ms="},
+           broken{"relays: []\n", 1, "relays", "the list is empty"},
        }) {
     auto parsed = parse_relays_yaml(b.yaml);
     ASSERT_FALSE(parsed.ok()) << b.yaml;
-    const auto& message = parsed.error().message;
-    EXPECT_NE(message.find(b.says), std::string::npos) << message;
-    // One line number, not one per level of nesting.
-    EXPECT_EQ(message.find("line "), message.rfind("line ")) << message;
+    const auto& place = parsed.error().place;
+    ASSERT_TRUE(place.has_value()) << parsed.error().message;
+    EXPECT_EQ(place->at.file, "<relays>");
+    EXPECT_EQ(place->at.line, b.line) << parsed.error().message;
+    EXPECT_EQ(place->key, b.key) << parsed.error().message;
+    EXPECT_EQ(place->what, b.what) << parsed.error().message;
+    EXPECT_EQ(parsed.error().message,
+              fmt::format("<relays>:{}:{}: {}: {}", b.line, place->at.column, b.key, b.what));
   }
+  auto syntax = parse_relays_yaml("relays: [\n");
+  ASSERT_FALSE(syntax.ok());
+  EXPECT_EQ(syntax.error().message.rfind("<relays>:", 0), 0u) << syntax.error().message;
   auto fine = parse_relays_yaml(
       "seed: 3\nrelays:\n  - upstream: localhost:9\n    rail: 1\n    faults:\n"
       "      - {type: reset, dir: down, ms: 5}\n");

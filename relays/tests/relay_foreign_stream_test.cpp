@@ -200,7 +200,8 @@ TEST(relay_foreign_stream, on_upstream_failure_reads_from_yaml) {
   auto bad =
       parse_relays_yaml("relays:\n  - upstream: 127.0.0.1:9\n    on_upstream_failure: hang\n");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message.find("line 3: on_upstream_failure must be reset or fin, got hang"),
+  EXPECT_NE(bad.error().message.find(
+                ":3:26: relays[0].on_upstream_failure: must be reset or fin, got hang"),
             std::string::npos)
       << bad.error().message;
 }

@@ -159,17 +159,7 @@ result<link_fault> read_link_fault(const builder& b, const YAML::Node& node,
     }
   }
   auto spec = relays::parse_fault(relay_form);
-  if (!spec.ok()) {
-    // At the key it names, if the file has that key (a missing `ms=` is
-    // the fault's own), its value for `type`.
-    const auto& place = spec.error().place;
-    FL_ASSERT(place.has_value());  // every fault error is placed
-    if (place->key.empty() || !node[place->key].IsDefined()) {
-      return rd.fail(node, path, place->what);
-    }
-    const YAML::Node where = place->key == "type" ? node["type"] : key_node(node, place->key);
-    return rd.fail(where, key_path(path, place->key), place->what);
-  }
+  if (!spec.ok()) return relays::place_fault_error(rd, node, path, spec.error());
   f.spec = spec.value();
   return f;
 }

@@ -23,6 +23,10 @@
 
 #include "faultlane/relays/relay.hpp"
 
+namespace faultlane::yaml {
+class reader;
+}  // namespace faultlane::yaml
+
 namespace YAML {
 class Node;
 }
@@ -34,8 +38,14 @@ namespace faultlane::relays {
 // relays then refuse it by name: they relay IPv4).
 result<address> parse_relay_address(std::string_view text);
 
-result<std::vector<relay_config>> parse_relays_yaml(std::string_view text);
-result<std::vector<relay_config>> parse_relays(const YAML::Node& root);
+// Relays from YAML text. Errors are the shared reader's
+// (faultlane/core/yaml_reader.hpp): "LABEL:LINE:COLUMN: KEY: what" with the
+// place as data, KEY a path such as `relays[1].faults[0].ms`.
+result<std::vector<relay_config>> parse_relays_yaml(std::string_view text,
+                                                    const std::string& label = "<relays>");
+// The same from a parsed document read with `rd`.
+result<std::vector<relay_config>> parse_relays(const YAML::Node& root, const yaml::reader& rd);
+// The same from a file: errors begin "PATH:LINE:COLUMN:".
 result<std::vector<relay_config>> load_relays_file(const std::string& path);
 
 }  // namespace faultlane::relays

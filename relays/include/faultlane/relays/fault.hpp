@@ -20,6 +20,10 @@
 #include "faultlane/core/frame.hpp"
 #include "faultlane/core/status.hpp"
 
+namespace faultlane::yaml {
+class reader;
+}  // namespace faultlane::yaml
+
 namespace YAML {
 class Node;
 }
@@ -216,6 +220,11 @@ struct fault_spec {
 result<fault_spec> parse_fault(std::string_view text);
 // The same keys as a YAML mapping: {type: latency, dir: down, ms: 5}.
 result<fault_spec> parse_fault(const YAML::Node& node);
+// A parse_fault() error `e` about the mapping `node`, read with `rd` under
+// `path`: placed at the key the error names when the mapping has it (at its
+// value for `type`), else at the mapping itself.
+error place_fault_error(const yaml::reader& rd, const YAML::Node& node, std::string_view path,
+                        const error& e);
 // The checks parse_fault makes on the values (ranges, required keys, known
 // fields), for a spec built in code. relay::start applies them too.
 result<void> validate(const fault_spec& f);
