@@ -175,7 +175,7 @@ rc::Gen<std::string> edited_text() {
   });
 }
 
-const std::regex rejection_form{"^descriptor: line [0-9]+: .+: .+", std::regex::extended};
+const std::regex rejection_form{"^<descriptor>:[0-9]+:[0-9]+: .+: .+", std::regex::extended};
 
 void reading_is_total(reader read, const std::string& text) {
   auto parsed = read(text);
@@ -215,8 +215,8 @@ std::string nameless_writer(const segment_descriptor& d) {
 result<segment_descriptor> lineless_reader(std::string_view text) {
   auto parsed = parse_descriptor(text);
   if (parsed.ok()) return parsed;
-  return error{parsed.code(),
-               std::regex_replace(parsed.error().message, std::regex("line [0-9]+: "), "")};
+  return error{parsed.code(), std::regex_replace(parsed.error().message,
+                                                 std::regex("^<descriptor>:[0-9:]+ "), "")};
 }
 
 TEST(descriptor_properties_planted, round_trip_catches_a_dropped_name) {

@@ -24,6 +24,7 @@
 
 #include "faultlane/core/limits.hpp"
 #include "faultlane/core/registry.hpp"
+#include "faultlane/core/yaml_reader.hpp"
 
 namespace faultlane {
 namespace {
@@ -73,25 +74,32 @@ void write_registrations(YAML::Emitter& out, const std::vector<advertised_regist
 
 // --- reading: one field at a time ------------------------------------------------
 
+// Errors in the shared reader's form (faultlane/core/yaml_reader.hpp):
+// "<descriptor>:LINE:COLUMN: FIELD: what", the place as data.
+const yaml::reader& text_reader() {
+  static const yaml::reader rd("<descriptor>");
+  return rd;
+}
+
+// The top of the text, where an error with no node of its own points.
+const source_mark text_start{"<descriptor>", 1, 1};
+
 // A value found under a key, with where it was found for error messages.
 struct field {
   std::string path;  // `incarnation`, `endpoints[0].port`
-  int line = 0;      // 1-based line of the key
+  source_mark at;    // the key's
   YAML::Node value;
 };
 
-int line_of(const YAML::Node& node, int fallback) {
-  return node.Mark().is_null() ? fallback : node.Mark().line + 1;
+source_mark mark_of(const YAML::Node& node, const source_mark& fallback) {
+  return node.Mark().is_null() ? fallback : text_reader().mark(node);
 }
 
-error text_error(int line, std::string_view path, std::string_view what) {
-  return error{status::invalid_argument,
-               fmt::format("descriptor: line {}: {}: {}", line, path, what)};
+error text_error(const source_mark& at, std::string_view path, std::string_view what) {
+  return text_reader().fail_at(at, path, what);
 }
 
-error field_error(const field& f, std::string_view what) {
-  return text_error(f.line, f.path, what);
-}
+error field_error(const field& f, std::string_view what) { return text_error(f.at, f.path, what); }
 
 std::string join(std::string_view where, std::string_view key) {
   return where.empty() ? std::string(key) : fmt::format("{}.{}", where, key);
@@ -124,8 +132,8 @@ std::string kind_of(const YAML::Node& node) {
 // other key.
 class field_set {
  public:
-  static result<field_set> read(const YAML::Node& map, std::string_view where, int line,
-                                std::span<const std::string_view> keys);
+  static result<field_set> read(const YAML::Node& map, std::string_view where,
+                                const source_mark& at, std::span<const std::string_view> keys);
 
   const field& operator[](std::string_view key) const {
     const field* f = find(key);
@@ -144,31 +152,30 @@ class field_set {
   std::vector<std::pair<std::string, field>> fields_;
 };
 
-result<field_set> field_set::read(const YAML::Node& map, std::string_view where, int line,
-                                  std::span<const std::string_view> keys) {
-  const std::string what = where.empty() ? "(document)" : std::string(where);
+result<field_set> field_set::read(const YAML::Node& map, std::string_view where,
+                                  const source_mark& at, std::span<const std::string_view> keys) {
   if (!map.IsMap()) {
-    return text_error(line_of(map, line), what,
+    return text_error(mark_of(map, at), where,
                       fmt::format("expected a mapping, got {}", kind_of(map)));
   }
   field_set set;
   for (const auto& kv : map) {
-    const int key_line = line_of(kv.first, line);
-    if (!kv.first.IsScalar()) return text_error(key_line, what, "a key is not a plain name");
+    const source_mark key_at = mark_of(kv.first, at);
+    if (!kv.first.IsScalar()) return text_error(key_at, where, "a key is not a plain name");
     std::string key = kv.first.Scalar();
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
-      return text_error(key_line, join(where, key_text(key)),
+      return text_error(key_at, join(where, key_text(key)),
                         fmt::format("unknown key; expected {}", fmt::join(keys, ", ")));
     }
     if (const field* first = set.find(key)) {
-      return text_error(key_line, first->path,
-                        fmt::format("appears twice (first on line {})", first->line));
+      return text_error(key_at, first->path,
+                        fmt::format("appears twice (first on line {})", first->at.line));
     }
-    field f{join(where, key), key_line, kv.second};
+    field f{join(where, key), key_at, kv.second};
     set.fields_.emplace_back(std::move(key), std::move(f));
   }
   for (auto key : keys) {
-    if (!set.find(key)) return text_error(line_of(map, line), join(where, key), "missing");
+    if (!set.find(key)) return text_error(mark_of(map, at), join(where, key), "missing");
   }
   return set;
 }
@@ -230,8 +237,9 @@ result<std::uint64_t> read_hex_id(const field& f) {
   return value;
 }
 
-result<endpoint> read_endpoint(const YAML::Node& node, std::string_view where, int line) {
-  auto fields = field_set::read(node, where, line, endpoint_keys);
+result<endpoint> read_endpoint(const YAML::Node& node, std::string_view where,
+                               const source_mark& at) {
+  auto fields = field_set::read(node, where, at, endpoint_keys);
   if (!fields) return fields.error();
   const auto& address = fields.value()["address"];
   auto text = read_scalar(address, "a numeric IPv4 address");
@@ -260,8 +268,8 @@ result<permission> read_permission(const field& f) {
 }
 
 result<advertised_registration> read_registration(const YAML::Node& node, std::string_view where,
-                                                  int line) {
-  auto fields = field_set::read(node, where, line, registration_keys);
+                                                  const source_mark& at) {
+  auto fields = field_set::read(node, where, at, registration_keys);
   if (!fields) return fields.error();
   const auto& set = fields.value();
   advertised_registration r;
@@ -301,7 +309,7 @@ result<std::vector<endpoint>> read_endpoints(const field& f) {
   if (auto list = check_list(f, 1, limits::rail_count_max); !list) return list.error();
   std::vector<endpoint> endpoints;
   for (const auto& node : f.value) {
-    auto e = read_endpoint(node, fmt::format("endpoints[{}]", endpoints.size()), f.line);
+    auto e = read_endpoint(node, fmt::format("endpoints[{}]", endpoints.size()), f.at);
     if (!e) return e.error();
     endpoints.push_back(std::move(e).value());
   }
@@ -316,12 +324,12 @@ result<std::vector<advertised_registration>> read_registrations(const field& f) 
   std::map<registration_id, std::size_t> index_of;  // a list may be long: no quadratic scan
   for (const auto& node : f.value) {
     const auto where = fmt::format("registrations[{}]", regs.size());
-    auto r = read_registration(node, where, f.line);
+    auto r = read_registration(node, where, f.at);
     if (!r) return r.error();
     auto [seen, added] = index_of.emplace(r.value().id, regs.size());
     if (!added) {
       return text_error(
-          line_of(node, f.line), where + ".id",
+          mark_of(node, f.at), where + ".id",
           fmt::format("{} is also the id of registrations[{}]", hex(r.value().id), seen->second));
     }
     regs.push_back(std::move(r).value());
@@ -333,13 +341,13 @@ result<std::vector<advertised_registration>> read_registrations(const field& f) 
 // document of a later version is refused for its version, not its keys.
 result<void> read_version(const YAML::Node& root) {
   if (!root.IsMap()) {
-    return text_error(line_of(root, 1), "(document)",
+    return text_error(mark_of(root, text_start), "",
                       fmt::format("expected a mapping, got {}", kind_of(root)));
   }
   bool first = true;
   for (const auto& kv : root) {
     if (kv.first.IsScalar() && kv.first.Scalar() == version_key) {
-      const field f{std::string(version_key), line_of(kv.first, 1), kv.second};
+      const field f{std::string(version_key), mark_of(kv.first, text_start), kv.second};
       if (!first) return field_error(f, "must be the first key");
       auto version = read_decimal(f, 0, std::numeric_limits<std::uint64_t>::max());
       if (!version) return version.error();
@@ -351,12 +359,12 @@ result<void> read_version(const YAML::Node& root) {
     }
     first = false;
   }
-  return text_error(line_of(root, 1), version_key, "missing: not a faultlane descriptor");
+  return text_error(mark_of(root, text_start), version_key, "missing: not a faultlane descriptor");
 }
 
 result<segment_descriptor> read_document(const YAML::Node& root) {
   if (auto version = read_version(root); !version) return version.error();
-  auto fields = field_set::read(root, "", 1, descriptor_keys);
+  auto fields = field_set::read(root, "", text_start, descriptor_keys);
   if (!fields) return fields.error();
   const auto& set = fields.value();
   segment_descriptor d;
@@ -417,9 +425,14 @@ class document_starts final : public YAML::EventHandler {
 };
 
 struct document_count {
-  int count = 0;        // 0, 1, or 2 for "two or more"
-  int second_line = 0;  // where the second starts, when there is one
+  int count = 0;       // 0, 1, or 2 for "two or more"
+  source_mark second;  // where the second starts, when there is one
 };
+
+source_mark mark_at(const YAML::Mark& mark) {
+  if (mark.is_null()) return text_start;
+  return source_mark{text_start.file, mark.line + 1, mark.column + 1};
+}
 
 // How many YAML documents the text holds, counted by the parser itself.
 // YAML::LoadAll() cannot be used: in yaml-cpp 0.7 a ',' outside a flow
@@ -436,13 +449,14 @@ result<document_count> count_documents(std::string_view text) {
     const auto n = starts.marks.size();
     if (n < 2 || starts.marks[n - 1].pos != starts.marks[n - 2].pos) continue;
     const auto at = static_cast<std::size_t>(std::max(starts.marks[n - 1].pos, 0));
-    return text_error(starts.marks[n - 1].line + 1, "(YAML)",
-                      fmt::format("unexpected {} outside [ ] or {{ }}",
-                                  at < text.size() ? quoted(text.substr(at, 1)) : "end"));
+    return text_reader().syntax_at(
+        mark_at(starts.marks[n - 1]),
+        fmt::format("unexpected {} outside [ ] or {{ }}",
+                    at < text.size() ? quoted(text.substr(at, 1)) : "end"));
   }
   document_count out;
   out.count = static_cast<int>(std::min<std::size_t>(starts.marks.size(), 2));
-  if (out.count > 1) out.second_line = starts.marks[1].line + 1;
+  if (out.count > 1) out.second = mark_at(starts.marks[1]);
   return out;
 }
 
@@ -467,19 +481,19 @@ result<segment_descriptor> parse_descriptor(std::string_view text) {
     auto documents = count_documents(text);
     if (!documents) return documents.error();
     if (documents.value().count == 0) {
-      return text_error(1, version_key, "missing: the text is empty");
+      return text_error(text_start, version_key, "missing: the text is empty");
     }
     if (documents.value().count > 1) {
-      return text_error(documents.value().second_line, "(document)", "more than one YAML document");
+      return text_error(documents.value().second, "", "more than one YAML document");
     }
     return read_document(YAML::Load(std::string(text)));
   } catch (const YAML::DeepRecursion& e) {
     // yaml-cpp's own message for this is "bad file".
-    return text_error(e.mark.is_null() ? 1 : e.mark.line + 1, "(YAML)", "nested too deeply");
+    return text_reader().syntax_at(mark_at(e.mark), "nested too deeply");
   } catch (const YAML::Exception& e) {
-    return text_error(e.mark.is_null() ? 1 : e.mark.line + 1, "(YAML)", e.msg);
+    return text_reader().syntax_error(e);
   } catch (const std::exception& e) {
-    return error{status::invalid_argument, fmt::format("descriptor: {}", e.what())};
+    return text_reader().syntax_at(text_start, e.what());
   }
 }
 

@@ -68,9 +68,13 @@ error reader::fail_at(source_mark at, std::string_view path, std::string_view wh
 error reader::syntax_error(const YAML::Exception& e) const {
   const int line = e.mark.is_null() ? 1 : e.mark.line + 1;
   const int column = e.mark.is_null() ? 1 : e.mark.column + 1;
-  return error{status::invalid_argument,
-               fmt::format("{}:{}:{}: yaml: {}", file_, line, column, e.msg),
-               input_place{source_mark{file_, line, column}, "", e.msg}};
+  return syntax_at(source_mark{file_, line, column}, e.msg);
+}
+
+error reader::syntax_at(source_mark at, std::string_view what) const {
+  std::string message = fmt::format("{}:{}:{}: yaml: {}", at.file, at.line, at.column, what);
+  return error{status::invalid_argument, std::move(message),
+               input_place{std::move(at), "", std::string(what)}};
 }
 
 result<void> reader::mapping(const YAML::Node& node, std::string_view path,

@@ -4,6 +4,7 @@
 // the line and the field.
 #include "faultlane/core/descriptor_text.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -42,15 +43,22 @@ std::string edited(std::string_view from, std::string_view to) {
   return text;
 }
 
-// Rejected as invalid_argument, with `line N: field:` in the message.
+// Rejected as invalid_argument, placed on `line` at `field` (the message
+// "<descriptor>:LINE:COLUMN: FIELD: what"; "(top level)" for the document
+// itself, "yaml" for a syntax error, whose place has no key).
 void expect_rejected(const std::string& text, std::string_view field, int line) {
   auto r = parse_descriptor(text);
   ASSERT_FALSE(r.ok()) << "accepted:\n" << text;
   EXPECT_EQ(r.code(), status::invalid_argument);
-  const auto want = "line " + std::to_string(line) + ": " + std::string(field) + ":";
-  EXPECT_NE(r.error().message.find(want), std::string::npos)
-      << "wanted '" << want << "' in: " << r.error().message << "\nfor:\n"
-      << text;
+  const auto& place = r.error().place;
+  ASSERT_TRUE(place.has_value()) << r.error().message;
+  EXPECT_EQ(place->at.file, "<descriptor>");
+  EXPECT_EQ(place->at.line, line) << r.error().message << "\nfor:\n" << text;
+  const bool keyless = field == "(top level)" || field == "yaml";
+  EXPECT_EQ(place->key, keyless ? "" : field) << r.error().message;
+  const auto want =
+      fmt::format("<descriptor>:{}:{}: {}: {}", line, place->at.column, field, place->what);
+  EXPECT_EQ(r.error().message, want) << "for:\n" << text;
 }
 
 void expect_round_trip(const segment_descriptor& d) {
@@ -256,7 +264,7 @@ TEST(descriptor_text_rejects, missing_fields) {
 }
 
 TEST(descriptor_text_rejects, wrong_types) {
-  expect_rejected("- 1\n- 2\n", "(document)", 1);
+  expect_rejected("- 1\n- 2\n", "(top level)", 1);
   expect_rejected(edited("\"0x9c3e4f10aa5b7d21\"", "[1, 2]"), "incarnation", 2);
   expect_rejected(edited("1073741824", "{a: 1}"), "max_transfer_bytes", 3);
   expect_rejected(edited("1073741824", "1.5"), "max_transfer_bytes", 3);
@@ -356,24 +364,24 @@ TEST(descriptor_text_rejects, names_the_text_cannot_carry) {
 }
 
 TEST(descriptor_text_rejects, broken_yaml) {
-  expect_rejected(edited("endpoints:\n", "endpoints: [\n"), "(YAML)", 5);
-  expect_rejected(edited("\"weights\"", "\"weights"), "(YAML)", 12);
-  expect_rejected(edited("    port: 41234\n", "  port: 41234\n"), "(YAML)", 6);
-  expect_rejected(to_text(base()) + "---\nfaultlane_descriptor: 1\n", "(document)", 16);
-  expect_rejected(std::string(100000, '['), "(YAML)", 1);  // deep nesting: refused, no crash
-  expect_rejected("faultlane_descriptor: 1\nincarnation: a: b\n", "(YAML)", 2);
+  expect_rejected(edited("endpoints:\n", "endpoints: [\n"), "yaml", 5);
+  expect_rejected(edited("\"weights\"", "\"weights"), "yaml", 12);
+  expect_rejected(edited("    port: 41234\n", "  port: 41234\n"), "yaml", 6);
+  expect_rejected(to_text(base()) + "---\nfaultlane_descriptor: 1\n", "(top level)", 16);
+  expect_rejected(std::string(100000, '['), "yaml", 1);  // deep nesting: refused, no crash
+  expect_rejected("faultlane_descriptor: 1\nincarnation: a: b\n", "yaml", 2);
 }
 
 // yaml-cpp 0.7's LoadAll() allocates without end on a top-level ',' (found
 // by descriptor_properties.reading_edited_text_is_total): each is refused
 // at its line, at once.
 TEST(descriptor_text_rejects, a_comma_outside_a_flow_collection) {
-  expect_rejected(",", "(YAML)", 1);
-  expect_rejected(",aultlane_descriptor: 1\n", "(YAML)", 1);
-  expect_rejected("# a comment\n  ,\n", "(YAML)", 2);
-  expect_rejected("\"x\"\n,\n", "(YAML)", 2);
-  expect_rejected("- a\n,\n", "(YAML)", 2);
-  expect_rejected(to_text(base()) + "---\n,\n", "(document)", 16);  // the "---" line
+  expect_rejected(",", "yaml", 1);
+  expect_rejected(",aultlane_descriptor: 1\n", "yaml", 1);
+  expect_rejected("# a comment\n  ,\n", "yaml", 2);
+  expect_rejected("\"x\"\n,\n", "yaml", 2);
+  expect_rejected("- a\n,\n", "yaml", 2);
+  expect_rejected(to_text(base()) + "---\n,\n", "(top level)", 16);  // the "---" line
   auto r = parse_descriptor(",");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("unexpected \",\" outside"), std::string::npos)

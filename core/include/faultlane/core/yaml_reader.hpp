@@ -32,6 +32,8 @@ class reader {
   error fail_at(source_mark at, std::string_view path, std::string_view what) const;
   // A syntax error from yaml-cpp, at its mark: "FILE:L:C: yaml: what".
   error syntax_error(const YAML::Exception& e) const;
+  // The same at `at` (the line of `at`, and its column when it has one).
+  error syntax_at(source_mark at, std::string_view what) const;
 
   // A mapping whose keys are all in `known` (each once); `path` names it.
   result<void> mapping(const YAML::Node& node, std::string_view path,
