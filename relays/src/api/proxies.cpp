@@ -365,10 +365,7 @@ reply proxy_set::add_toxic(const std::string& proxy_name, const json& body) {
   t.name = name.value().empty() ? fmt::format("{}_{}", t.type, lower) : name.value();
   t.toxicity = toxicity.value();
   if (auto it = body.find("attributes"); it != body.end() && !it->is_null()) t.attributes = *it;
-  auto probe = to_fault({t.name, t.type, t.dir, 1.0, json::object()});
-  if (!probe.ok() && probe.error().message == "invalid toxic type") {
-    return error_reply(400, "invalid toxic type");
-  }
+  if (!toxic_kind(t.type)) return error_reply(400, "invalid toxic type");
   bool taken = std::any_of(p->toxics.begin(), p->toxics.end(),
                            [&](const auto& x) { return x.shown.name == t.name; });
   if (taken) return error_reply(409, "toxic already exists");

@@ -94,9 +94,14 @@ std::optional<std::string> toxiproxy_problem(const toxic& t) {
 
 std::string_view stream_name(direction d) { return d == direction::up ? "upstream" : "downstream"; }
 
+std::optional<fault_kind> toxic_kind(std::string_view type) {
+  const auto* toxiproxy = find_toxiproxy_type(type);
+  return toxiproxy ? std::optional(toxiproxy->kind) : find_fault_kind(type);
+}
+
 result<fault_spec> to_fault(const toxic& t) {
   const auto* toxiproxy = find_toxiproxy_type(t.type);
-  auto kind = toxiproxy ? std::optional(toxiproxy->kind) : find_fault_kind(t.type);
+  auto kind = toxic_kind(t.type);
   if (!kind) return bad("invalid toxic type");
   if (!t.attributes.is_object()) return bad("attributes must be an object");
   if (!(t.toxicity >= 0.0 && t.toxicity <= 1.0)) {

@@ -14,7 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "faultlane/core/status.hpp"
 #include "faultlane/relays/fault.hpp"
@@ -35,6 +37,8 @@ std::string_view stream_name(direction d);
 // The relay fault a toxic stands for, named after it; the error says what
 // is wrong with the toxic in the client's terms.
 result<fault_spec> to_fault(const toxic& t);
+// The fault kind a toxic type names: a Toxiproxy type, or a kind's own name.
+std::optional<fault_kind> toxic_kind(std::string_view type);
 
 // The toxic a fault from a configuration file shows as: to_fault gives the
 // fault back.
