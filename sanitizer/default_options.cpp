@@ -24,7 +24,7 @@ __attribute__((visibility("default"), used)) const char* __ubsan_default_options
 
 // intercept_send=0: ThreadSanitizer records a send's read of its buffer
 // after the send's release, which reports races TCP makes impossible in
-// one-process tests (core/src/tsan_order.hpp explains). The core records
+// one-process tests (core/src/runtime/tsan_order.hpp explains). The core records
 // every payload read itself, before sending, so no read goes unchecked.
 __attribute__((visibility("default"), used)) const char* __tsan_default_options() {
   return "halt_on_error=1:second_deadlock_stack=1:print_suppressions=0:intercept_send=0:" FL_SUPP(

@@ -21,7 +21,7 @@
 #include "faultlane/core/frame.hpp"
 #include "faultlane/testing/read_within.hpp"
 #include "faultlane/testing/transport_fixture.hpp"
-#include "unprobed_read.hpp"
+#include "runtime/unprobed_read.hpp"
 
 namespace faultlane::pipeline_testing {
 

@@ -13,7 +13,7 @@
 
 #include "faultlane/core/limits.hpp"
 #include "faultlane/testing/read_within.hpp"
-#include "send_now.hpp"
+#include "runtime/send_now.hpp"
 
 namespace faultlane {
 namespace {

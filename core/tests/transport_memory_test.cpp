@@ -16,7 +16,7 @@
 
 #include "faultlane/testing/transport_fixture.hpp"
 
-#include "batch_memory.hpp"
+#include "memory/batch_memory.hpp"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)

@@ -1,6 +1,6 @@
 // unprobed_read: a read queued on the reactor, with or without Asio's
 // speculative recv, that says whether it left the socket empty
-// (core/src/unprobed_read.hpp), on real loopback connections.
+// (core/src/runtime/unprobed_read.hpp), on real loopback connections.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "faultlane/testing/read_within.hpp"
-#include "unprobed_read.hpp"
+#include "runtime/unprobed_read.hpp"
 
 namespace faultlane {
 namespace {

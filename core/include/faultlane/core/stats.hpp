@@ -1,7 +1,7 @@
 // transport_stats: what a transport counts, declared once.
 //
 // FAULTLANE_TRANSPORT_COUNTERS is the one list of counters. It generates the
-// atomics the core bumps (core/src/runtime.hpp), the fields of the
+// atomics the core bumps (core/src/runtime/runtime.hpp), the fields of the
 // transport_stats snapshot, the table of names and meanings that
 // docs/architecture.md shows (a test checks the two agree) and the test
 // helper that compares every counter, zeros included.

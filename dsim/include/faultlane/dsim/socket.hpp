@@ -173,7 +173,7 @@ class socket : public asio::socket_base {
   }
 
   // The reactor's edge-triggered read, which the core's unprobed read
-  // (core/src/unprobed_read.hpp) is written against. With `probe` the
+  // (core/src/runtime/unprobed_read.hpp) is written against. With `probe` the
   // socket is tried first, as Asio's speculative read does; otherwise, and
   // when that found nothing, the read waits until something next arrives
   // at this end (bytes, a FIN, a reset): what arrived while no read waited

@@ -1,7 +1,7 @@
 // lane: one TCP connection to a peer and its FIFO of frame exchanges; see
 // lane.hpp and docs/architecture.md (deadlines, ambiguous WRITEs).
-#include "lane.hpp"
-#include "peer_group.hpp"
+#include "initiator/lane.hpp"
+#include "initiator/peer_group.hpp"
 
 #include <asio/post.hpp>
 #include <asio/read.hpp>
@@ -14,9 +14,9 @@
 
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/net.hpp"
-#include "send_now.hpp"
-#include "server.hpp"
-#include "tsan_order.hpp"
+#include "runtime/send_now.hpp"
+#include "target/server.hpp"
+#include "runtime/tsan_order.hpp"
 
 namespace faultlane::detail {
 

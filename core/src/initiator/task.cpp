@@ -1,5 +1,5 @@
 // How a frame exchange gives back its reference on a task; see task.hpp.
-#include "task.hpp"
+#include "initiator/task.hpp"
 
 namespace faultlane::detail {
 

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <limits>
 
-#include "big_endian.hpp"
+#include "wire/big_endian.hpp"
 #include "faultlane/core/crc32c.hpp"
 
 namespace faultlane::wire {

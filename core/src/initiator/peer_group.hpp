@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "lane.hpp"
+#include "initiator/lane.hpp"
 
 #include "faultlane/core/net.hpp"
 

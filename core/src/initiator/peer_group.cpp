@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
-#include "lane_handoff.hpp"
-#include "peer_group.hpp"
+#include "initiator/lane_handoff.hpp"
+#include "initiator/peer_group.hpp"
 
 #include "faultlane/core/net.hpp"
 

@@ -1,5 +1,5 @@
 // unprobed_read: see unprobed_read.hpp.
-#include "unprobed_read.hpp"
+#include "runtime/unprobed_read.hpp"
 
 #include <asio/detail/reactor.hpp>
 #include <asio/execution/context.hpp>

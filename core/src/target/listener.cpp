@@ -6,7 +6,7 @@
 
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/net.hpp"
-#include "server.hpp"
+#include "target/server.hpp"
 
 namespace faultlane::detail {
 

@@ -13,13 +13,13 @@
 #include <utility>
 #include <vector>
 
-#include "batch_memory.hpp"
+#include "memory/batch_memory.hpp"
 #include "faultlane/core/admission.hpp"
 #include "faultlane/core/completion.hpp"
 #include "faultlane/core/net.hpp"
 #include "faultlane/core/observer.hpp"
 #include "faultlane/core/transport.hpp"
-#include "runtime.hpp"
+#include "runtime/runtime.hpp"
 
 namespace faultlane::detail {
 

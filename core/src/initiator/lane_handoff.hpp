@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "task.hpp"
+#include "initiator/task.hpp"
 
 namespace faultlane::detail {
 

@@ -17,12 +17,12 @@
 #include <string>
 #include <vector>
 
-#include "deadline.hpp"
+#include "runtime/deadline.hpp"
 #include "faultlane/core/limits.hpp"
 #include "faultlane/core/net.hpp"
-#include "receive_watermark.hpp"
-#include "task.hpp"
-#include "unprobed_read.hpp"
+#include "runtime/receive_watermark.hpp"
+#include "initiator/task.hpp"
+#include "runtime/unprobed_read.hpp"
 
 namespace faultlane::detail {
 

@@ -1,5 +1,5 @@
 // The per-transport pool of recycled blocks; see batch_memory.hpp.
-#include "batch_memory.hpp"
+#include "memory/batch_memory.hpp"
 
 #include <algorithm>
 #include <bit>

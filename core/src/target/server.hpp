@@ -19,7 +19,7 @@
 
 #include "faultlane/core/accept_loop.hpp"
 #include "faultlane/core/net.hpp"
-#include "runtime.hpp"
+#include "runtime/runtime.hpp"
 
 namespace faultlane::detail {
 

@@ -13,11 +13,11 @@
 #include <algorithm>
 #include <array>
 
-#include "lane.hpp"
-#include "peer_group.hpp"
+#include "initiator/lane.hpp"
+#include "initiator/peer_group.hpp"
 #include "faultlane/core/failpoint.hpp"
-#include "send_now.hpp"
-#include "tsan_order.hpp"
+#include "runtime/send_now.hpp"
+#include "runtime/tsan_order.hpp"
 
 namespace faultlane::detail {
 

@@ -1,6 +1,6 @@
 // server_session: reading requests ahead, serving them in order, and
 // sending their answers together; see server_session.hpp.
-#include "server_session.hpp"
+#include "target/server_session.hpp"
 
 #include <asio/read.hpp>
 #include <asio/write.hpp>
@@ -9,8 +9,8 @@
 #include <span>
 
 #include "faultlane/core/failpoint.hpp"
-#include "send_now.hpp"
-#include "tsan_order.hpp"
+#include "runtime/send_now.hpp"
+#include "runtime/tsan_order.hpp"
 
 namespace faultlane::detail {
 

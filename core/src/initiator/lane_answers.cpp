@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <span>
 
-#include "lane.hpp"
+#include "initiator/lane.hpp"
 #include "faultlane/core/failpoint.hpp"
 
 namespace faultlane::detail {

@@ -1,13 +1,13 @@
 // server: the target's session sets; see server.hpp. A session's own work
 // is in server_session.cpp, the listeners' in listener.cpp.
-#include "server.hpp"
+#include "target/server.hpp"
 
 #include <asio/post.hpp>
 
 #include <algorithm>
 #include <vector>
 
-#include "server_session.hpp"
+#include "target/server_session.hpp"
 
 #include "faultlane/core/net.hpp"
 

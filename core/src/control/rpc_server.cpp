@@ -26,7 +26,7 @@
 
 #include "faultlane/core/accept_loop.hpp"
 #include "faultlane/core/failpoint.hpp"
-#include "rpc_worker_pool.hpp"
+#include "control/rpc_worker_pool.hpp"
 
 namespace faultlane::rpc {
 

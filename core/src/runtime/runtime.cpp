@@ -1,6 +1,6 @@
 // The piece of runtime.hpp that is not a template: bounded rounds over the
 // shards.
-#include "runtime.hpp"
+#include "runtime/runtime.hpp"
 
 #include <condition_variable>
 #include <mutex>
