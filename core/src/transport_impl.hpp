@@ -11,12 +11,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "initiator/lane_handoff.hpp"
-#include "initiator/peer_group.hpp"
 #include "faultlane/core/rpc_server.hpp"
 #include "faultlane/core/transport.hpp"
-#include "target/server.hpp"
+#include "initiator/lane_handoff.hpp"
+#include "initiator/peer_group.hpp"
 #include "initiator/task.hpp"
+#include "target/server.hpp"
 
 namespace faultlane {
 

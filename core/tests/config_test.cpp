@@ -177,7 +177,27 @@ TEST(config, an_error_carries_its_place) {
   for (const auto& c : {
            bad_case{
                "port: 1\nworker_count: 0\n", {"<config>", 2, 1}, "worker_count", "must be in [1, "},
-           bad_case{"worker_count: many", {"<config>", 1, 1}, "worker_count", "not a valid value"},
+           bad_case{"worker_count: many",
+                    {"<config>", 1, 1},
+                    "worker_count",
+                    "expected a whole number (decimal digits, no sign or leading zero), got "
+                    "'many'"},
+           // One spelling of a number and a switch in every file: no hex, no
+           // `+`, no leading zero (octal to one reader, decimal to another),
+           // no yes/on.
+           bad_case{"worker_count: 0x4", {"<config>", 1, 1}, "worker_count", "expected a whole"},
+           bad_case{"worker_count: +4", {"<config>", 1, 1}, "worker_count", "expected a whole"},
+           bad_case{"worker_count: 010", {"<config>", 1, 1}, "worker_count", "expected a whole"},
+           bad_case{
+               "rpc_worker_count: 04", {"<config>", 1, 1}, "rpc_worker_count", "expected a whole"},
+           bad_case{"rpc_worker_count: -1",
+                    {"<config>", 1, 1},
+                    "rpc_worker_count",
+                    "must not be negative"},
+           bad_case{"rpc_enabled: yes",
+                    {"<config>", 1, 1},
+                    "rpc_enabled",
+                    "expected true or false, got 'yes'"},
            bad_case{"worker_count: [1]",
                     {"<config>", 1, 1},
                     "worker_count",
@@ -196,7 +216,7 @@ TEST(config, an_error_carries_its_place) {
                     "rail_addresses[1]",
                     "expected a string, got a list"},
            bad_case{"port: 1\nwrker: 1", {"<config>", 2, 1}, "wrker", "unknown field"},
-           bad_case{"worker_count: [", {"<config>", 1, 0}, "", ""},  // a syntax error
+           bad_case{"worker_count: [", {"<config>", 1, 0}, "", "end of sequence flow"},  // syntax
        }) {
     auto r = parse_config_yaml(c.yaml);
     ASSERT_FALSE(r.ok()) << c.yaml;

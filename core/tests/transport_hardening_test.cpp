@@ -418,7 +418,8 @@ TEST(transport_hardening, docs_counter_table_matches_the_counter_list) {
 TEST(transport_hardening, known_failpoints_match_the_sources_and_the_docs) {
   std::set<std::string> in_sources;
   const std::regex call(R"re(FAULTLANE_FAILPOINT(?:_KEY)?\("([a-z_.]+)")re");
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(FAULTLANE_SOURCE_DIR "/core/src")) {
+  for (const auto& entry :
+       std::filesystem::recursive_directory_iterator(FAULTLANE_SOURCE_DIR "/core/src")) {
     std::ifstream in(entry.path());
     std::stringstream text;
     text << in.rdbuf();

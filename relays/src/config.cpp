@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "faultlane/core/yaml_reader.hpp"
@@ -14,19 +15,28 @@ namespace faultlane::relays {
 namespace {
 
 // node[key] as a T, or an error at the value saying what it must be;
-// `fallback` when absent.
+// `fallback` when absent. Numbers and switches are spelled as in every
+// faultlane file (yaml::parse_decimal, `true`/`false`).
 template <typename T>
 result<T> value(const yaml::reader& rd, const YAML::Node& node, std::string_view path,
                 const char* key, T fallback, std::string_view what) {
   const auto v = node[key];
   if (!v) return fallback;
-  T out{};
-  const bool negative = std::is_unsigned_v<T> && v.IsScalar() &&
-                        v.Scalar().find('-') != std::string::npos;  // yaml-cpp: "-1" is 2^64 - 1
-  if (!v.IsScalar() || negative || !YAML::convert<T>::decode(v, out)) {
+  const auto bad = [&] {
     return rd.fail(v, yaml::key_path(path, key), fmt::format("must be {}", what));
+  };
+  if (!v.IsScalar()) return bad();
+  const std::string& text = v.Scalar();
+  if constexpr (std::is_same_v<T, bool>) {
+    if (text != "true" && text != "false") return bad();
+    return text == "true";
+  } else if constexpr (std::is_unsigned_v<T>) {
+    const auto n = yaml::parse_decimal(text);
+    if (!n || *n > std::numeric_limits<T>::max()) return bad();
+    return static_cast<T>(*n);
+  } else {
+    return text;
   }
-  return out;
 }
 
 result<address> address_value(const yaml::reader& rd, const YAML::Node& node, std::string_view path,

@@ -251,7 +251,9 @@ result<fault_spec> parse_fault(std::string_view text) {
   while (in >> token) {
     auto eq = token.find('=');
     if (eq == std::string::npos || eq == 0) {
-      return bad(fmt::format("'{}' is not key=value (in \"{}\")", token, text));
+      auto e = bad(fmt::format("'{}' is not key=value", token));
+      e.message += fmt::format(" (in \"{}\")", text);
+      return e;
     }
     auto key = std::string_view(token).substr(0, eq);
     auto value = std::string_view(token).substr(eq + 1);
@@ -277,7 +279,8 @@ result<fault_spec> parse_fault(const YAML::Node& node) {
   std::string text = node["type"].as<std::string>();
   std::set<std::string> seen;
   for (const auto& kv : node) {
-    auto key = kv.first.as<std::string>();
+    if (!kv.first.IsScalar()) return bad("a key must be a plain name");
+    auto key = kv.first.Scalar();
     if (!seen.insert(key).second) return bad(key, fmt::format("duplicate key '{}'", key));
     if (key == "type") continue;
     if (!kv.second.IsScalar()) return bad(key, fmt::format("{} must be a single value", key));

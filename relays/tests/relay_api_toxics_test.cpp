@@ -279,6 +279,14 @@ TEST(relay_yaml, every_mistake_is_one_error_with_its_line_and_key) {
                   "required (HOST:PORT)"},
            broken{"relays:\n  - upstream: 127.0.0.1:9\n    allow_non_loopback: maybe\n", 3,
                   "relays[0].allow_non_loopback", "must be true or false"},
+           // Numbers and switches as in every faultlane file: no leading
+           // zero, hex or `+`; no yes/on.
+           broken{"relays:\n  - upstream: 127.0.0.1:9\n    rail: 01\n", 3, "relays[0].rail",
+                  "must be a whole number"},
+           broken{"relays:\n  - upstream: 127.0.0.1:9\n    seed: 0x10\n", 3, "relays[0].seed",
+                  "must be a whole number"},
+           broken{"relays:\n  - upstream: 127.0.0.1:9\n    allow_non_loopback: yes\n", 3,
+                  "relays[0].allow_non_loopback", "must be true or false"},
            broken{"relays:\n  - upstream: 127.0.0.1:9\n  - upstream: 127.0.0.1:9\n    protocol: "
                   "http\n",
                   4, "relays[1].protocol", "must be faultlane or raw, got http"},

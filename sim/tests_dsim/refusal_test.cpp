@@ -54,6 +54,28 @@ TEST(sim_on_world_refusal, control_callers_and_a_control_link_load_and_run) {
   EXPECT_GT(r.virtual_seconds, 0);
 }
 
+// A client that never failed never waits out a reconnect cooldown. It used
+// the clock's epoch for "no failure yet", which on the world is the start
+// of the run: every call begun in the first 50 ms (the default cooldown)
+// waited until 50 ms, a 50 ms first call in every control scenario.
+TEST(sim_on_world_refusal, a_client_that_never_failed_sends_its_first_call_at_once) {
+  const auto text = std::string(head) +
+                    "control:\n  - {name: c, target: b, method: ping, clients: 2, count: 3}\n";
+  auto s = parse_scenario(text, "f.yaml");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  run_options o;
+  o.seed = 6;
+  const auto r = run_scenario(s.value(), o);
+  EXPECT_TRUE(r.passed) << failure_text(r);
+  ASSERT_TRUE(r.hist);
+  ASSERT_EQ(r.hist->calls.size(), 6u);
+  for (const auto& call : r.hist->calls) {
+    EXPECT_LT(call.start_us, 40'000u);  // inside the first cooldown, where the bug showed
+    EXPECT_LT(call.end_us - call.start_us, 10'000u)
+        << "a ping of a healthy target took " << call.end_us - call.start_us << " us";
+  }
+}
+
 // `at: {caller, calls}` fires once, at the call it names, counting every
 // client of the caller: 10 is the last call of 2 clients x 5 (an
 // off-by-one in the count would never reach it, a second firing would

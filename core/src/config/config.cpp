@@ -3,18 +3,16 @@
 // fields in FAULTLANE_TRANSPORT_FIELDS_BY_HAND are checked and read here by hand.
 #include "faultlane/core/config.hpp"
 
-#include "faultlane/core/yaml_reader.hpp"
-
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cctype>
-#include <charconv>
 #include <fstream>
 #include <set>
 #include <sstream>
+
+#include "faultlane/core/yaml_reader.hpp"
 
 namespace faultlane {
 namespace {
@@ -133,6 +131,23 @@ const std::set<std::string, std::less<>> known_fields = [] {
   return keys;
 }();
 
+// A whole number's magnitude as every faultlane file spells it
+// (yaml::parse_decimal), or why not.
+result<std::uint64_t> magnitude(std::string_view digits, std::uint64_t max) {
+  const auto n = yaml::parse_decimal(digits);
+  const bool long_digits = yaml::is_digits(digits) && digits[0] != '0';
+  if ((!n && long_digits) || (n && *n > max)) {
+    return error{status::invalid_argument, fmt::format("{} is too large", digits)};
+  }
+  if (!n) {
+    return error{status::invalid_argument,
+                 fmt::format("expected a whole number (decimal digits, no sign or leading zero), "
+                             "got '{}'",
+                             digits)};
+  }
+  return *n;
+}
+
 // Reads one scalar field if present. An error points at the field's key,
 // as every config error does (its value may be a list, or absent).
 template <typename T>
@@ -147,23 +162,23 @@ result<void> read_field(const yaml::reader& rd, const YAML::Node& root, std::str
   if (!node.IsScalar()) return bad(fmt::format("expected a value, got {}", yaml::kind_of(node)));
   const std::string& text = node.Scalar();
   if constexpr (std::is_same_v<T, bool>) {
-    if (!YAML::convert<bool>::decode(node, out)) return bad("not a valid value");
+    if (text != "true" && text != "false") {
+      return bad(fmt::format("expected true or false, got '{}'", text));
+    }
+    out = text == "true";
   } else if constexpr (std::is_unsigned_v<T>) {
     if (!text.empty() && text[0] == '-') {
       return bad(fmt::format("must not be negative, got {}", text));
     }
-    const auto wide = yaml::parse_decimal(text);
-    if (!wide && !text.empty() && std::all_of(text.begin(), text.end(), ::isdigit)) {
-      return bad(fmt::format("{} is too large", text));
-    }
-    if (!wide) return bad("not a valid value");
-    if (*wide > std::numeric_limits<T>::max()) return bad(fmt::format("{} is too large", *wide));
-    out = static_cast<T>(*wide);
+    auto n = magnitude(text, std::numeric_limits<T>::max());
+    if (!n) return bad(n.error().message);
+    out = static_cast<T>(n.value());
   } else if constexpr (std::is_integral_v<T>) {  // signed: validate() refuses a negative
-    const auto* end = text.data() + text.size();
-    if (auto [at, ec] = std::from_chars(text.data(), end, out); ec != std::errc() || at != end) {
-      return bad("not a valid value");
-    }
+    const bool negative = !text.empty() && text[0] == '-';
+    auto n = magnitude(std::string_view(text).substr(negative ? 1 : 0),
+                       static_cast<std::uint64_t>(std::numeric_limits<T>::max()));
+    if (!n) return bad(n.error().message);
+    out = negative ? -static_cast<T>(n.value()) : static_cast<T>(n.value());
   } else {
     out = text;
   }

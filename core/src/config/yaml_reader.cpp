@@ -19,7 +19,16 @@ std::string quoted_list(const std::vector<std::string_view>& names) {
   return out;
 }
 
+// A node that holds one value. A missing key of a const mapping is a node
+// on which IsScalar() throws; IsDefined() comes first.
+bool is_scalar(const YAML::Node& node) { return node.IsDefined() && node.IsScalar(); }
+
 }  // namespace
+
+bool is_digits(std::string_view text) noexcept {
+  return !text.empty() &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
 
 std::string_view kind_of(const YAML::Node& node) {
   if (!node.IsDefined()) return "nothing";
@@ -38,10 +47,7 @@ std::string item_path(std::string_view path, std::size_t index) {
 }
 
 std::optional<std::uint64_t> parse_decimal(std::string_view text) noexcept {
-  if (text.empty() ||
-      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return std::nullopt;
-  }
+  if (!is_digits(text) || (text.size() > 1 && text[0] == '0')) return std::nullopt;
   std::uint64_t out = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
   if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
@@ -112,7 +118,7 @@ result<YAML::Node> reader::required(const YAML::Node& map, std::string_view path
 }
 
 result<std::string> reader::text(const YAML::Node& node, std::string_view path) const {
-  if (!node.IsScalar())
+  if (!is_scalar(node))
     return fail(node, path, fmt::format("expected a string, got {}", kind_of(node)));
   return node.Scalar();
 }
@@ -137,9 +143,12 @@ result<std::string> reader::name(const YAML::Node& node, std::string_view path,
 
 result<std::uint64_t> reader::integer(const YAML::Node& node, std::string_view path,
                                       std::uint64_t lo, std::uint64_t hi) const {
-  if (!node.IsScalar())
+  if (!is_scalar(node))
     return fail(node, path, fmt::format("expected an integer, got {}", kind_of(node)));
   auto n = parse_decimal(node.Scalar());
+  if (!n && is_digits(node.Scalar()) && node.Scalar()[0] != '0') {
+    return fail(node, path, fmt::format("{} does not fit in 64 bits", node.Scalar()));
+  }
   if (!n) return fail(node, path, fmt::format("expected an integer, got '{}'", node.Scalar()));
   if (*n < lo || *n > hi) {
     return fail(node, path, fmt::format("must be in {}..{}, got {}", lo, hi, *n));
@@ -149,7 +158,7 @@ result<std::uint64_t> reader::integer(const YAML::Node& node, std::string_view p
 
 result<double> reader::number(const YAML::Node& node, std::string_view path, double lo,
                               double hi) const {
-  if (!node.IsScalar())
+  if (!is_scalar(node))
     return fail(node, path, fmt::format("expected a number, got {}", kind_of(node)));
   const std::string& s = node.Scalar();
   char* end = nullptr;
@@ -163,15 +172,15 @@ result<double> reader::number(const YAML::Node& node, std::string_view path, dou
 }
 
 result<bool> reader::boolean(const YAML::Node& node, std::string_view path) const {
-  if (node.IsScalar() && node.Scalar() == "true") return true;
-  if (node.IsScalar() && node.Scalar() == "false") return false;
+  if (is_scalar(node) && node.Scalar() == "true") return true;
+  if (is_scalar(node) && node.Scalar() == "false") return false;
   return fail(node, path,
               fmt::format("expected true or false, got {}",
-                          node.IsScalar() ? fmt::format("'{}'", node.Scalar()) : kind_of(node)));
+                          is_scalar(node) ? fmt::format("'{}'", node.Scalar()) : kind_of(node)));
 }
 
 YAML::Node key_node(const YAML::Node& map, std::string_view key) {
-  if (map.IsMap()) {
+  if (map.IsDefined() && map.IsMap()) {
     for (const auto& kv : map) {
       if (kv.first.IsScalar() && kv.first.Scalar() == key) return kv.first;
     }

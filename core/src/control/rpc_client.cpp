@@ -23,6 +23,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "faultlane/core/rpc_frame.hpp"
@@ -88,7 +89,10 @@ class client::impl : public std::enable_shared_from_this<client::impl> {
   net::timer retry_timer;
   enum class state { disconnected, connecting, connected } conn = state::disconnected;
   std::uint64_t generation = 0;  // bumps on every connect and reset
-  clock_type::time_point last_failure{};
+  // None until a connect fails or the server is busy. Not the clock's
+  // epoch: on the simulated clock the epoch is the start of the run, and
+  // every call in the first cooldown waited it out for no failure.
+  std::optional<clock_type::time_point> last_failure;
   std::uint64_t next_id = 1;
   std::map<std::uint64_t, pending_call> calls;
   std::deque<std::uint64_t> unsent;
@@ -148,10 +152,10 @@ void client::impl::pump() {
     });
     return;
   }
-  const auto ready_at = last_failure + milliseconds(options.reconnect_cooldown_ms);
-  if (clock_type::now() < ready_at) {
+  if (last_failure &&
+      clock_type::now() < *last_failure + milliseconds(options.reconnect_cooldown_ms)) {
     // Wake at the end of the cooldown, or when a call's bound runs out.
-    auto wake = ready_at;
+    auto wake = *last_failure + milliseconds(options.reconnect_cooldown_ms);
     for (auto id : unsent) wake = std::min(wake, calls.at(id).overall_deadline);
     retry_timer.expires_at(wake);
     retry_timer.async_wait([self = shared_from_this()](std::error_code ec) {

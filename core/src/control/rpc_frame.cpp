@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "wire/big_endian.hpp"
 #include "faultlane/core/crc32c.hpp"
+#include "wire/big_endian.hpp"
 
 namespace faultlane::rpc {
 namespace {

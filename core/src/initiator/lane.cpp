@@ -15,8 +15,8 @@
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/net.hpp"
 #include "runtime/send_now.hpp"
-#include "target/server.hpp"
 #include "runtime/tsan_order.hpp"
+#include "target/server.hpp"
 
 namespace faultlane::detail {
 

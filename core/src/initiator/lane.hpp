@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "runtime/deadline.hpp"
 #include "faultlane/core/limits.hpp"
 #include "faultlane/core/net.hpp"
-#include "runtime/receive_watermark.hpp"
 #include "initiator/task.hpp"
+#include "runtime/deadline.hpp"
+#include "runtime/receive_watermark.hpp"
 #include "runtime/unprobed_read.hpp"
 
 namespace faultlane::detail {

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <span>
 
-#include "initiator/lane.hpp"
 #include "faultlane/core/failpoint.hpp"
+#include "initiator/lane.hpp"
 
 namespace faultlane::detail {
 

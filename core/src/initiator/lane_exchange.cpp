@@ -13,9 +13,9 @@
 #include <algorithm>
 #include <array>
 
+#include "faultlane/core/failpoint.hpp"
 #include "initiator/lane.hpp"
 #include "initiator/peer_group.hpp"
-#include "faultlane/core/failpoint.hpp"
 #include "runtime/send_now.hpp"
 #include "runtime/tsan_order.hpp"
 

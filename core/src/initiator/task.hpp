@@ -13,12 +13,12 @@
 #include <utility>
 #include <vector>
 
-#include "memory/batch_memory.hpp"
 #include "faultlane/core/admission.hpp"
 #include "faultlane/core/completion.hpp"
 #include "faultlane/core/net.hpp"
 #include "faultlane/core/observer.hpp"
 #include "faultlane/core/transport.hpp"
+#include "memory/batch_memory.hpp"
 #include "runtime/runtime.hpp"
 
 namespace faultlane::detail {

@@ -218,7 +218,7 @@ void registry::lease_released(detail::registry_entry& entry) noexcept {
 }
 
 std::vector<registration_info> registry::advertised_page(registration_id after,
-                                                        std::size_t max) const {
+                                                         std::size_t max) const {
   max = std::min(max, limits::registration_page_max);
   std::vector<registration_info> out;
   out.reserve(max);
@@ -258,11 +258,9 @@ result<void> registry::close(std::chrono::milliseconds timeout) {
     FL_ASSERT(closed_ && live_.empty());
   }
   const bool unbounded = timeout == std::chrono::milliseconds::max();
-  const auto deadline =
-      net::clock::now() + (unbounded ? std::chrono::milliseconds(0) : timeout);
+  const auto deadline = net::clock::now() + (unbounded ? std::chrono::milliseconds(0) : timeout);
   for (auto& [id, entry] : pending) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - net::clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - net::clock::now());
     auto waited =
         wait_retired(entry, id, unbounded ? timeout : std::max(left, std::chrono::milliseconds(0)));
     if (!waited.ok()) return waited;

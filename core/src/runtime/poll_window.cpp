@@ -1,6 +1,6 @@
 // poll_window; see poll_window.hpp.
-#include "faultlane/core/net.hpp"
 #include "faultlane/core/poll_window.hpp"
+#include "faultlane/core/net.hpp"
 
 #include <asio/post.hpp>
 

@@ -7,7 +7,6 @@
 // Small transfers (the latency path) are untouched.
 #pragma once
 
-
 #include <algorithm>
 #include <cstddef>
 

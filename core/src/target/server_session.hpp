@@ -9,15 +9,15 @@
 #include <array>
 #include <memory>
 
-#include "runtime/deadline.hpp"
 #include "faultlane/core/frame.hpp"
 #include "faultlane/core/limits.hpp"
 #include "faultlane/core/net.hpp"
 #include "faultlane/core/registry.hpp"
+#include "runtime/deadline.hpp"
 #include "runtime/receive_watermark.hpp"
 #include "runtime/runtime.hpp"
-#include "target/server.hpp"
 #include "runtime/unprobed_read.hpp"
+#include "target/server.hpp"
 
 namespace faultlane::detail {
 

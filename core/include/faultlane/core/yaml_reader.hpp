@@ -49,9 +49,11 @@ class reader {
   // A name of 1..`length_max` characters from [a-z0-9_-], plus '.' if `dots`.
   result<std::string> name(const YAML::Node& node, std::string_view path, std::size_t length_max,
                            bool dots = false) const;
+  // A whole number as parse_decimal() reads it, in [lo, hi].
   result<std::uint64_t> integer(const YAML::Node& node, std::string_view path, std::uint64_t lo,
                                 std::uint64_t hi) const;
   result<double> number(const YAML::Node& node, std::string_view path, double lo, double hi) const;
+  // `true` or `false`, nothing else (not YAML 1.1's yes, on, ...).
   result<bool> boolean(const YAML::Node& node, std::string_view path) const;
 
  private:
@@ -69,7 +71,11 @@ std::string_view kind_of(const YAML::Node& node);
 std::string key_path(std::string_view path, std::string_view key);
 std::string item_path(std::string_view path, std::size_t index);
 
-// Strict decimal digits, no sign; nullopt when not one or too large.
+// The one spelling of a whole number in every file faultlane reads: plain
+// decimal digits, no sign, no leading zero ("010" is 8 to one YAML reader
+// and 10 to another), no hex; nullopt when not one or too large.
 std::optional<std::uint64_t> parse_decimal(std::string_view text) noexcept;
+// Only the digits 0-9, at least one.
+bool is_digits(std::string_view text) noexcept;
 
 }  // namespace faultlane::yaml
