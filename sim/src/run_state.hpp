@@ -1,6 +1,9 @@
-// scenario_run: the state of one scenario run, shared by the runner's
-// parts: setup and teardown (runner.cpp), workload streams (workload.cpp)
-// and scenario events (events.cpp).
+// scenario_run: one scenario run. Its state is private to its parts:
+// setup and teardown (runner.cpp), the phases (runner_phases.cpp), the
+// workload streams (workload.cpp, a stream_runner each), the control
+// callers (control_callers.cpp) and the scenario's events (events.cpp).
+// Its topology's slots are in run_slots.hpp, the bytes in flight in
+// region_ranges.hpp.
 //
 // Threads: the runner's own thread runs the phases, polls fault triggers
 // and reports progress; each stream of a phase has a thread that submits;
@@ -20,95 +23,13 @@
 #include <string>
 #include <vector>
 
-#include "faultlane/relays/relay.hpp"
 #include "faultlane/sim/runner.hpp"
-#include "peer.hpp"
 #include "recorder.hpp"
+#include "region_ranges.hpp"
+#include "run_slots.hpp"
 #include "threads.hpp"
 
 namespace faultlane::sim {
-
-// What an initiator is told about a target: its descriptor with each
-// rail's endpoint replaced by the relay in front of it.
-class runner_source final : public descriptor_source {
- public:
-  result<segment_descriptor> fetch() override {
-    std::lock_guard lock(mutex_);
-    return descriptor_;
-  }
-  void set(segment_descriptor d) {
-    std::lock_guard lock(mutex_);
-    descriptor_ = std::move(d);
-  }
-
- private:
-  std::mutex mutex_;
-  segment_descriptor descriptor_;
-};
-
-// The byte ranges of each region that ops in flight touch. A stream draws
-// an offset that overlaps none of them: two in-flight ops on the same bytes
-// would be a data race in the target's memory (ThreadSanitizer reports it,
-// rightly), and their result is undefined anyway. Ranges are freed when the
-// op's callback ran.
-class region_ranges {
- public:
-  // Takes [offset, offset + length) of `region` if free.
-  bool try_take(const std::string& region, std::uint64_t offset, std::uint64_t length);
-  // Takes the first free `length` bytes of `region` (of `size` bytes) at or
-  // after `from`, wrapping round; nullopt when no gap is that long.
-  std::optional<std::uint64_t> take_first_fit(const std::string& region, std::uint64_t size,
-                                              std::uint64_t length, std::uint64_t from);
-  void release(const std::string& region, std::uint64_t offset);
-  // Keeps the range taken until release_deferred() (the phase's end).
-  void defer(const std::string& region, std::uint64_t offset);
-  void release_deferred();
-  bool has_deferred();
-  // Releases so far; wait() returns `released` when that changed, `blocked`
-  // at once when every range of `region` still taken is deferred (nothing
-  // can free one before the phase ends), `timed_out` at `deadline`.
-  std::uint64_t releases();
-  enum class wait_result : std::uint8_t { released, blocked, timed_out };
-  wait_result wait(std::uint64_t seen, const std::string& region,
-                   threads::clock::time_point deadline);
-
- private:
-  std::vector<std::pair<std::string, std::uint64_t>> deferred_;
-  threads::mutex mutex_;
-  threads::condition_variable cv_;
-  std::map<std::string, std::map<std::uint64_t, std::uint64_t>> taken_;  // offset -> end
-  std::uint64_t releases_ = 0;
-};
-
-struct transport_slot {
-  const transport_spec* spec = nullptr;
-  std::unique_ptr<peer> p;
-  threads::shared_mutex lock;
-  std::atomic<std::uint32_t> incarnation{0};
-  std::atomic<bool> up{false};
-  bool shut_down = false;                      // by a shutdown event: stays down (under `lock`)
-  std::map<std::string, registration_id> ids;  // region -> current id (0: unregistered)
-};
-
-struct relay_slot {
-  std::string name;                 // the link's name, or "<initiator>-<target>-r<rail>"
-  const link_spec* link = nullptr;  // null: a plain pass-through
-  std::string initiator;            // a control link's only if it opens the segment
-  std::string target;
-  std::size_t rail = 0;
-  std::unique_ptr<relays::relay> r;
-  std::uint64_t started_us = 0;                         // the relay's clock zero on the run's clock
-  std::multimap<std::string, relays::fault_id> faults;  // name -> installed
-};
-
-struct pair_slot {
-  std::string initiator;
-  std::string target;
-  std::vector<relay_slot> rails;  // none when opened by address
-  std::string opened_by;          // the control link whose address opens the segment, if any
-  std::shared_ptr<runner_source> source = std::make_shared<runner_source>();
-  std::atomic<segment_id> segment{0};
-};
 
 class scenario_run {
  public:
@@ -116,8 +37,11 @@ class scenario_run {
   ~scenario_run();
   run_result run();
 
-  // workload.cpp
+  // workload.cpp: a stream's shared state (its batches' callbacks hold it).
   struct stream_state;
+
+ private:
+  class stream_runner;
   void run_stream(const stream_spec& st, const std::string& phase, bool liveness,
                   std::uint64_t count);
   // control_callers.cpp: one client of a `control:` caller, for its phase.
@@ -132,7 +56,6 @@ class scenario_run {
   void heal();
   std::uint64_t fault_fired(const std::string& name) const;
 
- private:
   // runner.cpp
   result<void> setup();
   result<void> start_transport(transport_slot& t, std::uint32_t index, bool fresh_regions);
@@ -159,7 +82,7 @@ class scenario_run {
   result<void> restart(transport_slot& t, bool sigkill);
   result<void> change_fault(const event_spec& e);
 
- public:
+ private:
   const scenario& s_;
   const run_options& o_;
   const std::uint64_t seed_;

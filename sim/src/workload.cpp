@@ -50,10 +50,9 @@ std::uint64_t draw_size(const size_dist& d, std::mt19937_64& rng) {
 
 }  // namespace
 
-namespace {
-
-// One stream's run: draws ops, keeps `depth` in flight, records them.
-class stream_runner {
+// One stream's run: draws ops, keeps `depth` in flight, records them. A
+// class of the run's own, which reads the run's topology.
+class scenario_run::stream_runner {
  public:
   stream_runner(scenario_run& run, const stream_spec& st, const std::string& phase, bool liveness,
                 std::uint64_t count)
@@ -76,8 +75,7 @@ class stream_runner {
   }
 
   void run() {
-    const auto until =
-        threads::clock::now() + std::chrono::milliseconds(st_.duration_ms);
+    const auto until = threads::clock::now() + std::chrono::milliseconds(st_.duration_ms);
     for (;;) {
       if (count_ ? submitted_ >= count_ : threads::clock::now() >= until) break;
       const auto reserved = reserve();
@@ -281,8 +279,7 @@ class stream_runner {
     // that before comparing the two (exactly_once does).
     for (const auto& [batch, ids] : batches_) {
       (void)batch->wait(std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::max(run_.deadline_ - threads::clock::now(),
-                   threads::clock::duration{})));
+          std::max(run_.deadline_ - threads::clock::now(), threads::clock::duration{})));
       for (std::size_t i = 0; i < ids.size(); ++i) {
         if (batch->status(i).done) run_.rec_.set_batch_status(ids[i], batch->status(i).code);
       }
@@ -312,90 +309,6 @@ class stream_runner {
   std::uint64_t next_offset_ = 0;
   std::vector<std::pair<std::shared_ptr<transfer_batch>, std::vector<std::uint64_t>>> batches_;
 };
-
-}  // namespace
-
-bool region_ranges::try_take(const std::string& region, std::uint64_t offset,
-                             std::uint64_t length) {
-  std::lock_guard lock(mutex_);
-  auto& taken = taken_[region];
-  auto next = taken.lower_bound(offset);
-  if (next != taken.end() && next->first < offset + length) return false;
-  if (next != taken.begin() && std::prev(next)->second > offset) return false;
-  taken.emplace(offset, offset + length);
-  return true;
-}
-
-std::optional<std::uint64_t> region_ranges::take_first_fit(const std::string& region,
-                                                           std::uint64_t size,
-                                                           std::uint64_t length,
-                                                           std::uint64_t from) {
-  std::lock_guard lock(mutex_);
-  auto& taken = taken_[region];
-  std::optional<std::uint64_t> at;    // the lowest fit at or after `from`
-  std::optional<std::uint64_t> wrap;  // the lowest fit of all
-  auto consider = [&](std::uint64_t begin, std::uint64_t end) {  // free [begin, end)
-    if (end < begin || end - begin < length) return;
-    if (!wrap) wrap = begin;
-    if (!at && end - length >= from) at = std::max(begin, from);
-  };
-  std::uint64_t free_from = 0;
-  for (const auto& [offset, end] : taken) {
-    consider(free_from, offset);
-    free_from = std::max(free_from, end);
-  }
-  consider(free_from, size);
-  if (!at) at = wrap;
-  if (at) taken.emplace(*at, *at + length);
-  return at;
-}
-
-void region_ranges::release(const std::string& region, std::uint64_t offset) {
-  std::lock_guard lock(mutex_);
-  taken_[region].erase(offset);
-  ++releases_;
-  cv_.notify_all();
-}
-
-std::uint64_t region_ranges::releases() {
-  std::lock_guard lock(mutex_);
-  return releases_;
-}
-
-region_ranges::wait_result region_ranges::wait(std::uint64_t seen, const std::string& region,
-                                               threads::clock::time_point deadline) {
-  std::unique_lock lock(mutex_);
-  auto only_deferred = [&] {
-    for (const auto& [offset, end] : taken_[region]) {
-      auto held = std::find(deferred_.begin(), deferred_.end(), std::pair{region, offset});
-      if (held == deferred_.end()) return false;
-    }
-    return true;
-  };
-  if (cv_.wait_until(lock, deadline, [&] { return releases_ != seen || only_deferred(); })) {
-    return releases_ != seen ? wait_result::released : wait_result::blocked;
-  }
-  return wait_result::timed_out;
-}
-
-void region_ranges::defer(const std::string& region, std::uint64_t offset) {
-  std::lock_guard lock(mutex_);
-  deferred_.emplace_back(region, offset);
-  cv_.notify_all();  // a waiter may now be blocked for good: wait() says so
-}
-
-bool region_ranges::has_deferred() {
-  std::lock_guard lock(mutex_);
-  return !deferred_.empty();
-}
-
-void region_ranges::release_deferred() {
-  std::lock_guard lock(mutex_);
-  for (const auto& [region, offset] : deferred_) taken_[region].erase(offset);
-  deferred_.clear();
-  ++releases_;
-  cv_.notify_all();
-}
 
 void scenario_run::run_stream(const stream_spec& st, const std::string& phase, bool liveness,
                               std::uint64_t count) {
