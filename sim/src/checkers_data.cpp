@@ -139,6 +139,7 @@ class data_sweep {
   void fill(const registration_record& reg);
   void submit(std::size_t i);
   void complete_write(std::size_t i);
+  void forget_untracked(const op_record& op);
   void complete_read(std::size_t i);
   void check_final(const region_final& f);
   region_model* model_of(const op_record& op);
@@ -226,11 +227,26 @@ void data_sweep::submit(std::size_t i) {
 // Every op in flight beside it shares the uncertainty of the bytes both
 // touch: a READ may have seen either version, a WRITE may land before or
 // after.
+// A WRITE the sweep did not track from its submit (its incarnation's region
+// was recorded after it): never dropped silently. What it may have written
+// is unknown in its incarnation and every later one.
+void data_sweep::forget_untracked(const op_record& op) {
+  if (op.outcome != status::ok && op.outcome != status::ambiguous_write) return;
+  const auto range = range_of(op);
+  for (auto& [key, model] : models_) {
+    if (key.transport == op.target && key.region == op.region &&
+        key.incarnation >= op.target_incarnation && range.hi <= model.bytes.size()) {
+      model.set_known(range, 0);
+    }
+  }
+}
+
 void data_sweep::complete_write(std::size_t i) {
   const auto& op = h_.ops[i];
   auto* m = model_of(op);
   auto own = taint_.find(i);
-  if (m == nullptr || own == taint_.end()) return;
+  if (own == taint_.end()) return forget_untracked(op);
+  FL_ASSERT(m != nullptr);  // tracked at its submit, so its model was there
   auto mine = std::move(own->second);
   taint_.erase(own);
   drop(m->active_writes, i);

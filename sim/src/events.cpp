@@ -153,7 +153,7 @@ result<void> scenario_run::apply(const event_spec& e) {
       const auto& region = *regions_.at(e.region);
       auto& t = *transports_.at(region.transport);
       if (!t.up) return error{status::shutting_down, "transport is down"};
-      auto r = register_region(t, region, false);
+      auto r = register_region(t, t.incarnation.load(), region, false);
       publish_descriptor(region.transport);
       return r;
     }

@@ -59,7 +59,9 @@ class scenario_run {
   // runner.cpp
   result<void> setup();
   result<void> start_transport(transport_slot& t, std::uint32_t index, bool fresh_regions);
-  result<void> register_region(transport_slot& t, const region_spec& r, bool fresh);
+  // Registers `r` on `t`'s incarnation `inc` and records it.
+  result<void> register_region(transport_slot& t, std::uint32_t inc, const region_spec& r,
+                               bool fresh);
   result<void> start_relays();
   result<void> start_control_relays();
   result<void> start_relay(relay_slot& slot, relays::relay_config c);

@@ -66,8 +66,8 @@ scenario_run::scenario_run(const scenario& s, const run_options& o)
 
 scenario_run::~scenario_run() = default;
 
-result<void> scenario_run::register_region(transport_slot& t, const region_spec& r, bool fresh) {
-  const auto inc = t.incarnation.load();
+result<void> scenario_run::register_region(transport_slot& t, std::uint32_t inc,
+                                           const region_spec& r, bool fresh) {
   const auto fill = fresh ? region_fill_seed(seed_, r, inc) : 0;
   const auto registered_seq = rec_.next_seq();
   auto id = t.p->register_region(r, fill);
@@ -81,7 +81,6 @@ result<void> scenario_run::register_region(transport_slot& t, const region_spec&
 }
 
 result<void> scenario_run::start_transport(transport_slot& t, std::uint32_t index, bool fresh) {
-  t.incarnation = index;
   const auto start_seq = rec_.next_seq();
   if (auto r = t.p->start(index); !r) return r;
   t.ids.clear();
@@ -89,9 +88,15 @@ result<void> scenario_run::start_transport(transport_slot& t, std::uint32_t inde
     if (r.transport != t.spec->name) continue;
     // A counted region is for the control plane: no stream reads it, so it
     // has no fill, no recorded ids and no final bytes.
-    auto ok = r.count > 1 ? t.p->register_counted(r) : register_region(t, r, fresh);
+    auto ok = r.count > 1 ? t.p->register_counted(r) : register_region(t, index, r, fresh);
     if (!ok) return ok;
   }
+  // Streams stamp their ops with this (under the initiator's lock, not the
+  // target's): stamped before its regions were recorded, an op submitted in
+  // the start's window named an incarnation the data checker had no model
+  // of yet, and its WRITE went untracked. Until here they name the last
+  // one, and the checker counts them as outliving it.
+  t.incarnation = index;
   incarnation_record rec;
   rec.transport = t.spec->name;
   rec.index = index;
@@ -195,11 +200,12 @@ void scenario_run::publish_descriptor(const std::string& target) {
   for (auto& [key, p] : pairs_) {
     if (key.second != target) continue;
     auto seen = d;
-    for (auto& rail : p->rails) {
-      seen.endpoints.at(rail.rail) = rail.r->listen_endpoint();
-      (void)rail.r->set_upstream(d.endpoints.at(rail.rail));
-    }
+    for (auto& rail : p->rails) seen.endpoints.at(rail.rail) = rail.r->listen_endpoint();
+    // The new ids first: a stale answer from the new incarnation, through a
+    // relay already pointed at it, must refresh to them, not to the old ids
+    // (which would end the op stale_registration for good).
     p->source->set(std::move(seen));
+    for (auto& rail : p->rails) (void)rail.r->set_upstream(d.endpoints.at(rail.rail));
   }
   // A control link follows its target to each new incarnation's endpoint.
   for (auto& slot : control_relays_) {

@@ -216,6 +216,39 @@ TEST(data_integrity, a_write_that_outlived_its_incarnation_is_unknown_in_the_nex
   EXPECT_FALSE(check_data_integrity(w.h).passed());
 }
 
+// A WRITE stamped for an incarnation whose region was recorded after it was
+// submitted (a restart's start window) had no model at its submit. It was
+// dropped without a trace, so the bytes it wrote read as a violation; it is
+// unknown there instead.
+TEST(data_integrity, a_write_submitted_before_its_incarnations_region_is_unknown_there) {
+  world w;
+  auto wr = w.start(wire::opcode::write, 0, 4096, 11);
+  w.op(wr).target_incarnation = 1;
+  w.h.registrations.push_back(registration_record{.transport = "server",
+                                                  .incarnation = 1,
+                                                  .region = "buf",
+                                                  .id = 0x5001,
+                                                  .registered_seq = w.tick(),
+                                                  .fill_seed = 99,
+                                                  .size = region_size});
+  w.end(wr);  // ok: it ran on 1 after a refresh
+  auto rd = w.start(wire::opcode::read, 0, 8192);
+  w.op(rd).target_incarnation = 1;
+  w.end(rd);
+  w.op(rd).data = pattern(region_size, 99);
+  w.op(rd).data.resize(8192);
+  put(w.op(rd).data, 0, pattern(4096, 11));
+  auto r = check_data_integrity(w.h);
+  EXPECT_TRUE(r.passed()) << all(r);
+  EXPECT_EQ(r.checked, 4096u);          // only the bytes the WRITE never touched
+  w.op(rd).data[5000] ^= std::byte{1};  // those are still checked
+  EXPECT_FALSE(check_data_integrity(w.h).passed());
+  // A WRITE that did not execute leaves the model as it was.
+  w.op(rd).data[5000] ^= std::byte{1};
+  w.op(wr).outcome = status::connection_failed;
+  EXPECT_FALSE(check_data_integrity(w.h).passed());
+}
+
 TEST(data_integrity, a_read_of_the_wrong_size) {
   auto w = clean_world();
   w.op(3).data.resize(10);
