@@ -224,7 +224,9 @@ TEST(config, an_error_carries_its_place) {
     ASSERT_TRUE(place.has_value()) << c.yaml;
     EXPECT_EQ(place->at.file, c.at.file) << c.yaml;
     EXPECT_EQ(place->at.line, c.at.line) << c.yaml << " -> " << r.error().message;
-    if (c.at.column != 0) EXPECT_EQ(place->at.column, c.at.column) << c.yaml;
+    if (c.at.column != 0) {
+      EXPECT_EQ(place->at.column, c.at.column) << c.yaml;
+    }
     EXPECT_EQ(place->key, c.key) << c.yaml;
     EXPECT_EQ(place->what.substr(0, c.what.size()), c.what) << c.yaml;
     if (!place->key.empty()) {
