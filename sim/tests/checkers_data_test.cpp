@@ -170,13 +170,7 @@ TEST(data_integrity, a_new_incarnation_refills_or_carries_over) {
   w.write(0, 4096, 11);
   for (std::uint64_t seed : {99u, 0u}) {
     auto v = w;
-    v.h.registrations.push_back(registration_record{.transport = "server",
-                                                    .incarnation = 1,
-                                                    .region = "buf",
-                                                    .id = 0x5001,
-                                                    .registered_seq = v.tick(),
-                                                    .fill_seed = seed,
-                                                    .size = region_size});
+    v.register_region(1, seed);
     auto rd = v.start(wire::opcode::read, 0, 4096);
     v.op(rd).target_incarnation = 1;
     v.end(rd);  // returns the world's model: incarnation 0's bytes
@@ -195,13 +189,7 @@ TEST(data_integrity, a_new_incarnation_refills_or_carries_over) {
 TEST(data_integrity, a_write_that_outlived_its_incarnation_is_unknown_in_the_next) {
   world w;
   auto wr = w.start(wire::opcode::write, 0, 4096, 11);
-  w.h.registrations.push_back(registration_record{.transport = "server",
-                                                  .incarnation = 1,
-                                                  .region = "buf",
-                                                  .id = 0x5001,
-                                                  .registered_seq = w.tick(),
-                                                  .fill_seed = 99,
-                                                  .size = region_size});
+  w.register_region(1, 99);
   w.end(wr);  // ok: it ran on 0, or on 1 after a refresh
   auto rd = w.start(wire::opcode::read, 0, 8192);
   w.op(rd).target_incarnation = 1;
@@ -224,13 +212,7 @@ TEST(data_integrity, a_write_submitted_before_its_incarnations_region_is_unknown
   world w;
   auto wr = w.start(wire::opcode::write, 0, 4096, 11);
   w.op(wr).target_incarnation = 1;
-  w.h.registrations.push_back(registration_record{.transport = "server",
-                                                  .incarnation = 1,
-                                                  .region = "buf",
-                                                  .id = 0x5001,
-                                                  .registered_seq = w.tick(),
-                                                  .fill_seed = 99,
-                                                  .size = region_size});
+  w.register_region(1, 99);
   w.end(wr);  // ok: it ran on 1 after a refresh
   auto rd = w.start(wire::opcode::read, 0, 8192);
   w.op(rd).target_incarnation = 1;
@@ -303,12 +285,7 @@ TEST(data_integrity, an_ok_op_outside_its_region) {
 // Models are per region: a WRITE to region `other` leaves `buf` as it was.
 TEST(data_integrity, a_write_to_another_region_is_not_seen) {
   world w;
-  w.h.registrations.push_back(registration_record{.transport = "server",
-                                                  .region = "other",
-                                                  .id = 0x5100,
-                                                  .registered_seq = w.tick(),
-                                                  .fill_seed = region_seed,
-                                                  .size = region_size});
+  w.register_region(0, region_seed, "other", 0x5100);
   auto wr = w.start(wire::opcode::write, 0, 4096, 11);
   w.op(wr).region = "other";
   w.end(wr);  // the world keeps one model: buf's bytes now show the WRITE

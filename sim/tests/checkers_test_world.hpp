@@ -72,6 +72,18 @@ class world {
     now_us += 10;
     return ++seq_;
   }
+  // The server's region `region` registered now, on its incarnation
+  // `incarnation`, filled from `fill_seed` (0: carried over).
+  void register_region(std::uint32_t incarnation, std::uint64_t fill_seed,
+                       const std::string& region = "buf", std::uint64_t id = 0x5001) {
+    h.registrations.push_back(registration_record{.transport = "server",
+                                                  .incarnation = incarnation,
+                                                  .region = region,
+                                                  .id = id,
+                                                  .registered_seq = tick(),
+                                                  .fill_seed = fill_seed,
+                                                  .size = region_size});
+  }
   op_record& op(std::uint64_t id) { return h.ops[id - 1]; }
 
   core_event& event(event_kind k, const std::string& transport) {
