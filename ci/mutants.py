@@ -335,28 +335,18 @@ def cmd_report(results, out):
     return 0
 
 
+COMMANDS = {
+    "check": cmd_check, "list": cmd_list, "files": cmd_files, "apply": cmd_apply,
+    "invariant": cmd_invariant, "failed": cmd_failed, "report": cmd_report,
+    "check-planted": cmd_check_planted, "planted": cmd_planted,
+}
+
+
 def main(argv):
     cmd, args = argv[1], argv[2:]
-    if cmd == "check":
-        return cmd_check(*args)
-    if cmd == "list":
-        return cmd_list(*args)
-    if cmd == "files":
-        return cmd_files(*args)
-    if cmd == "apply":
-        return cmd_apply(*args)
-    if cmd == "invariant":
-        return cmd_invariant(*args)
-    if cmd == "failed":
-        return cmd_failed(*args)
-    if cmd == "report":
-        return cmd_report(*args)
-    if cmd == "check-planted":
-        return cmd_check_planted(*args)
-    if cmd == "planted":
-        return cmd_planted(*args)
-    raise SystemExit(f"mutants.py: unknown command {cmd}")
-
+    if cmd not in COMMANDS:
+        raise SystemExit(f"mutants.py: unknown command {cmd}")
+    return COMMANDS[cmd](*args)
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv))

@@ -23,6 +23,16 @@ workload:
   - {name: s, from: a, region: r, ops: {read: 1, write: 1}, size: 4KiB, count: 4}
 )";
 
+// Loads `text` (it must load) and runs it on the world with `seed`.
+run_result run_text(const std::string& text, std::uint64_t seed) {
+  auto s = parse_scenario(text, "f.yaml");
+  EXPECT_TRUE(s.ok()) << s.error().message;
+  if (!s.ok()) return {};
+  run_options o;
+  o.seed = seed;
+  return run_scenario(s.value(), o);
+}
+
 std::string refusal(const std::string& text) {
   auto s = parse_scenario(text, "f.yaml");
   return s.ok() ? std::string("loaded") : s.error().message;
@@ -42,11 +52,7 @@ TEST(sim_on_world_refusal, control_callers_and_a_control_link_load_and_run) {
       std::string(head) +
       "links:\n  - {initiator: a, target: b, control: true}\n"
       "control:\n  - {name: c, target: b, method: describe, link: b-control, count: 5}\n";
-  auto s = parse_scenario(text, "f.yaml");
-  ASSERT_TRUE(s.ok()) << s.error().message;
-  run_options o;
-  o.seed = 4;
-  const auto r = run_scenario(s.value(), o);
+  const auto r = run_text(text, 4);
   EXPECT_TRUE(r.passed) << failure_text(r);
   ASSERT_EQ(r.callers.size(), 1u);
   EXPECT_EQ(r.callers[0].calls, 5u);
@@ -61,11 +67,7 @@ TEST(sim_on_world_refusal, control_callers_and_a_control_link_load_and_run) {
 TEST(sim_on_world_refusal, a_client_that_never_failed_sends_its_first_call_at_once) {
   const auto text = std::string(head) +
                     "control:\n  - {name: c, target: b, method: ping, clients: 2, count: 3}\n";
-  auto s = parse_scenario(text, "f.yaml");
-  ASSERT_TRUE(s.ok()) << s.error().message;
-  run_options o;
-  o.seed = 6;
-  const auto r = run_scenario(s.value(), o);
+  const auto r = run_text(text, 6);
   EXPECT_TRUE(r.passed) << failure_text(r);
   ASSERT_TRUE(r.hist);
   ASSERT_EQ(r.hist->calls.size(), 6u);
@@ -93,11 +95,7 @@ workload:
 )") + "control:\n  - {name: c, target: b, method: ping, clients: 2, count: 5}\n"
       "events:\n  - {at: {caller: c, calls: 10}, do: drop_connections, "
       "transport: a, target: b}\n";
-  auto s = parse_scenario(text, "f.yaml");
-  ASSERT_TRUE(s.ok()) << s.error().message;
-  run_options o;
-  o.seed = 5;
-  const auto r = run_scenario(s.value(), o);
+  const auto r = run_text(text, 5);
   EXPECT_TRUE(r.passed) << failure_text(r);
   ASSERT_TRUE(r.hist);
   std::size_t fired = 0;
