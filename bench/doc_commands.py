@@ -6,7 +6,9 @@ that runs $B or .../faultlane-bench) and from ci/demo (its run_bench calls).
 Each runs as written but for its length: --duration, --rounds and --warmup
 are replaced by a short run, and output files go to a scratch folder. Each
 must exit 0 and measure at least one operation (a transfer run's `ops N`, a
-sweep's every point, an RPC run's every row). Exit 0 when all do.
+sweep's every point, an RPC run's every row). Exit 0 when all do. A line
+that shortens to a run already made (ci/demo repeats lines of the docs with
+its own --duration) is not run again: it is listed with the line it repeats.
 
 Under ThreadSanitizer (SANITIZER thread) the lines that move blocks of
 16 MiB or more are left to the other presets: TSan annotates every byte a
@@ -139,11 +141,17 @@ def main():
     if len(commands) < 5:
         print(f"found only {len(commands)} commands: the extraction is broken", file=sys.stderr)
         return 1
-    failed = skipped = 0
+    failed = skipped = repeated = 0
+    first_of = {}  # a shortened run -> the line that made it first
     with tempfile.TemporaryDirectory() as scratch:
         for source, args in commands:
             run = shortened(args, scratch)
             where = f"{os.path.relpath(source, root)}: faultlane-bench {' '.join(args)}"
+            if tuple(run) in first_of:
+                repeated += 1
+                print(f"same {where}\n  runs as {first_of[tuple(run)]}")
+                continue
+            first_of[tuple(run)] = where
             if sanitizer == "thread" and block_bytes(args) >= 16 << 20:
                 skipped += 1
                 print(f"skip {where} (16 MiB blocks or more, under ThreadSanitizer)")
@@ -156,7 +164,8 @@ def main():
                 print(f"FAIL {where}\n  ran: {' '.join(run)}\n  {why}\n{output}")
             else:
                 print(f"ok   {where}")
-    print(f"{len(commands) - failed - skipped} passed, {failed} failed, {skipped} skipped")
+    passed = len(commands) - failed - skipped - repeated
+    print(f"{passed} passed, {failed} failed, {skipped} skipped, {repeated} repeat a line above")
     return 1 if failed else 0
 
 
