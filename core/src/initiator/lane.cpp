@@ -3,24 +3,13 @@
 #include "initiator/lane.hpp"
 #include "initiator/peer_group.hpp"
 
-#include <asio/post.hpp>
-#include <asio/read.hpp>
-#include <asio/write.hpp>
-
-#include <poll.h>
-
 #include <algorithm>
-#include <array>
 
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/net.hpp"
-#include "runtime/send_now.hpp"
-#include "runtime/tsan_order.hpp"
-#include "target/server.hpp"
 
 namespace faultlane::detail {
 
-using asio::ip::tcp;
 using namespace std::chrono;
 
 // --- lane ----------------------------------------------------------------------
@@ -43,17 +32,17 @@ lane::lane(runtime& rt, peer_group& group, std::size_t index, std::size_t shard)
   FL_ASSERT(shard_ < rt.pool->size());
 }
 
-lane_event lane::event() const { return {group_.id(), index_, rail_, epoch_}; }
+lane_event lane::event() const { return {group_.id(), index_, rail_, epoch()}; }
 
 // Runs inside the guard's recovery: must not throw.
 void lane::on_handler_exception() noexcept {
   abort_status_ = status::runtime_failed;
-  if (connect_pending_) {
+  if (connector_.pending()) {
     // Closing the socket makes the connect's handler end it.
     std::error_code ignored;
     socket_.close(ignored);
   } else if (state_ == state::connecting) {
-    end_thrown_connect();
+    connector_.end_thrown();
   } else if (!inflight_.empty()) {
     // Settles now, or when the socket operations still pending return.
     break_connection(status::runtime_failed);
@@ -63,29 +52,6 @@ void lane::on_handler_exception() noexcept {
   fail_queue(status::runtime_failed);
   // What this lane's callbacks handed it came after its queue.
   while (!deferred_.empty()) retire(deferred_.pop_front(), status::runtime_failed, 0);
-}
-
-// A throw between start_connect's count and the end of on_connected, with
-// no connect pending: the connect ends here as on_connect_failed would end
-// it (cancelled when we dropped or closed it, failed otherwise), or the
-// lane would stay connecting, and the group's gate held, for good.
-void lane::end_thrown_connect() noexcept {
-  std::error_code ignored;
-  socket_.close(ignored);
-  deadline_.cancel();
-  uncount_connecting();
-  const bool cancelled = closing_ || connect_dropped_;
-  connect_dropped_ = false;
-  state_ = closing_ ? state::closed : state::disconnected;
-  bump(cancelled ? rt_.stats.connects_cancelled : rt_.stats.connect_failures);
-  group_.connect_finished(cancelled ? peer_group::connect_outcome::cancelled
-                                    : peer_group::connect_outcome::failed);
-}
-
-void lane::uncount_connecting() noexcept {
-  if (!counted_connecting_) return;
-  counted_connecting_ = false;
-  rt_.stats.lanes_connecting.fetch_sub(1, std::memory_order_relaxed);
 }
 
 // Runs as one of the lane's handlers from its first line: settling an op
@@ -199,29 +165,12 @@ int lane::check_idle_connection() {
     return std::none_of(queue_.begin(), queue_.end(),
                         [](const op_ptr& op) { return op->op == wire::opcode::write; });
   };
-  if (drained_connection_ != 0 && drained_connection_ == epoch_ && only_reads()) {
+  if (reader_.drained(epoch()) && only_reads()) {
     bump(rt_.stats.idle_checks_skipped);
     return 0;
   }
   return net::peer_gone_or_ready(socket_);
 }
-
-namespace {
-
-// Sets a value for the rest of a scope, and puts the old one back.
-class scoped_value {
- public:
-  scoped_value(std::uint64_t& v, std::uint64_t set) noexcept : v_(v), saved_(v) { v_ = set; }
-  scoped_value(const scoped_value&) = delete;
-  scoped_value& operator=(const scoped_value&) = delete;
-  ~scoped_value() { v_ = saved_; }
-
- private:
-  std::uint64_t& v_;
-  std::uint64_t saved_;
-};
-
-}  // namespace
 
 void lane::pump() {
   FL_ASSERT(state_ != state::busy || !inflight_.empty());  // busy means exchanges in flight
@@ -239,13 +188,13 @@ void lane::pump() {
   // found drained), whatever arrives after it (the answer, a FIN, a reset)
   // is reported after the answer's read is queued, if that read starts
   // before this call returns: it needs no probe (unprobed_read.hpp).
-  const scoped_value quiet(quiet_connection_, idle_check == 0 ? epoch_ : 0);
+  const answer_reader::quiet_scope quiet(reader_, idle_check == 0 ? epoch() : 0);
   switch (state_) {
     case state::disconnected: {
       // Work that reaches a lane after shutdown began never starts a connect.
       if (rt_.closing.load(std::memory_order_acquire)) return fail_queue(status::shutting_down);
       auto decision = group_.request_connect(shared_from_this());
-      if (decision == peer_group::connect_decision::go) return start_connect();
+      if (decision == peer_group::connect_decision::go) return connector_.start();
       if (decision == peer_group::connect_decision::wait) {
         state_ = state::waiting_for_probe;
         return;
@@ -268,57 +217,10 @@ void lane::probe_finished() {
   pump();
 }
 
-void lane::start_connect() {
-  FL_ASSERT(state_ == state::disconnected);
-  const auto& remote = group_.descriptor().endpoints[rail_];
-  std::error_code ec;
-  tcp::endpoint peer(asio::ip::make_address(remote.address, ec), remote.port);
-  FL_ASSERT(!ec);  // descriptors are validated at open_segment
-  state_ = state::connecting;
-  timed_out_ = false;
-  connect_dropped_ = false;
-  abort_status_.reset();
-  ++epoch_;
-  bump(rt_.stats.lanes_connecting);
-  counted_connecting_ = true;
-  socket_.open(tcp::v4(), ec);
-  if (!ec && !rt_.config.rail_addresses.empty()) {
-    // Bind the source address to this lane's rail so its bytes use it.
-    auto local = asio::ip::make_address(rt_.config.rail_addresses[rail_]);
-    socket_.bind(tcp::endpoint(local, 0), ec);
-  }
-  if (ec) return on_connected(ec);
-  deadline_kind_ = deadline_kind::connect;
-  deadline_.set(milliseconds(rt_.config.connect_timeout_ms), shared_from_this());
-  connect_pending_ = true;
-  socket_.async_connect(peer, guarded([this](std::error_code e) { on_connected(e); }));
-}
-
-void lane::on_connected(const std::error_code& ec) {
-  connect_pending_ = false;
-  FL_ASSERT(state_ == state::connecting);
-  uncount_connecting();
-  deadline_.clear();
-  std::error_code blocking;
-  // send_now must never block the io thread: a connection that cannot be
-  // made non-blocking is a failed connect.
-  if (!ec && !abort_status_ && !connect_dropped_) socket_.non_blocking(true, blocking);
-  if (auto injected = FAULTLANE_FAILPOINT("lane.set_non_blocking"); injected && !ec) {
-    blocking = std::make_error_code(std::errc::invalid_argument);
-  }
-  if (ec || abort_status_ || connect_dropped_ || blocking) return on_connect_failed();
-  std::error_code ignored;
-  socket_.set_option(tcp::no_delay(true), ignored);
-  if constexpr (reads_skip_the_probe) (void)unprobed_read::report_bytes_left(socket_);
-  bump(rt_.stats.connects);
-  bump(rt_.stats.lanes_connected);
-  if (connections_++ > 0) bump(rt_.stats.reconnects);
-  // Connected before anything that may throw (the observer): a throw from
-  // here on closes a connected lane (close_socket undoes lanes_connected),
-  // and the group's connect gate is already open again.
-  state_ = state::idle;
-  group_.connect_finished(peer_group::connect_outcome::connected);
+void lane::on_connected() {
+  FL_ASSERT(state_ == state::idle);
   if (rt_.observer) {
+    std::error_code ignored;
     auto e = event();
     auto local = socket_.local_endpoint(ignored);
     auto remote = socket_.remote_endpoint(ignored);
@@ -328,29 +230,6 @@ void lane::on_connected(const std::error_code& ec) {
   }
   FAULTLANE_PERTURB("lane.connected");
   continue_exchanges();
-}
-
-// A connect that failed, or that we cancelled ourselves. Only the first is
-// the peer's failure: it counts, and it starts the group's reconnect
-// cooldown. Work queued behind a cancelled connect (drop_connections) just
-// connects again; behind a shutdown it fails as shutting_down.
-void lane::on_connect_failed() {
-  FL_ASSERT(state_ == state::connecting);
-  std::error_code ignored;
-  socket_.close(ignored);
-  const bool closing = closing_;
-  state_ = closing ? state::closed : state::disconnected;
-  if (closing || connect_dropped_) {
-    bump(rt_.stats.connects_cancelled);
-    group_.connect_finished(peer_group::connect_outcome::cancelled);
-    connect_dropped_ = false;
-    return closing ? fail_queue(*abort_status_) : pump();
-  }
-  auto why = io_failure();
-  if (timed_out_) bump(rt_.stats.timeouts);
-  bump(rt_.stats.connect_failures);
-  group_.connect_finished(peer_group::connect_outcome::failed);
-  fail_queue(why);
 }
 
 // A sibling slice failed: drop this task's queued slices. Its slices in
@@ -393,7 +272,7 @@ void lane::close_socket(status why) {
     if (rt_.observer) rt_.observer->lane_closed(event(), why);
   }
   FAULTLANE_PERTURB("lane.close");
-  carry_.clear();  // answer bytes of this connection only
+  reader_.forget_connection();  // answer bytes of this connection only
   std::error_code ignored;
   socket_.close(ignored);
   deadline_.cancel();
@@ -414,7 +293,7 @@ void lane::on_deadline() {
       FL_ASSERT(state_ == state::busy);
       // A payload streaming in below the receive watermark wakes nobody;
       // bytes waiting in the socket are progress all the same.
-      if (watermark_.queued_bytes_grew(socket_)) {
+      if (reader_.payload_queued_grew()) {
         bump(rt_.stats.deadline_checks_with_queued_bytes);
         deadline_.set(milliseconds(rt_.config.progress_timeout_ms), shared_from_this());
         return;
@@ -469,7 +348,7 @@ void lane::release_work() noexcept {
   fail_queue(status::shutting_down);
   auto cut = std::move(inflight_);
   inflight_.clear();
-  leaving_ = 0;
+  writer_.cut();
   for (auto& op : cut) {
     const auto code =
         op->op == wire::opcode::write ? status::ambiguous_write : status::shutting_down;
@@ -478,16 +357,9 @@ void lane::release_work() noexcept {
 }
 
 void lane::drop_connection() {
-  FL_ASSERT(!connect_dropped_ || state_ == state::connecting);
   switch (state_) {
     case state::idle: close_socket(status::connection_failed); return;
-    case state::connecting: {
-      // Cancelled by us, not refused by the peer: the handler reconnects.
-      connect_dropped_ = true;
-      std::error_code ignored;
-      socket_.close(ignored);
-      return;
-    }
+    case state::connecting: return connector_.drop();  // the handler reconnects
     case state::busy:
       if (!broken_) break_connection(status::connection_failed);
       return;

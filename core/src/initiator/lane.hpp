@@ -19,10 +19,11 @@
 
 #include "faultlane/core/limits.hpp"
 #include "faultlane/core/net.hpp"
+#include "initiator/answer_reader.hpp"
+#include "initiator/lane_connector.hpp"
+#include "initiator/request_writer.hpp"
 #include "initiator/task.hpp"
 #include "runtime/deadline.hpp"
-#include "runtime/receive_watermark.hpp"
-#include "runtime/unprobed_read.hpp"
 
 namespace faultlane::detail {
 
@@ -60,6 +61,10 @@ class lane : public std::enable_shared_from_this<lane> {
   std::size_t rail() const noexcept { return rail_; }
 
  private:
+  friend class answer_reader;
+  friend class lane_connector;
+  friend class request_writer;
+
   enum class state { disconnected, waiting_for_probe, connecting, idle, busy, closed };
   enum class deadline_kind { connect, progress, idle };
 
@@ -89,42 +94,22 @@ class lane : public std::enable_shared_from_this<lane> {
     if (!deferred_.empty()) take_deferred();
   }
   void take_deferred() noexcept;
-  // A completion condition that moves the progress deadline on every chunk.
-  auto progress_condition() {
-    return [this](const std::error_code& ec, std::size_t) -> std::size_t {
-      if (ec) return 0;
-      deadline_.push(std::chrono::milliseconds(rt_.config.progress_timeout_ms));
-      return limits::io_chunk_bytes_max;
-    };
-  }
   void on_handler_exception() noexcept;
   void arm_start_deadline(net::clock::time_point when);
   void expire_queued_work();
   int check_idle_connection();
   void pump();
-  void start_connect();
-  void on_connected(const std::error_code& ec);
-  void on_connect_failed();
-  void end_thrown_connect() noexcept;
-  void uncount_connecting() noexcept;
+  // The connector made the lane connected: it reports it and goes on.
+  void on_connected();
+  // The lane's connection (lane_connector::epoch).
+  std::uint64_t epoch() const noexcept { return connector_.epoch(); }
   // Sends queued requests while the lane has room, and reads the answer of
   // the oldest exchange once its request has left.
   void continue_exchanges();
   void skip_cancelled();
   void send_requests();
-  void write_requests(std::size_t sent);
-  void requests_left(std::size_t sent);
-  bool requests_out(std::size_t sent);
-  // The newest leaving_ exchanges are the ones whose requests are leaving.
-  bool head_request_sent() const { return inflight_.size() > leaving_; }
-  void read_head();
-  void read_head_from_carry();
-  void read_answers();
-  bool overlaps_a_read_before(std::size_t i) const;
-  void on_answers(std::size_t n);
-  void carry_rest(std::size_t k, std::size_t left);
-  void on_response(const std::error_code& ec, std::size_t payload_have);
-  void on_payload(const std::error_code& ec);
+  // The newest writer_.leaving() exchanges are the ones whose requests are leaving.
+  bool head_request_sent() const { return inflight_.size() > writer_.leaving(); }
   // The oldest exchange got its answer; the connection stays.
   void complete_head(status code, std::uint64_t bytes, fate outcome);
   // The connection can no longer be trusted: it closes, and once no socket
@@ -146,24 +131,7 @@ class lane : public std::enable_shared_from_this<lane> {
   const std::size_t rail_;
   const std::size_t shard_;
   net::socket socket_;
-  // Reads answers (unprobed_read.hpp): without Asio's probe on the
-  // connection whose epoch_ quiet_connection_ holds, which the idle check
-  // found quiet (or skipped, below) earlier in the running pump() (0
-  // otherwise).
-  unprobed_read answers_read_;
-  std::uint64_t quiet_connection_ = 0;
-  // The connection whose epoch_ drained_connection_ holds needs no idle
-  // check before READs: the answer read this handler ran left nothing on
-  // it, not even a FIN, and the reactor has not reported it since (0
-  // otherwise). Set for the rest of the handler, the work its callbacks
-  // hand the lane included.
-  std::uint64_t drained_connection_ = 0;
-  // No async_write was outstanding on the socket since the answer read
-  // started: that read is then the one operation the reactor completes
-  // when it reports the socket, at once (unprobed_read.hpp).
-  bool answer_read_alone_ = false;
   deadline deadline_;
-  receive_watermark watermark_;
   deadline_kind deadline_kind_ = deadline_kind::progress;
   state state_ = state::disconnected;
   // queue_ and inflight_ recycle their blocks here (a std::deque frees a
@@ -175,35 +143,10 @@ class lane : public std::enable_shared_from_this<lane> {
   shard_timer start_timer_;
   net::clock::time_point start_timer_at_{};
   // Exchanges whose request started to leave, oldest first; the newest
-  // leaving_ of them are in a gather write and not all out yet.
+  // writer_.leaving() of them are in a gather write and not all out yet.
   std::pmr::deque<op_ptr> inflight_{&deque_blocks_};
-  std::size_t leaving_ = 0;
-  // The gather write: a header, and a WRITE's body, per request; what is
-  // left of it; its bytes; and the bytes of its requests that are out.
-  std::array<asio::const_buffer, 64> gather_{};
-  std::span<asio::const_buffer> gather_rest_;
-  std::size_t group_bytes_ = 0;
-  std::size_t group_out_ = 0;
-  // A gather write takes no more requests once it holds this many bytes.
-  static constexpr std::size_t group_bytes_max = 256u << 10;
-  wire::response_bytes response_{};  // the oldest exchange's answer
-  // The scatter read of answers: a header per exchange whose request left,
-  // oldest first, each followed by its READ's payload buffer.
-  std::array<wire::response_bytes, 32> answer_headers_{};
-  std::array<asio::mutable_buffer, 64> scatter_{};
-  // Answer bytes a READ's scatter read took past an error answer, when
-  // requests had left behind it: the next answers' start.
-  std::vector<std::byte> carry_;
-  std::uint64_t epoch_ = 0;        // bumped at every connect
-  std::uint64_t connections_ = 0;  // successful connects (for reconnect stats)
-  bool connect_pending_ = false;
-  bool counted_connecting_ = false;  // in stats.lanes_connecting
-  bool sending_ = false;             // a request's async_write is outstanding
-  bool receiving_ = false;           // a read of the oldest exchange's answer is outstanding
-  bool answering_ = false;           // on_answers is ending exchanges: go on after the last
   bool timed_out_ = false;
-  bool connect_dropped_ = false;  // drop_connections() cancelled the connect
-  bool closing_ = false;          // shutdown() ran: no reconnect; ends closed
+  bool closing_ = false;  // shutdown() ran: no reconnect; ends closed
   struct breakage {
     status head;
     fate outcome;
@@ -220,6 +163,12 @@ class lane : public std::enable_shared_from_this<lane> {
   std::atomic<std::uint32_t> posted_pending_{0};
   // The lane whose handler this thread is running, if any.
   static inline constinit thread_local lane* running_here_ = nullptr;
+  // Connects the lane (lane_connector.hpp), sends the requests of the
+  // exchanges in flight (request_writer.hpp) and reads their answers
+  // (answer_reader.hpp).
+  lane_connector connector_{*this};
+  request_writer writer_{*this};
+  answer_reader reader_{*this};
 };
 
 }  // namespace faultlane::detail

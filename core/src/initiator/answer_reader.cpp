@@ -1,8 +1,10 @@
-// lane, reading answers: one scatter read for every answer that arrived,
-// each ending its exchange in order, and bytes that landed one answer too
-// early (after a refusal) carried over to the answers they belong to. See
-// lane_exchange.cpp for the requests, and docs/architecture.md ("One frame
-// exchange", "The hot path").
+// answer_reader: one scatter read for every answer that arrived, each
+// ending its exchange in order, and bytes that landed one answer too early
+// (after a refusal) carried over to the answers they belong to. See
+// answer_reader.hpp, request_writer.cpp for the requests, and
+// docs/architecture.md ("One frame exchange", "The hot path").
+#include "initiator/answer_reader.hpp"
+
 #include <asio/read.hpp>
 
 #include <algorithm>
@@ -15,8 +17,22 @@ namespace faultlane::detail {
 
 using namespace std::chrono;
 
-void lane::read_head() {
-  FL_ASSERT(!receiving_ && !broken_ && !inflight_.empty() && head_request_sent());
+auto answer_reader::progress_condition() {
+  return [this](const std::error_code& ec, std::size_t) -> std::size_t {
+    if (ec) return 0;
+    lane_.deadline_.push(milliseconds(lane_.rt_.config.progress_timeout_ms));
+    return limits::io_chunk_bytes_max;
+  };
+}
+
+void answer_reader::end_read(state expected) noexcept {
+  FL_ASSERT(state_ == expected);
+  state_ = state::idle;
+}
+
+void answer_reader::read_head() {
+  FL_ASSERT(state_ == state::idle && !lane_.broken_ && !lane_.inflight_.empty() &&
+            lane_.head_request_sent());
   if (!carry_.empty()) return read_head_from_carry();
   read_answers();
 }
@@ -24,8 +40,8 @@ void lane::read_head() {
 // Bytes already received past the previous answer (see on_response) are
 // the start of this one: its header, then a READ's payload, then perhaps
 // the answers after it, which stay carried.
-void lane::read_head_from_carry() {
-  auto& op = *inflight_.front();
+void answer_reader::read_head_from_carry() {
+  auto& op = *lane_.inflight_.front();
   const std::size_t header = std::min(carry_.size(), response_.size());
   std::copy_n(carry_.begin(), header, response_.begin());
   std::size_t used = header;
@@ -36,12 +52,21 @@ void lane::read_head_from_carry() {
     used += payload;
   }
   carry_.erase(carry_.begin(), carry_.begin() + static_cast<std::ptrdiff_t>(used));
-  if (header == response_.size()) return on_response({}, payload);
+  if (header == response_.size()) return on_response(payload);
   FL_ASSERT(carry_.empty());
-  receiving_ = true;
-  asio::async_read(socket_, asio::buffer(response_.data() + header, response_.size() - header),
-                   progress_condition(),
-                   guarded([this](std::error_code e, std::size_t) { on_response(e, 0); }));
+  read_header_rest(header);
+}
+
+// The rest of a header of which `have` bytes are in response_.
+void answer_reader::read_header_rest(std::size_t have) {
+  FL_ASSERT(state_ == state::idle);
+  state_ = state::reading_header;
+  asio::async_read(lane_.socket_, asio::buffer(response_.data() + have, response_.size() - have),
+                   progress_condition(), lane_.guarded([this](std::error_code e, std::size_t) {
+                     end_read(state::reading_header);
+                     if (e || lane_.broken_) return lane_.break_connection(lane_.io_failure());
+                     on_response(0);
+                   }));
 }
 
 // The answers of every exchange whose request left, with one scatter read
@@ -58,12 +83,14 @@ void lane::read_head_from_carry() {
 // found quiet, one without Asio's speculative recv (unprobed_read.hpp).
 // When it takes every byte there was, the lane needs no idle check before
 // the READs its callbacks hand it (check_idle_connection).
-void lane::read_answers() {
-  FL_ASSERT(!receiving_ && carry_.empty() && head_request_sent());
-  const std::size_t ready = std::min(inflight_.size() - leaving_, answer_headers_.size());
+void answer_reader::read_answers() {
+  const auto& inflight = lane_.inflight_;
+  FL_ASSERT(state_ == state::idle && carry_.empty() && lane_.head_request_sent());
+  const std::size_t ready =
+      std::min(inflight.size() - lane_.writer_.leaving(), answer_headers_.size());
   std::size_t buffers = 0;
   for (std::size_t i = 0; i < ready; ++i) {
-    const auto& op = *inflight_[i];
+    const auto& op = *inflight[i];
     // Two READs into overlapping buffers: a refusal before them would move
     // bytes into both, and the later would overwrite what the earlier
     // holds for carrying. The read ends before the second.
@@ -71,40 +98,42 @@ void lane::read_answers() {
     scatter_[buffers++] = asio::buffer(answer_headers_[i]);
     if (op.op == wire::opcode::read) scatter_[buffers++] = asio::buffer(op.local, op.length);
   }
-  receiving_ = true;
+  state_ = state::reading_answers;
   static_assert(std::tuple_size_v<decltype(scatter_)> <= unprobed_read::buffers_max);
   const std::span<const asio::mutable_buffer> into(scatter_.data(), buffers);
   auto on_read = [this](std::error_code ec, std::size_t n) {
-    receiving_ = false;
-    if (ec || broken_) return break_connection(io_failure());
-    if (answer_read_alone_ && answers_read_.left_nothing()) drained_connection_ = epoch_;
-    deadline_.push(milliseconds(rt_.config.progress_timeout_ms));
+    end_read(state::reading_answers);
+    if (ec || lane_.broken_) return lane_.break_connection(lane_.io_failure());
+    if (answer_read_alone_ && answers_read_.left_nothing()) drained_connection_ = lane_.epoch();
+    lane_.deadline_.push(milliseconds(lane_.rt_.config.progress_timeout_ms));
     on_answers(n);
   };
   if constexpr (reads_skip_the_probe) {
-    answer_read_alone_ = !sending_;
+    answer_read_alone_ = !lane_.writer_.writing();
     // Not after a read that stopped short: that read may have left a FIN
     // behind the bytes, whose edge then never comes again.
-    const auto how = quiet_connection_ != 0 && quiet_connection_ == epoch_
+    const auto how = quiet_connection_ != 0 && quiet_connection_ == lane_.epoch()
                          ? unprobed_read::probe::skip
                          : unprobed_read::probe::first;
+    // `self` keeps the lane, and so this reader, alive until the handler ran.
     return answers_read_.start(
-        socket_, into,
-        [self = shared_from_this(), on_read](std::error_code ec, std::size_t n) mutable {
+        lane_.socket_, into,
+        [self = lane_.shared_from_this(), this, on_read](std::error_code ec,
+                                                         std::size_t n) mutable {
           self->run_handler([&] { on_read(ec, n); });
           // run_handler took what the callbacks handed the lane: the
           // reactor may report the socket once this returns.
-          self->drained_connection_ = 0;
+          drained_connection_ = 0;
         },
         how);
   }
-  socket_.async_read_some(into, guarded(on_read));
+  lane_.socket_.async_read_some(into, lane_.guarded(on_read));
 }
 
-bool lane::overlaps_a_read_before(std::size_t i) const {
-  const auto& op = *inflight_[i];
+bool answer_reader::overlaps_a_read_before(std::size_t i) const {
+  const auto& op = *lane_.inflight_[i];
   for (std::size_t j = 0; j < i; ++j) {
-    const auto& before = *inflight_[j];
+    const auto& before = *lane_.inflight_[j];
     if (before.op == wire::opcode::read && op.local < before.local + before.length &&
         before.local < op.local + op.length) {
       return true;
@@ -116,29 +145,29 @@ bool lane::overlaps_a_read_before(std::size_t i) const {
 // `n` bytes of answers arrived, from answer_headers_[0] on. Each whole
 // answer ends its exchange, the oldest first; the lane goes on (reads
 // again, sends what the freed room allows) once, after the last.
-void lane::on_answers(std::size_t n) {
-  FL_ASSERT(n > 0 && !answering_);
-  answering_ = true;
+void answer_reader::on_answers(std::size_t n) {
+  FL_ASSERT(n > 0 && state_ == state::idle);
+  state_ = state::answering;
   struct done {
-    bool& flag;
-    ~done() { flag = false; }  // also when an answer's handling throws
-  } scope{answering_};
+    state& s;
+    ~done() {  // also when an answer's handling throws
+      if (s == state::answering) s = state::idle;
+    }
+  } scope{state_};
+  auto& inflight = lane_.inflight_;
   std::size_t left = n;
   for (std::size_t k = 0;; ++k) {
-    FL_ASSERT(k < answer_headers_.size() && !inflight_.empty());
-    const auto& op = *inflight_.front();
+    FL_ASSERT(k < answer_headers_.size() && !inflight.empty());
+    const auto& op = *inflight.front();
     const std::size_t header = std::min(left, response_.size());
     std::copy_n(answer_headers_[k].begin(), header, response_.begin());
     left -= header;
     if (header < response_.size()) {
       // Cut inside a header: the rest of it, then on as for one answer.
-      answering_ = false;
-      receiving_ = true;
-      asio::async_read(socket_, asio::buffer(response_.data() + header, response_.size() - header),
-                       progress_condition(),
-                       guarded([this](std::error_code e, std::size_t) { on_response(e, 0); }));
+      state_ = state::idle;
+      read_header_rest(header);
       // The room the answers before it freed is used now, not after it.
-      return continue_exchanges();
+      return lane_.continue_exchanges();
     }
     std::size_t payload = 0;
     if (op.op == wire::opcode::read) {
@@ -148,12 +177,14 @@ void lane::on_answers(std::size_t n) {
     if (left == 0) {
       // The last answer this read brought, whole or not: on_response reads
       // the rest of a payload, or ends the exchange and goes on.
-      answering_ = false;
-      on_response({}, payload);
+      state_ = state::idle;
+      on_response(payload);
       // A payload still coming: the room the answers before it freed is
       // used now, not after it (a no-op when the exchange ended and went
       // on already).
-      if (receiving_ && !broken_ && state_ == state::busy) continue_exchanges();
+      if (reading() && !lane_.broken_ && lane_.state_ == lane::state::busy) {
+        lane_.continue_exchanges();
+      }
       return;
     }
     // More answers follow. After an error answer they sit one answer too
@@ -161,23 +192,23 @@ void lane::on_answers(std::size_t n) {
     const auto peek = wire::decode_response(response_);
     if (!peek.ok() || peek.value().status != wire::wire_status::ok) {
       carry_rest(k, left);
-      answering_ = false;
-      return on_response({}, payload);  // puts the payload part in front of carry_
+      state_ = state::idle;
+      return on_response(payload);  // puts the payload part in front of carry_
     }
     FL_ASSERT(op.op != wire::opcode::read || payload == op.length);
-    on_response({}, payload);
+    on_response(payload);
     // It ended the exchange; a broken lane settled or is settling.
-    if (broken_ || state_ != state::busy || inflight_.empty()) return;
+    if (lane_.broken_ || lane_.state_ != lane::state::busy || inflight.empty()) return;
   }
 }
 
 // The `left` bytes that a scatter read put after answer k's header and
 // payload buffers, in order, become carry_.
-void lane::carry_rest(std::size_t k, std::size_t left) {
+void answer_reader::carry_rest(std::size_t k, std::size_t left) {
   FL_ASSERT(carry_.empty());
   for (std::size_t i = 1; left > 0; ++i) {
-    FL_ASSERT(i < inflight_.size() && k + i < answer_headers_.size());
-    const auto& later = *inflight_[i];
+    FL_ASSERT(i < lane_.inflight_.size() && k + i < answer_headers_.size());
+    const auto& later = *lane_.inflight_[i];
     auto take = [&](const std::byte* from, std::size_t size) {
       const std::size_t m = std::min(left, size);
       carry_.insert(carry_.end(), from, from + m);
@@ -188,66 +219,79 @@ void lane::carry_rest(std::size_t k, std::size_t left) {
   }
 }
 
-void lane::on_response(const std::error_code& ec, std::size_t payload_have) {
-  receiving_ = false;
-  FL_ASSERT(state_ == state::busy && !inflight_.empty());
+// The oldest exchange's answer is in response_, with `payload_have` bytes
+// of a READ's payload in the caller's buffer.
+void answer_reader::on_response(std::size_t payload_have) {
+  FL_ASSERT(state_ == state::idle || state_ == state::answering);
+  auto& l = lane_;
+  FL_ASSERT(l.state_ == lane::state::busy && !l.inflight_.empty());
   // An answer that arrived after the connection broke is not trusted: the
   // lane is settling everything in flight already.
-  if (ec || broken_) return break_connection(io_failure());
+  if (l.broken_) return l.break_connection(l.io_failure());
   (void)FAULTLANE_FAILPOINT("client.on_response");
-  auto& op = *inflight_.front();
+  auto& op = *l.inflight_.front();
   auto decoded = wire::decode_response(response_);
-  if (!decoded.ok()) return break_connection(status::protocol_error);
+  if (!decoded.ok()) return l.break_connection(status::protocol_error);
   const auto& reply = decoded.value();
   if (reply.request_id == 0 && wire::is_header_rejection(reply.status) && payload_have == 0) {
     // The target could not decode a header (it was damaged on the way): it
     // answers without an id, executes nothing, and closes. The answer is
     // the oldest exchange's, and definite, only when nothing else was sent:
     // an earlier answer dropped on the way would make it a later one's.
-    const bool alone = inflight_.size() == 1;
-    return break_connection(status::protocol_error, alone ? fate::not_executed : fate::unknown);
+    const bool alone = l.inflight_.size() == 1;
+    return l.break_connection(status::protocol_error,
+                              alone ? lane::fate::not_executed : lane::fate::unknown);
   }
   // A header rejection names no request; with an id it is not an answer a
   // target sends, so it says nothing about what ran.
   if (reply.request_id != op.request_id || wire::is_header_rejection(reply.status)) {
-    return break_connection(status::protocol_error);
+    return l.break_connection(status::protocol_error);
   }
   if (reply.status != wire::wire_status::ok) {
     if (payload_have > 0) {
       // Past an error header come the next answers, or, with nothing else
       // in flight, garbage.
-      if (inflight_.size() == 1) return break_connection(status::protocol_error);
+      if (l.inflight_.size() == 1) return l.break_connection(status::protocol_error);
       carry_.insert(carry_.begin(), op.local, op.local + payload_have);
     }
     // A definite answer: the target did not execute, and goes on with the
     // next request on this connection.
-    return complete_head(wire::status_for(reply.status), 0, fate::not_executed);
+    return l.complete_head(wire::status_for(reply.status), 0, lane::fate::not_executed);
   }
-  if (reply.committed_bytes != op.length) return break_connection(status::protocol_error);
+  if (reply.committed_bytes != op.length) return l.break_connection(status::protocol_error);
   if (op.op == wire::opcode::write || payload_have == op.length) {
-    return complete_head(status::ok, op.length, fate::unknown);
+    return l.complete_head(status::ok, op.length, lane::fate::unknown);
   }
-  receiving_ = true;
-  const std::size_t rest = op.length - payload_have;
-  watermark_.begin(socket_, rest, op.length);
+  read_payload(payload_have);
+}
+
+// The rest of the oldest READ's payload, of which `have` bytes arrived.
+void answer_reader::read_payload(std::size_t have) {
+  FL_ASSERT(state_ == state::idle);  // never while answering: see on_answers
+  auto& op = *lane_.inflight_.front();
+  state_ = state::reading_payload;
+  const std::size_t rest = op.length - have;
+  watermark_.begin(lane_.socket_, rest, op.length);
   auto condition = [this](const std::error_code& e, std::size_t n) -> std::size_t {
     if (e) return 0;
-    deadline_.push(milliseconds(rt_.config.progress_timeout_ms));
-    watermark_.progress(socket_, n);
+    lane_.deadline_.push(milliseconds(lane_.rt_.config.progress_timeout_ms));
+    watermark_.progress(lane_.socket_, n);
     return limits::io_chunk_bytes_max;
   };
-  asio::async_read(socket_, asio::buffer(op.local + payload_have, rest), condition,
-                   guarded([this](std::error_code e, std::size_t) {
-                     watermark_.end(socket_);
+  asio::async_read(lane_.socket_, asio::buffer(op.local + have, rest), condition,
+                   lane_.guarded([this](std::error_code e, std::size_t) {
+                     watermark_.end(lane_.socket_);
                      on_payload(e);
                    }));
 }
 
-void lane::on_payload(const std::error_code& ec) {
-  receiving_ = false;
-  FL_ASSERT(state_ == state::busy && !inflight_.empty());
-  if (ec || broken_) return break_connection(io_failure());
-  complete_head(status::ok, inflight_.front()->length, fate::unknown);
+void answer_reader::on_payload(const std::error_code& ec) {
+  end_read(state::reading_payload);
+  FL_ASSERT(lane_.state_ == lane::state::busy && !lane_.inflight_.empty());
+  if (ec || lane_.broken_) return lane_.break_connection(lane_.io_failure());
+  lane_.complete_head(status::ok, lane_.inflight_.front()->length, lane::fate::unknown);
 }
+
+bool answer_reader::payload_queued_grew() { return watermark_.queued_bytes_grew(lane_.socket_); }
 
 }  // namespace faultlane::detail
