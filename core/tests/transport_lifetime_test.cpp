@@ -154,6 +154,34 @@ TEST(transport_lifetime, destroy_after_a_skipped_drain_settles_the_work_lanes_ho
   EXPECT_EQ(batch->completed(), 4u);
 }
 
+// A WRITE too big for the socket buffers, to a peer that never reads, is
+// still leaving (its async_write outstanding, the lane's request writer
+// `writing`) when a drain that never ran stops the event loops. Its handler
+// never runs: destruction settles it ambiguous_write, once.
+TEST(transport_lifetime, destroy_after_a_skipped_drain_settles_a_write_still_leaving) {
+  silent_peer stalled;
+  settle_log log;
+  auto config = loopback_config();
+  config.observer = &log;
+  auto initiator = start(config);
+  auto seg = initiator->open_segment(stalled.descriptor()).value();
+  std::vector<std::byte> big(64u << 20);  // far past loopback's socket buffers
+  auto w = read_req(seg, 1, 0, big.data(), big.size());
+  w.op = wire::opcode::write;
+  auto batch = initiator->submit(std::span(&w, 1), log.callback()).value();
+  // Sent in the handler that connected the lane, which ends before the
+  // event loops stop.
+  ASSERT_TRUE(eventually([&] { return initiator->stats().request_sends >= 1; }));
+  {
+    failpoint::scoped skip("planted.shutdown_skip_drain", {.act = failpoint::action::return_error});
+    EXPECT_TRUE(initiator->shutdown().ok());
+  }
+  EXPECT_EQ(log.settled(), 0u);
+  initiator.reset();
+  log.expect_each_settled_once(1, {status::ambiguous_write});
+  EXPECT_EQ(batch->completed(), 1u);
+}
+
 // Defect 1, target side: sessions still open when a shutdown gave up.
 TEST(transport_lifetime, destroy_a_target_whose_shutdown_left_sessions_open) {
   auto config = loopback_config();

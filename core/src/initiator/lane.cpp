@@ -348,7 +348,7 @@ void lane::release_work() noexcept {
   fail_queue(status::shutting_down);
   auto cut = std::move(inflight_);
   inflight_.clear();
-  writer_.cut();
+  writer_.release();
   for (auto& op : cut) {
     const auto code =
         op->op == wire::opcode::write ? status::ambiguous_write : status::shutting_down;

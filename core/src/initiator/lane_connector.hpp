@@ -21,8 +21,9 @@ class lane_connector {
     idle,       // no connect under way
     opening,    // counted in lanes_connecting; the socket is being opened
     pending,    // counted; an async_connect is outstanding
-    finishing,  // its handler runs: the lane becomes connected, or the
-                // connect ends failed or cancelled
+    finishing,  // its handler runs (or opening the socket failed): the
+                // lane becomes connected, or the connect ends failed or
+                // cancelled
   };
 
   explicit lane_connector(lane& owner) : lane_(owner) {}

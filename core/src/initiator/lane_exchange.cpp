@@ -62,6 +62,9 @@ void lane::send_requests() {
     inflight_.push_back(std::move(queue_.front()));
     queue_.pop_front();
     auto& op = *inflight_.back();
+    // Leaving before anything that may throw: a throw settles it as one
+    // whose request may have left only if a byte of it did.
+    writer_.add(op);
     if (inflight_.size() > 1) bump(rt_.stats.requests_pipelined);
     if (inflight_.size() == 1) {
       // The oldest exchange's clock: see docs/architecture.md, "Pipelined lanes".
@@ -70,7 +73,6 @@ void lane::send_requests() {
       deadline_kind_ = deadline_kind::progress;
       deadline_.set(milliseconds(rt_.config.progress_timeout_ms), shared_from_this());
     }
-    writer_.add(op);
     if (rt_.observer) {
       rt_.observer->slice_dispatched({op.task->info.task_id, op.request_id, group_.id(), index_,
                                       rail_, op.slice_offset, op.length});

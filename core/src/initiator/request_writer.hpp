@@ -49,9 +49,15 @@ class request_writer {
   void add(transfer_op& op);
   // Sends the requests added; the lane goes on when they are out.
   void send();
-  // The exchanges in flight were cut (the lane settled a broken connection,
-  // or let go of its work): their requests are no longer leaving.
+  // The exchanges in flight were cut (the lane settled a broken
+  // connection): their requests are no longer leaving.
   void cut() noexcept;
+  // The io threads are joined (lane::release_work): a write still
+  // outstanding will never complete, and nothing is leaving any more.
+  void release() noexcept {
+    state_ = state::idle;
+    leaving_ = 0;
+  }
 
   // Bytes of an op's request on the wire: its header, and a WRITE's body.
   static std::size_t request_bytes(const transfer_op& op) noexcept;
