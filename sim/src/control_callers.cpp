@@ -83,17 +83,14 @@ void scenario_run::run_caller(const caller_spec& spec, std::size_t client) {
   rpc::client_options o;
   result<endpoint> at = error{status::invalid_argument, "no control link " + spec.link};
   if (spec.link.empty()) {
-    auto& t = *transports_.at(spec.target);
+    auto& t = topology_.transport(spec.target);
     std::shared_lock lock(t.lock);
     if (t.up) at = t.p->control_endpoint();
     else at = error{status::shutting_down, spec.target + " was shut down before the phase"};
   }
-  for (const auto& slot : control_relays_) {
-    if (slot.name == spec.link) at = slot.r->listen_endpoint();
-  }
+  if (const auto* slot = topology_.control_relay(spec.link)) at = slot->r->listen_endpoint();
   auto fail_all = [&](const error& e) {
-    std::lock_guard lock(events_mutex_);
-    if (error_.empty()) error_ = fmt::format("caller {}: {}", spec.name, e.message);
+    error_.set(fmt::format("caller {}: {}", spec.name, e.message));
   };
   if (!at) return fail_all(at.error());
   o.server = at.value();
@@ -139,7 +136,7 @@ void scenario_run::run_caller(const caller_spec& spec, std::size_t client) {
       full = h.calls.size() >= calls_max;
       if (!full) h.calls.push_back(std::move(r));
     });
-    caller_call_ended(spec);
+    events_.caller_call_ended(spec);
     if (full) {
       return fail_all(error{status::invalid_argument,
                             fmt::format("more than {} calls in the run: the history stopped "

@@ -1,6 +1,8 @@
-// runner_phases: a run from start to verdict: setup, the phases in order,
-// the end-of-run sweep (stats, region bytes, ordered shutdown, relay
-// records) and the checkers (runner.hpp).
+// runner_phases: a run from start to verdict: the phases in order, each
+// with its streams and callers, the triggers polled while they run, and the
+// checkers (runner.hpp). Setup and the end-of-run sweep (stats, region
+// bytes, ordered shutdown, relay records) are the topology's
+// (run_topology.cpp).
 #include <csignal>
 
 #include <fmt/format.h>
@@ -63,8 +65,8 @@ std::vector<threads::thread> scenario_run::launch_phase(const phase_spec& ph) {
   // path with a few ops of its shape, unless an event shut a side down.
   if (ph.liveness && !any) {
     for (const auto& st : s_.streams) {
-      const auto& target = regions_.at(st.region)->transport;
-      if (!transports_.at(st.from)->up || !transports_.at(target)->up) {
+      const auto& target = topology_.region(st.region).transport;
+      if (!topology_.transport(st.from).up || !topology_.transport(target).up) {
         rec_.add_mark("note", "no liveness probe for " + st.name + ": a side was shut down");
         continue;
       }
@@ -75,12 +77,11 @@ std::vector<threads::thread> scenario_run::launch_phase(const phase_spec& ph) {
 }
 
 void scenario_run::run_phase(const phase_spec& ph) {
-  phase_ = ph.name;
   rec_.add_mark("phase", "phase " + ph.name + " begins");
   const auto start_seq = rec_.next_seq();
   const auto start_us = rec_.now_us();
-  if (ph.heal) heal();
-  fire_phase_events(trigger_kind::phase_start, ph.name);
+  if (ph.heal) events_.heal();
+  events_.phase(trigger_kind::phase_start, ph.name);
   auto streams = launch_phase(ph);
   // Poll triggers and progress while the streams run; joining below
   // returns when they have (each stream bounds its own waits).
@@ -93,123 +94,35 @@ void scenario_run::run_phase(const phase_spec& ph) {
   std::uint64_t last_progress = 0;
   while (!done) {
     threads::sleep_for(poll_interval);  // sleep-ok: the runner's poll of relay counters
-    poll_fault_events();
+    events_.poll_faults();
     if (rec_.now_us() - last_progress >= 100'000) {
       report_progress(ph.name);
       last_progress = rec_.now_us();
     }
     if (rec_.enabled() && rec_.now_us() - last_stats >= stats_interval_us) {
-      for (auto& [name, t] : transports_) {
-        std::shared_lock lock(t->lock);
-        if (t->up) record_stats(*t);
-      }
+      topology_.record_stats_of_each_up();
       last_stats = rec_.now_us();
     }
   }
   joiner.join();
-  if (ranges_.has_deferred()) quiesce_links();
+  if (ranges_.has_deferred()) topology_.quiesce_links();
   ranges_.release_deferred();
   if (ph.settle_ms > 0) {
     // A settle period is a wait by design: the scenario asks for time to pass.
     threads::sleep_for(std::chrono::milliseconds(ph.settle_ms));
   }
-  poll_fault_events();
-  fire_phase_events(trigger_kind::phase_end, ph.name);
+  events_.poll_faults();
+  events_.phase(trigger_kind::phase_end, ph.name);
   rec_.edit([&](history& h) {
     h.phases.push_back({ph.name, ph.heal, ph.liveness, ph.deadline_ms, start_seq, rec_.next_seq(),
                         start_us, rec_.now_us()});
   });
 }
 
-// An ambiguous WRITE may still land after its phase: its bytes held by a
-// stall, queued in a slow relay, or half received by the target. Before its
-// range goes to new work, every relayed connection is reset (dropping what
-// relays hold) and every target's leases drain, so nothing old can write
-// there any more. Bounded: a target that stays busy is noted, not waited for.
-void scenario_run::quiesce_links() {
-  for (auto& [key, p] : pairs_) {
-    for (auto& rail : p->rails) (void)rail.r->reset_connections(std::chrono::seconds(2));
-  }
-  const auto until = threads::clock::now() + std::chrono::seconds(5);
-  for (auto& [name, t] : transports_) {
-    std::shared_lock lock(t->lock);
-    while (t->up) {
-      auto st = t->p->stats();
-      if (!st || st.value().leases_live == 0) break;
-      if (threads::clock::now() >= until) {
-        rec_.add_mark("note", name + " still holds leases 5 s after its links were reset");
-        break;
-      }
-      threads::sleep_for(poll_interval);  // sleep-ok: polling a child's stats
-    }
-  }
-  rec_.add_mark("event", "ambiguous WRITE ranges freed: every relayed connection reset");
-}
-
-// Each region's bytes (its target's last incarnation), once every stream has
-// ended: what the data checker compares with its model.
-void scenario_run::read_finals() {
-  if (!rec_.enabled()) return;
-  for (const auto& r : s_.regions) {
-    auto slot = transports_.find(r.transport);
-    if (slot == transports_.end()) continue;  // setup failed before it
-    auto& t = *slot->second;
-    if (!t.up || !t.ids[r.name]) continue;
-    // A WRITE may still be landing (its bytes were in a relay);
-    // unregistering waits for its lease, so nothing writes into the
-    // region while it is read.
-    (void)t.p->unregister_region(r.name, t.ids[r.name]);
-    auto bytes = t.p->dump(r.name);
-    if (!bytes) continue;
-    const auto seq = rec_.next_seq();
-    rec_.edit([&](history& h) {
-      h.finals.push_back(
-          {r.transport, t.incarnation.load(), r.name, seq, std::move(bytes.value())});
-    });
-  }
-}
-
 void scenario_run::finish() {
   if (s_.perturb) failpoint::perturb_off();
-  // Stats while everything is still up.
-  for (auto& [name, t] : transports_) {
-    if (t->up && rec_.enabled()) record_stats(*t);
-  }
-  // Every stream has ended, so no new work starts; a WRITE still landing is
-  // waited for by the unregister in read_finals.
-  read_finals();
-  // Initiators first, so no new work reaches a target that is closing.
-  for (int pass = 0; pass < 2; ++pass) {
-    for (auto& [slot_name, t] : transports_) {
-      const auto& name = slot_name;
-      const bool initiator =
-          t->p->local() != nullptr && std::any_of(s_.streams.begin(), s_.streams.end(),
-                                                  [&](const auto& st) { return st.from == name; });
-      if (initiator != (pass == 0)) continue;
-      std::unique_lock lock(t->lock);
-      stop_transport(*t, "end of run", true);
-    }
-  }
-  each_relay([&](relay_slot& rail) {
-    link_record lr;
-    lr.name = rail.name;
-    lr.initiator = rail.initiator;
-    lr.target = rail.target;
-    lr.rail = rail.rail;
-    // A raw link's tap sees connections but no frames: nothing to check.
-    lr.tapped = rail.r->config().tap && rail.r->config().proto == relays::protocol::faultlane;
-    rail.r->stop();
-    lr.counters = rail.r->counters();
-    lr.active_faults_peak = rail.r->active_faults_peak();
-    lr.active_faults_max = rail.r->config().active_faults_max;
-    if (lr.tapped) {
-      lr.tap = rail.r->taps().records();
-      for (auto& t : lr.tap) t.time_us += rail.started_us;
-    }
-    rec_.edit([&](history& h) { h.links.push_back(std::move(lr)); });
-  });
-  std::lock_guard lock(events_mutex_);
-  disarm_and_count({});
+  topology_.finish();
+  events_.disarm_every_failpoint();
 }
 
 run_result scenario_run::run() {
@@ -246,16 +159,13 @@ run_result scenario_run::run() {
                                       s_.perturb->probability, s_.perturb->max_us));
   }
   if (s_.load) rec_.add_mark("note", apply_load(*s_.load));
-  if (auto ok = setup(); !ok) {
-    error_ = "setup: " + ok.error().message;
+  if (auto ok = topology_.setup(); !ok) {
+    error_.set("setup: " + ok.error().message);
   } else {
     for (const auto& ph : phases_) run_phase(ph);
   }
   if (timed_out_) {
-    std::lock_guard lock(events_mutex_);
-    if (error_.empty()) {
-      error_ = fmt::format("timed out after timeout_ms {} with work in flight", s_.timeout_ms);
-    }
+    error_.set(fmt::format("timed out after timeout_ms {} with work in flight", s_.timeout_ms));
   }
   finish();
   report_progress("done");
@@ -273,7 +183,7 @@ run_result scenario_run::judge(run_result r) {
   h->slice_step_bytes = limits::slice_step_bytes;
   r.ops_done = rec_.ops_done();
   r.ops_total = h->ops.size();
-  for (const auto& name : fault_names_) {
+  for (const auto& name : topology_.fault_names()) {
     std::uint64_t n = 0;
     for (const auto& l : h->links) {
       auto it = l.counters.find(name);
@@ -281,10 +191,7 @@ run_result scenario_run::judge(run_result r) {
     }
     r.faults_fired[name] = n;
   }
-  {
-    std::lock_guard lock(events_mutex_);
-    r.error = error_;
-  }
+  r.error = error_.get();
   if (rec_.overflowed() && r.error.empty()) {
     r.error = fmt::format(
         "more than {} core events: the history stopped recording (a runaway "

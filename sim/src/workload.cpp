@@ -61,17 +61,16 @@ class scenario_run::stream_runner {
         phase_(phase),
         liveness_(liveness),
         count_(count),
-        region_(*run.regions_.at(st.region)),
-        from_(*run.transports_.at(st.from)),
-        target_(*run.transports_.at(region_.transport)),
-        pair_(*run.pairs_.at({st.from, region_.transport})),
+        region_(run.topology_.region(st.region)),
+        from_(run.topology_.transport(st.from)),
+        target_(run.topology_.transport(region_.transport)),
+        pair_(run.topology_.pair(st.from, region_.transport)),
         label_(liveness && phase != (st.phase.empty() ? run.phases_.front().name : st.phase)
                    ? st.name + "@" + phase
                    : st.name),
         rng_(stable_hash(run.seed_ ^ stable_hash(label_))),
         read_share_(st.read_weight / (st.read_weight + st.write_weight)) {
-    std::lock_guard lock(run.events_mutex_);
-    reg_ = target_.ids[region_.name];
+    reg_ = run.topology_.current_id(target_, region_.name);
   }
 
   void run() {
@@ -88,13 +87,13 @@ class scenario_run::stream_runner {
         // Events at ops it never reached fire now, so a scenario's
         // sequence (unregister, then register again) still completes.
         if (label_ == st_.name && count_ > submitted_) {
-          run_.fire_stream_events(st_.name, submitted_, count_);
+          run_.events_.stream_ops(st_.name, submitted_, count_);
         }
         break;
       }
       if (n == 0) break;  // no room before the run's deadline
       // A liveness probe is not the stream its events name.
-      if (label_ == st_.name) run_.fire_stream_events(st_.name, submitted_, submitted_ + n);
+      if (label_ == st_.name) run_.events_.stream_ops(st_.name, submitted_, submitted_ + n);
       if (refused_down_) break;  // a shut-down initiator refuses every further op
       submitted_ += n;
     }
