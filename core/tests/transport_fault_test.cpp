@@ -289,6 +289,44 @@ TEST(transport_fault, idle_lane_closes_and_reconnects_on_next_use) {
   EXPECT_TRUE(target->shutdown().ok());
 }
 
+// A connect whose work expired while it was pending: the lane closes the
+// connection as it comes up. Kept idle, it would carry nothing, and a
+// target closes such a connection after its progress timeout, under
+// whatever request comes next (a WRITE that meets that close is
+// ambiguous). The connect is held pending for real: the listener's accept
+// queue (backlog 0) is full, so the kernel drops the SYN until the test
+// makes room, after the op has expired.
+TEST(transport_fault, a_connect_whose_work_expired_meanwhile_is_closed_as_it_comes_up) {
+  asio::io_context context;
+  asio::ip::tcp::acceptor listener(context);
+  listener.open(asio::ip::tcp::v4());
+  listener.bind({asio::ip::make_address("127.0.0.1"), 0});
+  listener.listen(0);
+  asio::ip::tcp::socket filler(context);
+  filler.connect(listener.local_endpoint());  // the one place in the accept queue
+  auto config = loopback_config();
+  config.connections_per_peer = 1;
+  config.connect_timeout_ms = 30000;
+  auto initiator = start(config);
+  const segment_descriptor d{
+      0x5113, {{"127.0.0.1", listener.local_endpoint().port()}}, 1u << 30, {}};
+  auto seg = initiator->open_segment(d).value();
+  std::vector<std::byte> back(4096);
+  auto r = read_req(seg, 1, 0, back.data(), back.size());
+  r.start_deadline_ms = 50;
+  ASSERT_EQ(run_one(*initiator, r).code, status::timeout);  // never left the queue
+  EXPECT_EQ(initiator->stats().lanes_connecting, 1u);       // its connect still pending
+
+  asio::ip::tcp::socket taken(context);
+  listener.accept(taken);  // room: the next SYN gets in
+  ASSERT_TRUE(eventually([&] { return initiator->stats().lanes_closed_unused == 1; }, 20s));
+  const auto stats = initiator->stats();
+  EXPECT_EQ(stats.connects, 1u);
+  EXPECT_EQ(stats.lanes_connected, 0u);
+  EXPECT_EQ(stats.lanes_connecting, 0u);
+  EXPECT_TRUE(initiator->shutdown().ok());
+}
+
 // Test 12: after a forced reconnect, the superseded idle-timer handler is
 // counted as dropped and touches nothing; work goes on correctly.
 TEST(transport_fault, late_handler_after_forced_reconnect_is_dropped) {

@@ -229,6 +229,7 @@ void lane::on_connected() {
     rt_.observer->lane_connected(e);
   }
   FAULTLANE_PERTURB("lane.connected");
+  carried_request_ = false;
   continue_exchanges();
 }
 

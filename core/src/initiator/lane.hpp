@@ -147,6 +147,9 @@ class lane : public std::enable_shared_from_this<lane> {
   std::pmr::deque<op_ptr> inflight_{&deque_blocks_};
   bool timed_out_ = false;
   bool closing_ = false;  // shutdown() ran: no reconnect; ends closed
+  // The connection has carried a request (reset at every connect): one
+  // that has not is closed rather than kept idle (continue_exchanges).
+  bool carried_request_ = false;
   struct breakage {
     status head;
     fate outcome;

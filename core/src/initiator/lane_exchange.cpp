@@ -36,6 +36,15 @@ void lane::continue_exchanges() {
       close_socket(status::protocol_error);
       return pump();
     }
+    if (!carried_request_) {
+      // The work this connection came up for was cancelled or expired
+      // before it left. A target closes a connection that sends nothing
+      // within its progress timeout, so one kept idle would close under
+      // the next request, and a WRITE that meets that close is ambiguous.
+      // Connects are on demand: the next work connects again.
+      bump(rt_.stats.lanes_closed_unused);
+      return close_socket(status::ok);
+    }
     state_ = state::idle;
     deadline_kind_ = deadline_kind::idle;
     deadline_.set(milliseconds(rt_.config.idle_connection_timeout_ms), shared_from_this());
@@ -65,6 +74,7 @@ void lane::send_requests() {
     // Leaving before anything that may throw: a throw settles it as one
     // whose request may have left only if a byte of it did.
     writer_.add(op);
+    carried_request_ = true;
     if (inflight_.size() > 1) bump(rt_.stats.requests_pipelined);
     if (inflight_.size() == 1) {
       // The oldest exchange's clock: see docs/architecture.md, "Pipelined lanes".

@@ -26,6 +26,8 @@ namespace faultlane {
   X(lanes_connecting, "gauge: lanes with a connect in flight")                                  \
   X(lanes_idle_closed, "lanes closed by the idle timeout")                                      \
   X(lanes_found_closed, "idle lanes whose peer had closed or reset before reuse")               \
+  X(lanes_closed_unused,                                                                        \
+    "connections closed as they came up: their work was cancelled or expired meanwhile")        \
   X(idle_checks_skipped,                                                                        \
     "idle lanes reused with no poll: the answer just read left nothing on the socket")          \
   X(connects, "successful lane connects")                                                       \
