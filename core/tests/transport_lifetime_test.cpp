@@ -73,15 +73,20 @@ std::vector<transfer_request> reads_to(segment_id seg, registration_id id,
   return out;
 }
 
+// An initiator on loopback whose observer is `log`.
+auto start_observed(settle_log& log) {
+  auto config = loopback_config();
+  config.observer = &log;
+  return start(config);
+}
+
 // Defect 1: no shutdown at all, work in flight to a peer that never
 // answers. Destruction settles every task once; WRITEs whose bytes left
 // are ambiguous, everything else shutting_down.
 TEST(transport_lifetime, destroy_without_shutdown_settles_work_in_flight) {
   silent_peer stalled;
   settle_log log;
-  auto config = loopback_config();
-  config.observer = &log;
-  auto initiator = start(config);
+  auto initiator = start_observed(log);
   auto seg = initiator->open_segment(stalled.descriptor()).value();
   std::vector<std::vector<std::byte>> buffers(6, std::vector<std::byte>(4096));
   auto requests = reads_to(seg, 1, buffers);
@@ -161,9 +166,7 @@ TEST(transport_lifetime, destroy_after_a_skipped_drain_settles_the_work_lanes_ho
 TEST(transport_lifetime, destroy_after_a_skipped_drain_settles_a_write_still_leaving) {
   silent_peer stalled;
   settle_log log;
-  auto config = loopback_config();
-  config.observer = &log;
-  auto initiator = start(config);
+  auto initiator = start_observed(log);
   auto seg = initiator->open_segment(stalled.descriptor()).value();
   std::vector<std::byte> big(64u << 20);  // far past loopback's socket buffers
   auto w = read_req(seg, 1, 0, big.data(), big.size());
