@@ -20,8 +20,9 @@
 #include <vector>
 
 #include "bench.hpp"
-#include "faultlane/core/rpc_client.hpp"
-#include "faultlane/core/rpc_server.hpp"
+#include "faultlane/control/control_plane.hpp"
+#include "faultlane/control/rpc_client.hpp"
+#include "faultlane/control/rpc_server.hpp"
 #include "faultlane/core/transport.hpp"
 
 namespace faultlane::bench {
@@ -159,10 +160,10 @@ saturation saturate(const options& o, std::uint64_t keys, bool pooled) {
   c.worker_count = 2;
   c.rpc_worker_count = o.rpc_workers;
   c.rpc_inline = !pooled;
-  auto t = transport::start(c).value();
+  auto t = control::start_transport(c).value();
   std::vector<std::byte> memory(keys * 64);
   register_keys(*t, memory, keys);
-  const auto at = t->control_endpoint().value();
+  const auto at = control::endpoint_of(*t).value();
   rpc::client_options co;
   co.server = at;
   co.call_timeout_ms = 60'000;

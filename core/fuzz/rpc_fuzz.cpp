@@ -11,9 +11,9 @@
 #include <span>
 #include <vector>
 
+#include "faultlane/control/rpc_frame.hpp"
+#include "faultlane/control/rpc_messages.hpp"
 #include "faultlane/core/assert.hpp"
-#include "faultlane/core/rpc_frame.hpp"
-#include "faultlane/core/rpc_messages.hpp"
 
 namespace rpc = faultlane::rpc;
 

@@ -13,9 +13,9 @@ namespace faultlane {
 
 using namespace std::chrono;
 
-// Shutdown order: close admission -> stop the control plane (half the
-// bound) -> close listeners -> drain queued dispatches
-// -> cancel every lane and session on its owner shard -> wait for
+// Shutdown order: close admission -> stop the attached services, the
+// control plane among them (half the bound) -> close listeners -> drain
+// queued dispatches -> cancel every lane and session on its owner shard -> wait for
 // operations and leases -> stop and join the io threads. Every wait is
 // bounded by one deadline; whatever did not drain by then is settled as
 // shutting_down when the transport is destroyed.
@@ -40,11 +40,21 @@ result<void> transport::impl::shutdown() {
   FL_ASSERT(!rt.pool->stopped());  // only shutdown stops the pool, and only once
   rt.closing.store(true, std::memory_order_release);
   rt.admission_control.close();
-  // The control plane next: its handlers read what the rest tears down,
-  // and none may run once shutdown returns. It gets half the bound, so a
-  // control client that does not read cannot eat the data plane's drain.
-  const auto control_deadline = net::clock::now() + (deadline - net::clock::now()) / 2;
-  auto control_stopped = control ? control->stop(control_deadline) : result<void>{};
+  // The services next (the control plane): their handlers read what the
+  // rest tears down, and none may run once shutdown returns. They get half
+  // the bound, so a control client that does not read cannot eat the data
+  // plane's drain.
+  const auto services_deadline = net::clock::now() + (deadline - net::clock::now()) / 2;
+  {
+    std::lock_guard closing(services_mutex);
+    services_closed = true;  // the list no longer changes
+  }
+  result<void> services_stopped;
+  for (auto& s : services) {
+    if (auto stopped = s->stop(services_deadline); !stopped && services_stopped) {
+      services_stopped = stopped;
+    }
+  }
   bool rounds_done = on_every_shard([this](std::size_t shard) { srv->stop_accepting(shard); });
   rounds_done = rounds_done && on_every_shard([](std::size_t) {});  // queued dispatches run first
 
@@ -75,14 +85,14 @@ result<void> transport::impl::shutdown() {
   FL_ASSERT(rt.pool->stopped());
   FL_ASSERT(!rt.accepting_work());
 
-  shutdown_result = outcome_of_shutdown(rounds_done, drained, leases, control_stopped);
+  shutdown_result = outcome_of_shutdown(rounds_done, drained, leases, services_stopped);
   return shutdown_result;
 }
 
 // What shutdown() reports, the most telling failure first.
 result<void> transport::impl::outcome_of_shutdown(bool rounds_done, const result<void>& drained,
                                                   const result<void>& leases,
-                                                  const result<void>& control_stopped) const {
+                                                  const result<void>& services_stopped) const {
   if (rt.failed.load(std::memory_order_acquire)) {
     return error{status::runtime_failed,
                  "an exception escaped an io handler; the runtime was marked failed"};
@@ -95,7 +105,7 @@ result<void> transport::impl::outcome_of_shutdown(bool rounds_done, const result
     return error{status::timeout, fmt::format("{} session(s) still open", live)};
   }
   if (!leases.ok()) return leases;
-  return control_stopped;
+  return services_stopped;
 }
 
 result<void> transport::impl::close_segment(segment_id segment) {

@@ -4,12 +4,13 @@
 #include <asio/ip/address.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "faultlane/core/descriptor_text.hpp"
+#include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/limits.hpp"
 #include "faultlane/core/net.hpp"
-#include "faultlane/core/rpc_client.hpp"
 #include "transport_impl.hpp"
 
 namespace faultlane {
@@ -77,6 +78,8 @@ transport::~transport() {
     // own loop, so another thread shuts down and destroys. The callback
     // returns at once; every task still gets its one terminal status.
     net::thread([i = std::move(impl_)]() mutable {
+      // Tests pause here: this object is gone, the services still serve.
+      (void)FAULTLANE_FAILPOINT("transport.destroyed_from_callback");
       (void)i->shutdown();
       i.reset();
     }).detach();
@@ -98,18 +101,13 @@ result<std::unique_ptr<transport>> transport::start(const transport_config& conf
     i->rt.pool->stop();
     return listening.error();
   }
-  if (auto control = i->start_control(); !control) {
-    i->control.reset();
-    i->rt.pool->stop();
-    return control.error();
-  }
   // new-ok: the constructor is private to start(), which owns the result at once.
   return std::unique_ptr<transport>(new transport(std::move(i)));
 }
 
-segment_descriptor transport::descriptor() const { return impl_->describe(); }
+segment_descriptor transport::descriptor() const { return impl_->descriptor(); }
 
-segment_descriptor transport::impl::describe() const {
+segment_descriptor transport::impl::descriptor() const {
   segment_descriptor d;
   FL_ASSERT(rt.incarnation != 0);
   d.incarnation = rt.incarnation;
@@ -121,13 +119,40 @@ segment_descriptor transport::impl::describe() const {
   return d;
 }
 
-std::optional<endpoint> transport::control_endpoint() const {
-  if (!impl_->control) return std::nullopt;
-  return impl_->control->local_endpoint();
+result<void> transport::attach(std::unique_ptr<transport_service> service) {
+  return impl_->attach(std::move(service));
 }
 
-rpc::metrics_snapshot transport::control_metrics() const {
-  return impl_->control ? impl_->control->metrics() : rpc::metrics_snapshot{};
+result<void> transport::impl::attach(std::unique_ptr<transport_service> service) {
+  if (!service) return error{status::invalid_argument, "attach: no service"};
+  std::lock_guard guard(services_mutex);
+  if (services_closed) return error{status::shutting_down, "attach: transport is shut down"};
+  if (auto name = service->name();
+      std::ranges::any_of(services, [&](const auto& s) { return s->name() == name; })) {
+    return error{status::invalid_argument,
+                 fmt::format("attach: a service named {:?} is attached already", name)};
+  }
+  services.push_back(std::move(service));
+  return {};
+}
+
+transport_service* transport::service(std::string_view name) const {
+  std::lock_guard guard(impl_->services_mutex);
+  for (const auto& s : impl_->services) {
+    if (s->name() == name) return s.get();
+  }
+  return nullptr;
+}
+
+const transport_view& transport::view() const { return *impl_; }
+
+std::vector<advertised_registration> transport::impl::registrations_page(registration_id after,
+                                                                         std::size_t max) const {
+  std::vector<advertised_registration> page;
+  for (auto& r : rt.buffers.advertised_page(after, max)) {
+    page.push_back({r.id, r.length, r.perm, std::move(r.name)});
+  }
+  return page;
 }
 
 result<registration_id> transport::register_buffer(void* base, std::size_t length, permission perm,
@@ -154,22 +179,6 @@ result<void> transport::unregister_buffer(registration_id id) {
 
 result<segment_id> transport::open_segment(const segment_descriptor& descriptor) {
   return impl_->open(descriptor);
-}
-
-result<segment_id> transport::open_segment(std::string_view control_endpoint) {
-  auto at = parse_endpoint(control_endpoint);
-  if (!at) return at.error();
-  rpc::client_options o;
-  o.server = at.value();
-  o.connect_timeout_ms = impl_->rt.config.connect_timeout_ms;
-  // describe answers at once: a stall shows within 2 s, and a refresh
-  // ends within 5 s, inside the default shutdown bound.
-  o.call_timeout_ms = 2000;
-  o.overall_timeout_ms = 5000;
-  o.retry_busy = true;
-  auto source = rpc::rpc_descriptor_source::create(o);
-  if (!source) return source.error();
-  return open_segment(std::shared_ptr<descriptor_source>(std::move(source).value()));
 }
 
 result<segment_id> transport::open_segment(std::shared_ptr<descriptor_source> source) {
@@ -202,7 +211,6 @@ transport_stats transport::impl::stats() const {
     s.failures_by_status[i] = c.failures_by_status[i].load(std::memory_order_acquire);
   }
   s.runtime_failed = rt.failed.load(std::memory_order_acquire);
-  if (control) s.control = control->metrics();
   return s;
 }
 

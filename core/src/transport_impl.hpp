@@ -11,7 +11,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "faultlane/core/rpc_server.hpp"
 #include "faultlane/core/transport.hpp"
 #include "initiator/lane_handoff.hpp"
 #include "initiator/peer_group.hpp"
@@ -20,7 +19,7 @@
 
 namespace faultlane {
 
-class transport::impl {
+class transport::impl final : public transport_view {
  public:
   explicit impl(const transport_config& config) : rt(config) {}
   // Runs after shutdown() joined the io threads, whatever it returned.
@@ -30,8 +29,9 @@ class transport::impl {
   // sockets' owners, then the pool goes, destroying handlers that never ran
   // (their ops settle shutting_down), then the rest of the runtime.
   ~impl() {
+    // Before anything a service's handlers read (this view among it).
     FL_ASSERT(rt.pool->stopped());
-    control.reset();
+    services.clear();
     for (auto& [id, g] : groups) g->release_work();
     for (auto& g : closed_groups) g->release_work();
     for (auto& [id, g] : groups) g->close_source();
@@ -42,11 +42,16 @@ class transport::impl {
     rt.pool.reset();
   }
 
-  segment_descriptor describe() const;
-  transport_stats stats() const;
-  // The control plane (control_service.cpp): its RPC server, when enabled.
-  result<void> start_control();
-  std::string control_bind_address() const;
+  // transport_view
+  segment_descriptor descriptor() const override;
+  transport_stats stats() const override;
+  const transport_config& config() const override { return rt.config; }
+  io_pool& io() const override { return *rt.pool; }
+  bool accepting_work() const override { return rt.accepting_work(); }
+  std::vector<advertised_registration> registrations_page(registration_id after,
+                                                          std::size_t max) const override;
+
+  result<void> attach(std::unique_ptr<transport_service> service);
 
   result<segment_id> open(const segment_descriptor& d,
                           std::shared_ptr<descriptor_source> source = nullptr);
@@ -55,7 +60,7 @@ class transport::impl {
   result<void> shutdown();
   result<void> outcome_of_shutdown(bool rounds_done, const result<void>& drained,
                                    const result<void>& leases,
-                                   const result<void>& control_stopped) const;
+                                   const result<void>& services_stopped) const;
   void finalize_task(transfer_batch::state& batch, std::size_t index, status code,
                      std::uint64_t bytes);
   result<std::uint64_t> check_batch(std::span<const transfer_request> requests,
@@ -79,7 +84,13 @@ class transport::impl {
   std::vector<std::shared_ptr<detail::peer_group>> closed_groups;
   segment_id next_segment = 1;
 
-  std::unique_ptr<rpc::server> control;  // null: rpc_enabled is false
+  // Attached services (transport_service.hpp), under services_mutex, which
+  // no one holds while waiting: attach() and a lookup never wait for a
+  // shutdown. shutdown() closes the list (services_closed) before it stops
+  // them; after that the list no longer changes until it is destroyed.
+  mutable std::mutex services_mutex;
+  bool services_closed = false;
+  std::vector<std::unique_ptr<transport_service>> services;
 
   std::mutex shutdown_mutex;
   bool shut_down = false;

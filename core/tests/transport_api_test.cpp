@@ -1,7 +1,9 @@
 // The API promises a user relies on: a per-task start deadline, closing a
-// segment, and submit() from a completion callback.
+// segment, submit() from a completion callback, and services attached to a
+// transport.
 #include <gtest/gtest.h>
 
+#include <asio/post.hpp>
 #include <atomic>
 #include <future>
 
@@ -172,6 +174,81 @@ TEST(transport_api, a_completion_callback_may_submit_more_work) {
   EXPECT_TRUE(close_refused.load());
   EXPECT_TRUE(initiator->shutdown().ok());
   EXPECT_TRUE(target->shutdown().ok());
+}
+
+// A service the transport owns (transport_service.hpp): found by its name,
+// stopped once by shutdown() after admission closed, while the io threads
+// still run, within half the bound, its failure reported; destroyed with
+// the transport. Named twice, null, or after shutdown: refused.
+class probe_service final : public transport_service {
+ public:
+  struct seen {
+    int stops = 0;
+    bool accepting_at_stop = true;
+    bool io_ran_at_stop = false;
+    std::chrono::milliseconds deadline_left{-1};
+    bool destroyed = false;
+  };
+  probe_service(const transport_view& t, seen& s, result<void> answer)
+      : t_(t), seen_(s), answer_(std::move(answer)) {}
+  ~probe_service() override { seen_.destroyed = true; }
+  std::string_view name() const noexcept override { return "probe"; }
+  result<void> stop(net::clock::time_point deadline) override {
+    ++seen_.stops;
+    seen_.deadline_left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - net::clock::now());
+    seen_.accepting_at_stop = t_.accepting_work();
+    auto ran = std::make_shared<std::promise<void>>();
+    auto done = ran->get_future();
+    asio::post(t_.io().context(0), [ran] { ran->set_value(); });
+    seen_.io_ran_at_stop = done.wait_for(5s) == std::future_status::ready;
+    return answer_;
+  }
+
+ private:
+  const transport_view& t_;
+  seen& seen_;
+  result<void> answer_;
+};
+
+TEST(transport_api, an_attached_service_is_stopped_first_by_shutdown_and_goes_with_it) {
+  auto config = loopback_config();
+  config.shutdown_timeout_ms = 4000;
+  probe_service::seen seen, twice, late;  // outlive the transport and its probe
+  auto t = transport::start(config).value();
+  EXPECT_EQ(t->attach(nullptr).code(), status::invalid_argument);
+  ASSERT_TRUE(t->attach(std::make_unique<probe_service>(t->view(), seen, result<void>{})).ok());
+  EXPECT_NE(t->service("probe"), nullptr);
+  EXPECT_EQ(t->service("control"), nullptr);  // transport::start serves none
+  auto again = t->attach(std::make_unique<probe_service>(t->view(), twice, result<void>{}));
+  EXPECT_EQ(again.code(), status::invalid_argument);
+  EXPECT_TRUE(twice.destroyed);  // refused: not kept
+  EXPECT_TRUE(t->view().accepting_work());
+  ASSERT_TRUE(t->shutdown().ok());
+  EXPECT_EQ(seen.stops, 1);
+  EXPECT_FALSE(seen.accepting_at_stop);  // admission closed first
+  EXPECT_TRUE(seen.io_ran_at_stop);      // the io threads still ran
+  EXPECT_GT(seen.deadline_left.count(), 0);
+  EXPECT_LE(seen.deadline_left.count(), 2000);  // half of shutdown_timeout_ms,
+  EXPECT_GE(seen.deadline_left.count(), 1500);  // less what closing admission took
+  EXPECT_TRUE(t->shutdown().ok());              // idempotent: not stopped again
+  EXPECT_EQ(seen.stops, 1);
+  EXPECT_EQ(t->attach(std::make_unique<probe_service>(t->view(), late, result<void>{})).code(),
+            status::shutting_down);
+  EXPECT_FALSE(seen.destroyed);
+  t.reset();
+  EXPECT_TRUE(seen.destroyed);
+}
+
+TEST(transport_api, a_service_that_fails_to_stop_is_what_shutdown_reports) {
+  probe_service::seen seen;  // outlives the transport, which destroys the probe
+  auto t = transport::start(loopback_config()).value();
+  const result<void> failed = error{status::timeout, "probe: a handler outlived its deadline"};
+  ASSERT_TRUE(t->attach(std::make_unique<probe_service>(t->view(), seen, failed)).ok());
+  auto down = t->shutdown();
+  ASSERT_FALSE(down.ok());
+  EXPECT_EQ(down.code(), status::timeout);
+  EXPECT_EQ(down.error().message, "probe: a handler outlived its deadline");
 }
 
 }  // namespace

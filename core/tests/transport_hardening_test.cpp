@@ -413,19 +413,21 @@ TEST(transport_hardening, docs_counter_table_matches_the_counter_list) {
   EXPECT_TRUE(doc_holds("architecture.md", expected));
 }
 
-// failpoint::known_names is every failpoint the sources evaluate, no more,
-// and docs/architecture.md's failpoint table names each of them.
+// failpoint::known_names is every failpoint the sources evaluate (the
+// core's and the control plane's), no more, and docs/architecture.md's
+// failpoint table names each of them.
 TEST(transport_hardening, known_failpoints_match_the_sources_and_the_docs) {
   std::set<std::string> in_sources;
   const std::regex call(R"re(FAULTLANE_FAILPOINT(?:_KEY)?\("([a-z_.]+)")re");
-  for (const auto& entry :
-       std::filesystem::recursive_directory_iterator(FAULTLANE_SOURCE_DIR "/core/src")) {
-    std::ifstream in(entry.path());
-    std::stringstream text;
-    text << in.rdbuf();
-    const auto body = text.str();
-    for (std::sregex_iterator it(body.begin(), body.end(), call), end; it != end; ++it) {
-      in_sources.insert((*it)[1]);
+  for (const char* tree : {FAULTLANE_SOURCE_DIR "/core/src", FAULTLANE_SOURCE_DIR "/control/src"}) {
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(tree)) {
+      std::ifstream in(entry.path());
+      std::stringstream text;
+      text << in.rdbuf();
+      const auto body = text.str();
+      for (std::sregex_iterator it(body.begin(), body.end(), call), end; it != end; ++it) {
+        in_sources.insert((*it)[1]);
+      }
     }
   }
   std::set<std::string> listed(std::begin(failpoint::known_names),

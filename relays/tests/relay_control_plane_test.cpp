@@ -7,7 +7,7 @@
 
 #include <future>
 
-#include "faultlane/core/rpc_client.hpp"
+#include "faultlane/control/rpc_client.hpp"
 #include "faultlane/relays/relay.hpp"
 #include "faultlane/testing/transport_fixture.hpp"
 
@@ -19,7 +19,7 @@ using namespace std::chrono_literals;
 std::unique_ptr<relay> control_relay(const transport& t, std::vector<fault_spec> faults) {
   relay_config c;
   c.name = "control";
-  c.upstream = t.control_endpoint().value();
+  c.upstream = control::endpoint_of(t).value();
   c.proto = protocol::raw;
   c.faults = std::move(faults);
   return relay::start(c).value();
@@ -43,7 +43,7 @@ TEST(relay_control_plane, a_reset_during_describe_is_retried_within_the_bound) {
   EXPECT_EQ(r->counter("reset.down"), 1u);
   EXPECT_EQ(c->counters().attempts, 2u);
   EXPECT_EQ(c->counters().connects, 2u);
-  EXPECT_EQ(target->control_metrics().calls_of("describe", rpc::rpc_status::ok), 2u);
+  EXPECT_EQ(control::metrics_of(*target).calls_of("describe", rpc::rpc_status::ok), 2u);
 }
 
 TEST(relay_control_plane, a_stalled_control_connection_holds_neither_the_data_plane_nor_ping) {
@@ -69,7 +69,7 @@ TEST(relay_control_plane, a_stalled_control_connection_holds_neither_the_data_pl
   EXPECT_EQ(read.code, status::ok);
   EXPECT_EQ(got, memory);
   rpc::client_options direct;
-  direct.server = target->control_endpoint().value();
+  direct.server = control::endpoint_of(*target).value();
   EXPECT_TRUE(rpc::client::create(direct).value()->ping().ok());
   // The held call ends within its bound, as a timeout.
   const bool ended = held.wait_for(10s) == std::future_status::ready;
@@ -91,7 +91,7 @@ TEST(relay_control_plane, a_restarted_peer_is_described_anew_and_its_old_ids_ref
       first->register_buffer(memory.data() + 4096, 4096, permission::remote_read).value();
   auto r = control_relay(*first, {});  // a stable address in front of the peer
   const auto address = r->listen_endpoint().str();
-  auto before = initiator->open_segment(address).value();
+  auto before = control::open_segment(*initiator, address).value();
   std::vector<std::byte> got(4096);
   EXPECT_EQ(
       testing::run_one(*initiator, testing::read_req(before, named, 0, got.data(), 4096)).code,
@@ -103,8 +103,8 @@ TEST(relay_control_plane, a_restarted_peer_is_described_anew_and_its_old_ids_ref
   auto second = testing::start(testing::loopback_config());
   auto renamed =
       second->register_buffer(memory.data(), 4096, permission::remote_read, "cache").value();
-  ASSERT_TRUE(r->set_upstream(second->control_endpoint().value()).ok());
-  auto after = initiator->open_segment(address);
+  ASSERT_TRUE(r->set_upstream(control::endpoint_of(*second).value()).ok());
+  auto after = control::open_segment(*initiator, address);
   ASSERT_TRUE(after.ok()) << after.error().message;
   EXPECT_NE(after.value(), before);  // a new incarnation: a new segment
   // Ids of the old incarnation are refused on the new segment, named or

@@ -5,8 +5,8 @@
 // latency on the run's clock for the expectations checker.
 #include <fmt/format.h>
 
-#include "faultlane/core/rpc_client.hpp"
-#include "faultlane/core/rpc_frame.hpp"
+#include "faultlane/control/rpc_client.hpp"
+#include "faultlane/control/rpc_frame.hpp"
 #include "run_state.hpp"
 
 namespace faultlane::sim {

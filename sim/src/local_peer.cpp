@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "faultlane/control/control_plane.hpp"
 #include "faultlane/core/pattern.hpp"
 #include "peer.hpp"
 
@@ -70,7 +71,7 @@ class local_peer final : public peer {
       observer_ = std::make_unique<recording_observer>(&recorder_, spec_.name, index, sink_);
       c.observer = observer_.get();
     }
-    auto t = transport::start(c);
+    auto t = control::start_transport(c);
     if (!t) return t.error();
     transport_ = std::move(t.value());
     return {};
@@ -79,7 +80,7 @@ class local_peer final : public peer {
   segment_descriptor descriptor() override { return transport_->descriptor(); }
   result<endpoint> control_endpoint() override {
     if (!transport_) return error{status::shutting_down, "transport " + spec_.name + " is down"};
-    if (auto at = transport_->control_endpoint()) return *at;
+    if (auto at = control::endpoint_of(*transport_)) return *at;
     return error{status::invalid_argument, "transport " + spec_.name + " serves no control plane"};
   }
 

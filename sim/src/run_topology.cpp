@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "faultlane/control/control_plane.hpp"
 #include "faultlane/core/hash.hpp"
 
 namespace faultlane::sim {
@@ -197,14 +198,14 @@ void run_topology::publish_descriptor(const std::string& target) {
 }
 
 // By the runner's descriptor source, or by a control link's address
-// (open_segment("HOST:PORT"): a describe through the link).
+// (control::open_segment to "HOST:PORT": a describe through the link).
 result<void> run_topology::open_segment(pair_slot& p) {
   auto& t = *transports_.at(p.initiator);
   auto seg = [&]() -> result<segment_id> {
     if (p.opened_by.empty()) return t.p->local()->open_segment(p.source);
     for (const auto& slot : control_relays_) {
       if (slot.name == p.opened_by) {
-        return t.p->local()->open_segment(slot.r->listen_endpoint().str());
+        return control::open_segment(*t.p->local(), slot.r->listen_endpoint().str());
       }
     }
     return error{status::invalid_argument, "no control link " + p.opened_by};

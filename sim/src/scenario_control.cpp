@@ -48,7 +48,7 @@ result<void> read_method(const reader& rd, caller_spec& c, const YAML::Node& nod
         fmt::format("{} bytes is above {}", pattern.value().size(), bounds::pattern_bytes_max));
   }
   try {
-    // As the service compiles it (control_service.cpp): the polynomial
+    // As the service compiles it (control/src/control_plane.cpp): the polynomial
     // matcher, which refuses back-references.
     std::regex compiled(pattern.value(),
                         std::regex::ECMAScript | std::regex_constants::__polynomial);

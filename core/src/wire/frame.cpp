@@ -6,8 +6,8 @@
 #include <cstring>
 #include <limits>
 
+#include "faultlane/core/big_endian.hpp"
 #include "faultlane/core/crc32c.hpp"
-#include "wire/big_endian.hpp"
 
 namespace faultlane::wire {
 namespace {

@@ -9,6 +9,11 @@
 // whose checks and readers are written by hand. The struct has no field
 // outside the two lists (a static_assert counts them), so none is forgotten.
 // docs/configuration.md, "Adding a setting", says what to edit.
+//
+// The rpc_* settings belong to the control plane (faultlane_control,
+// control::start_transport and control::serve read them); they live here
+// so that one file configures one process. transport::start checks them
+// and otherwise ignores them.
 #pragma once
 
 #include <array>
@@ -76,8 +81,8 @@ class transport_observer;
   X(std::uint32_t, shutdown_timeout_ms, limits::shutdown_timeout_ms_default, 1,                  \
     limits::timeout_ms_max, "bound on `shutdown()`")                                             \
   X(bool, rpc_enabled, true, false, true,                                                        \
-    "serve the control plane (docs/control-plane.md: ping, service_ready, describe, "            \
-    "list_registrations, stats)")                                                                \
+    "serve the control plane when started by control::start_transport or control::serve "        \
+    "(docs/control-plane.md: ping, service_ready, describe, list_registrations, stats)")         \
   X(std::size_t, rpc_queue_max, limits::rpc_queue_max_default, 1, limits::rpc_queue_max_max,     \
     "pooled calls waiting for a worker; one past it is answered `busy` at once")
 
@@ -103,7 +108,7 @@ class transport_observer;
     "the control plane's listener; empty: `bind_address`, or with rails the first rail's "         \
     "address, or else `advertise_address`")                                                        \
   X(std::uint16_t, rpc_port, 0, true, "0..65535",                                                  \
-    "the control plane's port; 0 picks a free port, which `control_endpoint()` reports")           \
+    "the control plane's port; 0 picks a free port, which `control::endpoint_of()` reports")       \
   X(std::int64_t, rpc_worker_count, 0, true, "0..256, or `inline`; a negative value is an error",  \
     "threads running the pooled handlers (all but ping and service_ready); 0 = "                   \
     "`worker_count`; `inline` runs every handler on the io threads")                               \

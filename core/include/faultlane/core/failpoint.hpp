@@ -49,6 +49,7 @@ inline constexpr std::string_view known_names[] = {
     "server.on_header",
     "session.on_deadline",
     "submit.before_slice",
+    "transport.destroyed_from_callback",
 };
 // The switches of the planted bugs (testing/planted/, docs/testing.md):
 // defects the harness's own tests turn on to show a checker catches them.

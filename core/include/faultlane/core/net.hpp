@@ -1,7 +1,7 @@
-// net: the one place core/ and relays/ name the socket, acceptor, timer,
+// net: the one place core/, control/ and relays/ name the socket, acceptor, timer,
 // clock and thread types, and the system calls the hot path makes itself.
 //
-// Everything else in core/ and relays/ says net::socket, net::clock,
+// Everything else in core/, control/ and relays/ says net::socket, net::clock,
 // net::thread, net::condition_variable, net::send_now_raw() and so on
 // (ci/tidy's `seam` check holds them to it), so one compile-time switch puts
 // the real core on the deterministic simulation's network and clock

@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <string_view>
 
-#include "faultlane/core/rpc_metrics.hpp"
 #include "faultlane/core/status.hpp"
 
 namespace faultlane {
@@ -68,10 +67,6 @@ struct transport_stats {
   std::uint64_t leases_live = 0;
   std::uint64_t failures_by_status[status_count] = {};  // terminal statuses, ok included
   bool runtime_failed = false;
-  // The control plane's calls by method and status, busy rejections, queue
-  // depth, queue wait and handler time (docs/control-plane.md); empty when
-  // it is off or stopped. The `stats` method sends the same figures.
-  rpc::metrics_snapshot control;
 };
 
 struct counter_info {

@@ -3,7 +3,8 @@
 // A transport is both a target (it serves its registered buffers to peers on
 // a listener) and an initiator (it moves bytes to and from peers it opened).
 //
-//   auto t = transport::start(config);                 // validated config
+//   auto t = transport::start(config).value();         // validated config
+//   control::serve(*t);                                // its control plane
 //   auto id = t->register_buffer(p, n, permission::remote_read_write);
 //   auto peer = t->open_segment(other->descriptor());  // reach a peer
 //   auto batch = t->submit(requests, on_task_done);    // READs and WRITEs
@@ -29,18 +30,19 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "faultlane/core/config.hpp"
 #include "faultlane/core/endpoint.hpp"
 #include "faultlane/core/frame.hpp"
+#include "faultlane/core/io_pool.hpp"
 #include "faultlane/core/registry.hpp"
-#include "faultlane/core/rpc_metrics.hpp"
 #include "faultlane/core/stats.hpp"
 #include "faultlane/core/status.hpp"
+#include "faultlane/core/transport_service.hpp"
 #include "faultlane/core/unique_function.hpp"
 
 namespace faultlane {
@@ -86,6 +88,30 @@ class descriptor_source {
 };
 
 using segment_id = std::uint64_t;
+
+// What a service attached to a transport reads of it (transport::view()).
+// It outlives every attached service, which the handlers of a service may
+// therefore hold it in; the transport object itself may go first.
+class transport_view {
+ public:
+  // transport::descriptor() and transport::stats().
+  virtual segment_descriptor descriptor() const = 0;
+  virtual transport_stats stats() const = 0;
+  // The settings the transport was started with.
+  virtual const transport_config& config() const = 0;
+  // The io threads a service's sockets and timers run on.
+  virtual io_pool& io() const = 0;
+  // False once shutdown() began or the runtime failed.
+  virtual bool accepting_work() const = 0;
+  // The registrations peers may use, a page at a time: those made after
+  // `after` (0: from the first), at most `max` (at most
+  // limits::registration_page_max); registry::advertised_page.
+  virtual std::vector<advertised_registration> registrations_page(registration_id after,
+                                                                  std::size_t max) const = 0;
+
+ protected:
+  ~transport_view() = default;
+};
 
 struct transfer_request {
   wire::opcode op = wire::opcode::read;
@@ -152,11 +178,8 @@ class transport {
   result<segment_id> open_segment(const segment_descriptor& descriptor);
   // The same, from a source that is asked again on a stale registration.
   result<segment_id> open_segment(std::shared_ptr<descriptor_source> source);
-  // The same, by the peer's control endpoint ("127.0.0.1:PORT"): the
-  // descriptor is fetched with `describe` over the network, and fetched
-  // again on a stale registration (an rpc_descriptor_source with this
-  // transport's connect_timeout_ms and the rpc client's other defaults).
-  result<segment_id> open_segment(std::string_view control_endpoint);
+  // (By a peer's control endpoint: control::open_segment, which fetches
+  // the descriptor with `describe` through an rpc_descriptor_source.)
 
   // Validates every request, reserves admission for the whole batch (busy
   // if it does not fit) and starts all of them. Fails as a whole, before
@@ -165,12 +188,21 @@ class transport {
                                                  task_callback on_task_done = {});
 
   transport_stats stats() const;
-  // The control plane's listener (docs/control-plane.md), when
-  // rpc_enabled; rpc_client and rpc_descriptor_source talk to it.
-  std::optional<endpoint> control_endpoint() const;
-  // Its calls by method and status, queue depth, queue wait and handler
-  // time: the same figures the `stats` method sends, and stats().control.
-  rpc::metrics_snapshot control_metrics() const;
+
+  // For services that run beside the transport (transport_service.hpp),
+  // the control plane among them:
+  // - attach() hands one over: the transport stops it first in shutdown()
+  //   and destroys it before its io threads' contexts. shutting_down once
+  //   shutdown() began; invalid_argument for a name already attached.
+  //   Never waits for a shutdown.
+  result<void> attach(std::unique_ptr<transport_service> service);
+  // - the one attached under `name`, or null; it lives as long as the
+  //   transport.
+  transport_service* service(std::string_view name) const;
+  // - what a service reads of the transport (transport_view): valid until
+  //   the transport's attached services are destroyed, even when the
+  //   transport object itself goes first (destroyed from a callback).
+  const transport_view& view() const;
 
   // Ordered shutdown (docs/architecture.md): bounded by
   // shutdown_timeout_ms; reports runtime failure, a drain timeout or an

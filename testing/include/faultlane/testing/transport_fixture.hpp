@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "faultlane/control/control_plane.hpp"
 #include "faultlane/core/observer.hpp"
 #include "faultlane/core/pattern.hpp"
 #include "faultlane/core/transport.hpp"
@@ -40,8 +41,9 @@ inline transport_config loopback_config() {
   return c;
 }
 
+// A transport with its control plane, as c's rpc_* settings say.
 inline std::unique_ptr<transport> start(const transport_config& c) {
-  auto t = transport::start(c);
+  auto t = control::start_transport(c);
   EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().message);
   return t.ok() ? std::move(t).value() : nullptr;
 }

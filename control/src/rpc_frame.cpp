@@ -1,13 +1,13 @@
 // The control-plane frame codec; see rpc_frame.hpp and docs/protocol.md.
-#include "faultlane/core/rpc_frame.hpp"
+#include "faultlane/control/rpc_frame.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <limits>
 
+#include "faultlane/core/big_endian.hpp"
 #include "faultlane/core/crc32c.hpp"
-#include "wire/big_endian.hpp"
 
 namespace faultlane::rpc {
 namespace {

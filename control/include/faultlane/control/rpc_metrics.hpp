@@ -1,6 +1,6 @@
 // What the control plane measures: calls by method and status, busy
 // rejections, queue depth, and queue wait and handler time as histograms
-// that report p50, p99 and max. transport::control_metrics() and the `stats`
+// that report p50, p99 and max. control::metrics_of() and the `stats`
 // method report the same snapshot.
 #pragma once
 
@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "faultlane/core/rpc_frame.hpp"
+#include "faultlane/control/rpc_frame.hpp"
 
 namespace faultlane::rpc {
 

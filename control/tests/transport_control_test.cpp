@@ -8,18 +8,20 @@
 #include <future>
 #include <set>
 
+#include "faultlane/control/rpc_client.hpp"
 #include "faultlane/core/failpoint.hpp"
-#include "faultlane/core/rpc_client.hpp"
 #include "faultlane/testing/transport_fixture.hpp"
 
 namespace faultlane::rpc {
+
+using namespace std::chrono_literals;
 namespace {
 
 // A transport's own control plane.
 
 std::unique_ptr<client> client_of(const transport& t) {
   client_options o;
-  o.server = t.control_endpoint().value();
+  o.server = control::endpoint_of(t).value();
   return client::create(o).value();
 }
 
@@ -53,15 +55,14 @@ TEST(transport_control, describe_list_stats_and_ready_answer_from_the_live_trans
   EXPECT_EQ(by_key.at("rpc.calls.list_registrations.ok"), 2u);
   EXPECT_EQ(by_key.at("rpc.calls.list_registrations.bad_request"), 1u);
   EXPECT_EQ(by_key.at("rpc.workers"), testing::loopback_config().worker_count);
-  auto m = target->control_metrics();
+  auto m = control::metrics_of(*target);
   EXPECT_EQ(m.calls_of("stats", rpc_status::ok), 1u);  // this very call, answered after
-  // stats() carries the same figures.
-  const auto s = target->stats().control;
-  EXPECT_EQ(s.calls_of("describe", rpc_status::ok), 1u);
-  EXPECT_EQ(s.calls_of("list_registrations", rpc_status::bad_request), 1u);
-  EXPECT_EQ(s.calls_of("stats", rpc_status::ok), 1u);
-  EXPECT_EQ(s.calls_total(), m.calls_total());
-  EXPECT_EQ(s.workers, testing::loopback_config().worker_count);
+  // metrics_of() carries the same figures the method sent.
+  EXPECT_EQ(m.calls_of("describe", rpc_status::ok), by_key.at("rpc.calls.describe.ok"));
+  EXPECT_EQ(m.calls_of("list_registrations", rpc_status::bad_request),
+            by_key.at("rpc.calls.list_registrations.bad_request"));
+  EXPECT_EQ(m.calls_of("ping", rpc_status::ok), 1u);
+  EXPECT_EQ(m.workers, by_key.at("rpc.workers"));
 }
 
 // A pattern that backtracks exponentially in a backtracking matcher
@@ -88,13 +89,13 @@ TEST(transport_control, hostile_patterns_are_bounded_and_a_running_scan_ends_at_
   // Scans back to back on another client while the transport shuts down.
   std::atomic<bool> done{false};
   client_options quick;  // after the shutdown, each call fails fast
-  quick.server = target->control_endpoint().value();
+  quick.server = control::endpoint_of(*target).value();
   quick.overall_timeout_ms = 300;
   std::thread scanner([&, c = client::create(quick).value()] {
     while (!done.load()) (void)c->list_registrations("^(a*)*b$");
   });
   ASSERT_TRUE(testing::eventually([&] {
-    return target->control_metrics().calls_of("list_registrations", rpc_status::ok) >= 2;
+    return control::metrics_of(*target).calls_of("list_registrations", rpc_status::ok) >= 2;
   }));
   EXPECT_TRUE(target->shutdown().ok());
   done = true;
@@ -115,7 +116,7 @@ TEST(transport_control, thread_counts_are_validated_by_name) {
   EXPECT_TRUE(validate(c).ok());
   c.rpc_worker_count = 0;  // as many as io threads
   auto t = testing::start(c);
-  EXPECT_EQ(t->control_metrics().workers, c.worker_count);
+  EXPECT_EQ(control::metrics_of(*t).workers, c.worker_count);
   c.rpc_queue_max = 0;
   EXPECT_FALSE(validate(c).ok());
   auto yaml = parse_config_yaml("bind_address: 127.0.0.1\nrpc_worker_count: -3\n");
@@ -125,10 +126,93 @@ TEST(transport_control, thread_counts_are_validated_by_name) {
   ASSERT_TRUE(inline_yaml.ok()) << inline_yaml.error().message;
   EXPECT_TRUE(inline_yaml.value().rpc_inline);
   auto inline_transport = testing::start(inline_yaml.value());
-  EXPECT_EQ(inline_transport->control_metrics().workers, 0u);
+  EXPECT_EQ(control::metrics_of(*inline_transport).workers, 0u);
   EXPECT_TRUE(client_of(*inline_transport)->describe().ok());
   auto off = parse_config_yaml("bind_address: 127.0.0.1\nrpc_enabled: false\n").value();
-  EXPECT_FALSE(testing::start(off)->control_endpoint().has_value());
+  EXPECT_FALSE(control::endpoint_of(*testing::start(off)).has_value());
+}
+
+// The control plane is a service attached to the transport: transport::start
+// alone serves none, serve() attaches one (not twice), a port already taken
+// fails start_transport as a whole, and none is served once shutdown began.
+TEST(transport_control, serve_attaches_one_control_plane_until_shutdown) {
+  auto t = transport::start(testing::loopback_config()).value();
+  EXPECT_FALSE(control::endpoint_of(*t).has_value());
+  EXPECT_EQ(t->service("control"), nullptr);
+  ASSERT_TRUE(control::serve(*t).ok());
+  ASSERT_NE(t->service("control"), nullptr);
+  const auto at = control::endpoint_of(*t);
+  ASSERT_TRUE(at.has_value());
+  EXPECT_EQ(control::serve(*t).code(), status::invalid_argument);
+  EXPECT_EQ(control::endpoint_of(*t), at);  // the first one still serves
+  EXPECT_TRUE(client_of(*t)->ping().ok());
+  auto taken = testing::loopback_config();
+  taken.rpc_port = at->port;
+  auto second = control::start_transport(taken);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.code(), status::connection_failed);
+  EXPECT_NE(second.error().message.find("rpc listen on"), std::string::npos)
+      << second.error().message;
+  ASSERT_TRUE(t->shutdown().ok());
+  EXPECT_EQ(control::serve(*t).code(), status::shutting_down);  // stopped: never again
+  auto never_served = transport::start(testing::loopback_config()).value();
+  ASSERT_TRUE(never_served->shutdown().ok());
+  EXPECT_EQ(control::serve(*never_served).code(), status::shutting_down);
+  EXPECT_EQ(never_served->service("control"), nullptr);
+}
+
+// A service whose destruction the test can wait for: the transport
+// destroys its services first when it goes.
+class gone_signal final : public transport_service {
+ public:
+  explicit gone_signal(std::promise<void>& gone) : gone_(gone) {}
+  ~gone_signal() override { gone_.set_value(); }
+  std::string_view name() const noexcept override { return "gone_signal"; }
+  result<void> stop(net::clock::time_point) override { return {}; }
+
+ private:
+  std::promise<void>& gone_;
+};
+
+// Destroyed from one of its completion callbacks, a transport finishes on
+// another thread: the transport object is gone while its control plane
+// still serves (held there by a failpoint). Every method still answers
+// from the transport's state, which lives until the plane is stopped and
+// destroyed (the handlers once read the freed transport object).
+TEST(transport_control, a_transport_destroyed_from_a_callback_answers_until_it_stops) {
+  namespace fp = failpoint;
+  fp::scoped held("transport.destroyed_from_callback", {.act = fp::action::pause, .count = 1});
+  auto peer = testing::start(testing::loopback_config());
+  std::vector<std::byte> remote(4096), mine(4096), back(4096);
+  auto rid = peer->register_buffer(remote.data(), remote.size(), permission::remote_read).value();
+  auto t = testing::start(testing::loopback_config());
+  t->register_buffer(mine.data(), mine.size(), permission::remote_read, "kv").value();
+  const auto descriptor = t->descriptor();
+  std::promise<void> gone;
+  ASSERT_TRUE(t->attach(std::make_unique<gone_signal>(gone)).ok());
+  auto rpc = client_of(*t);
+  auto seg = t->open_segment(peer->descriptor()).value();
+  std::promise<void> submitted;
+  auto submit_returned = submitted.get_future().share();
+  auto r = testing::read_req(seg, rid, 0, back.data(), back.size());
+  auto batch =
+      t->submit(std::span(&r, 1), [&, submit_returned](std::size_t, status, std::uint64_t) {
+        if (submit_returned.wait_for(10s) != std::future_status::ready) return;
+        t.reset();  // on an io thread: the rest runs on another one
+      });
+  ASSERT_TRUE(batch.ok());
+  submitted.set_value();
+  ASSERT_TRUE(fp::wait_paused("transport.destroyed_from_callback", 1, 10000ms));
+  EXPECT_EQ(t, nullptr);
+  EXPECT_TRUE(rpc->ping().ok());
+  EXPECT_TRUE(rpc->service_ready().value());  // its shutdown has not begun
+  auto d = rpc->describe();
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d.value(), descriptor);
+  EXPECT_EQ(rpc->list_registrations("^kv$").value().size(), 1u);
+  EXPECT_TRUE(rpc->stats().ok());
+  fp::resume("transport.destroyed_from_callback");
+  EXPECT_EQ(gone.get_future().wait_for(10s), std::future_status::ready);
 }
 
 // No descriptor handed over in code: the initiator knows the target's
@@ -142,7 +226,7 @@ TEST(transport_control, a_segment_opened_by_address_works_and_refreshes_a_stale_
   auto id =
       target->register_buffer(memory.data(), memory.size(), permission::remote_read_write, "cache")
           .value();
-  auto seg = initiator->open_segment(target->control_endpoint()->str());
+  auto seg = control::open_segment(*initiator, control::endpoint_of(*target)->str());
   ASSERT_TRUE(seg.ok()) << seg.error().message;
   std::vector<std::byte> got(8192);
   auto read = testing::run_one(*initiator, testing::read_req(seg.value(), id, 0, got.data(), 8192));
@@ -159,7 +243,7 @@ TEST(transport_control, a_segment_opened_by_address_works_and_refreshes_a_stale_
   EXPECT_EQ(wrote.code, status::ok);
   EXPECT_TRUE(std::equal(block.begin(), block.end(), memory.begin() + 4096));
   EXPECT_EQ(initiator->stats().stale_refreshes, 1u);
-  EXPECT_EQ(target->control_metrics().calls_of("describe", rpc_status::ok), 2u);
+  EXPECT_EQ(control::metrics_of(*target).calls_of("describe", rpc_status::ok), 2u);
 }
 
 // A local_only buffer is never advertised: not in the descriptor, not in
@@ -191,7 +275,6 @@ TEST(transport_control, local_only_registrations_are_invisible_to_peers) {
 
 #if defined(FAULTLANE_FAILPOINTS_ENABLED)
 namespace fp = failpoint;
-using namespace std::chrono_literals;
 
 // The window that once held an id without its name: a register paused
 // right after it published. A peer's describe and list there see the id
@@ -201,9 +284,9 @@ TEST(transport_control, a_registration_is_visible_with_its_name_or_not_at_all) {
   auto target = testing::start(testing::loopback_config());
   auto initiator = testing::start(testing::loopback_config());
   auto memory = testing::pattern(8192, 5);
-  auto id = target->register_buffer(memory.data(), 8192, permission::remote_read_write, "cache")
-                .value();
-  auto seg = initiator->open_segment(target->control_endpoint()->str());
+  auto id =
+      target->register_buffer(memory.data(), 8192, permission::remote_read_write, "cache").value();
+  auto seg = control::open_segment(*initiator, control::endpoint_of(*target)->str());
   ASSERT_TRUE(seg.ok()) << seg.error().message;
   ASSERT_TRUE(target->unregister_buffer(id).ok());
   fp::scoped paused("registry.after_publish", {.act = fp::action::pause, .count = 1});
@@ -270,8 +353,8 @@ TEST(transport_control, opening_an_address_nobody_serves_fails_within_the_bound)
     port = gone.descriptor().endpoints[0].port;
   }
   auto initiator = testing::start(testing::loopback_config());
-  EXPECT_FALSE(initiator->open_segment("127.0.0.1:" + std::to_string(port)).ok());
-  auto bad = initiator->open_segment("not an endpoint");
+  EXPECT_FALSE(control::open_segment(*initiator, "127.0.0.1:" + std::to_string(port)).ok());
+  auto bad = control::open_segment(*initiator, "not an endpoint");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.code(), status::invalid_argument);
 }

@@ -5,7 +5,7 @@
 // Pooled handlers run on the worker pool and post their answer back to the
 // session's shard. Handlers keep the session alive, and the session keeps
 // the server's state alive, so a late handler never outlives what it uses.
-#include "faultlane/core/rpc_server.hpp"
+#include "faultlane/control/rpc_server.hpp"
 #include "faultlane/core/net.hpp"
 
 #include <fmt/format.h>
@@ -24,9 +24,9 @@
 #include <shared_mutex>
 #include <unordered_map>
 
-#include "control/rpc_worker_pool.hpp"
 #include "faultlane/core/accept_loop.hpp"
 #include "faultlane/core/failpoint.hpp"
+#include "rpc_worker_pool.hpp"
 
 namespace faultlane::rpc {
 

@@ -1,5 +1,5 @@
 // The control plane's metrics; see rpc_metrics.hpp.
-#include "faultlane/core/rpc_metrics.hpp"
+#include "faultlane/control/rpc_metrics.hpp"
 
 #include <bit>
 

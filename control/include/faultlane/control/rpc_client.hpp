@@ -2,7 +2,7 @@
 // connection, from any number of threads at once. Calls are pipelined and
 // matched by request id, so a slow call never holds up a quick one.
 //
-//   auto c = rpc::client::create({.server = peer->control_endpoint().value()}).value();
+//   auto c = rpc::client::create({.server = control::endpoint_of(*peer).value()}).value();
 //   auto d = c->describe();                 // a segment_descriptor, or an error
 //
 // Every call has two bounds: call_timeout_ms for one attempt (a call sent
@@ -25,8 +25,8 @@
 #include <string_view>
 #include <vector>
 
+#include "faultlane/control/rpc_messages.hpp"
 #include "faultlane/core/endpoint.hpp"
-#include "faultlane/core/rpc_messages.hpp"
 #include "faultlane/core/status.hpp"
 #include "faultlane/core/transport.hpp"
 #include "faultlane/core/unique_function.hpp"
@@ -37,7 +37,7 @@ struct client_options {
   endpoint server;
   std::uint32_t connect_timeout_ms = 1000;
   // Above the slowest handler: a list_registrations over a million names
-  // takes a second or two. open_segment(address) uses 2 s and 5 s for its
+  // takes a second or two. control::open_segment uses 2 s and 5 s for its
   // describe, which answers in microseconds.
   std::uint32_t call_timeout_ms = 10'000;
   std::uint32_t overall_timeout_ms = 30'000;
@@ -91,8 +91,8 @@ class client {
   std::shared_ptr<impl> impl_;
 };
 
-// A descriptor_source that asks a peer's control plane: open_segment by
-// address uses one, and a stale_registration answer refreshes through it.
+// A descriptor_source that asks a peer's control plane: control::open_segment
+// uses one, and a stale_registration answer refreshes through it.
 class rpc_descriptor_source : public descriptor_source {
  public:
   static result<std::shared_ptr<rpc_descriptor_source>> create(const client_options& options);

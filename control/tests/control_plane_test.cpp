@@ -12,9 +12,9 @@
 #include <mutex>
 #include <thread>
 
+#include "faultlane/control/rpc_client.hpp"
+#include "faultlane/control/rpc_server.hpp"
 #include "faultlane/core/failpoint.hpp"
-#include "faultlane/core/rpc_client.hpp"
-#include "faultlane/core/rpc_server.hpp"
 #include "faultlane/testing/read_within.hpp"
 #include "faultlane/testing/transport_fixture.hpp"
 

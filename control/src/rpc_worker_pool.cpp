@@ -1,5 +1,5 @@
 // rpc_worker_pool; see rpc_worker_pool.hpp.
-#include "control/rpc_worker_pool.hpp"
+#include "rpc_worker_pool.hpp"
 
 #include <pthread.h>
 #include <sys/resource.h>

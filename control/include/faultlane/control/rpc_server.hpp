@@ -2,7 +2,7 @@
 // name with a placement: inline handlers (ping, service_ready) run on the
 // io thread that read the request; pooled handlers run on a bounded worker
 // pool, so a slow one never holds an io thread, and a full queue answers
-// `busy` at once. Every transport runs one (transport_config::rpc_*), and
+// `busy` at once. A transport's control plane (control_plane.hpp) runs one, and
 // a program may run its own on an io_pool with its own methods.
 //
 // Each connection lives on one io shard. Requests on it may be pipelined;
@@ -20,11 +20,11 @@
 #include <string>
 #include <vector>
 
+#include "faultlane/control/rpc_frame.hpp"
+#include "faultlane/control/rpc_metrics.hpp"
 #include "faultlane/core/endpoint.hpp"
 #include "faultlane/core/io_pool.hpp"
 #include "faultlane/core/net.hpp"
-#include "faultlane/core/rpc_frame.hpp"
-#include "faultlane/core/rpc_metrics.hpp"
 #include "faultlane/core/status.hpp"
 
 namespace faultlane::rpc {

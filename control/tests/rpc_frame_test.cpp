@@ -1,16 +1,16 @@
 // The control plane's codec: headers round-trip, every decode rule on both
 // sides of its bound, and the bodies of the built-in methods (rejections
 // name their field; counts are checked before anything is reserved).
-#include "faultlane/core/rpc_frame.hpp"
+#include "faultlane/control/rpc_frame.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 
+#include "faultlane/control/rpc_messages.hpp"
+#include "faultlane/control/rpc_metrics.hpp"
 #include "faultlane/core/descriptor_text.hpp"
 #include "faultlane/core/limits.hpp"
-#include "faultlane/core/rpc_messages.hpp"
-#include "faultlane/core/rpc_metrics.hpp"
 
 namespace faultlane::rpc {
 namespace {

@@ -4,7 +4,7 @@
 // methods post to it. A call is pending from call_async until its callback
 // ran, and at any moment is in one place: waiting to be sent (`unsent_`),
 // or sent on the current connection (`sent_`).
-#include "faultlane/core/rpc_client.hpp"
+#include "faultlane/control/rpc_client.hpp"
 #include "faultlane/core/net.hpp"
 
 #include <fmt/format.h>
@@ -26,7 +26,7 @@
 #include <optional>
 #include <thread>
 
-#include "faultlane/core/rpc_frame.hpp"
+#include "faultlane/control/rpc_frame.hpp"
 
 namespace faultlane::rpc {
 

@@ -1,5 +1,5 @@
 // Bodies of the built-in control-plane methods; see rpc_messages.hpp.
-#include "faultlane/core/rpc_messages.hpp"
+#include "faultlane/control/rpc_messages.hpp"
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
@@ -7,9 +7,9 @@
 #include <limits>
 #include <unordered_set>
 
+#include "faultlane/control/rpc_frame.hpp"
 #include "faultlane/core/descriptor_text.hpp"
 #include "faultlane/core/limits.hpp"
-#include "faultlane/core/rpc_frame.hpp"
 
 namespace faultlane::rpc {
 namespace {

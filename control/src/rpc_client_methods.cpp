@@ -2,7 +2,7 @@
 // source built on them; see rpc_client.hpp.
 #include <fmt/format.h>
 
-#include "faultlane/core/rpc_client.hpp"
+#include "faultlane/control/rpc_client.hpp"
 
 namespace faultlane::rpc {
 
