@@ -148,12 +148,15 @@ batch_of() {  # flags...: the batch the config line reports
 [ "$(batch_of --block-size 64M --batch 2)" = 2 ] || fail "a given --batch"
 
 # An op counts when it completes inside the window, whenever it started: a
-# batch of eight 64 MiB READs outlasts a 0.1 s window that starts at the
-# first completion, yet the ops landing in it count (counted by launch, a
-# batch begun in the warm-up added nothing, and 2 GiB batches measured 0).
-# Under TSan, which annotates every received byte (a 64 MiB READ takes
-# seconds there), the same shape in 1 MiB ops: 256 outlast a 0.5 s window.
-long_batch=(--block-size 64M --batch 8 --duration 0.1)
+# batch of 1024 1 MiB READs (1 GiB, more than loopback moves in 0.2 s, under
+# any build) outlasts a 0.2 s window that starts at the first completion,
+# yet the ops landing in it count (counted by launch, a batch begun in the
+# warm-up added nothing, and 2 GiB batches measured 0). The ops are small
+# so that many land in any window: eight 64 MiB READs in a 0.1 s window
+# once saw none land under ASan on a loaded machine (one READ took longer
+# than the window). Under TSan, which annotates every received byte, 256
+# outlast a 0.5 s window.
+long_batch=(--block-size 1M --batch 1024 --duration 0.2)
 [ "$sanitizer" = thread ] && long_batch=(--block-size 1M --batch 256 --duration 0.5)
 out=$("$bench" "${long_batch[@]}" --rounds 1 --warmup 0 --no-baseline 2>&1)
 grep -Eq "^  ops [1-9][0-9]*, failed 0" <<<"$out" || fail "a batch longer than the window: $out"

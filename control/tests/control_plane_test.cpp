@@ -178,10 +178,11 @@ TEST(rpc_server, a_handler_that_never_returns_leaves_the_only_io_thread_free) {
   auto slow = client::create(to(s)).value();
   auto never = std::async(std::launch::async, [&] { return slow->call("stuck", {}); });
   ASSERT_TRUE(stuck.wait_for_waiters(1));
-  // A new connection is accepted and ping answers at once, on the one io
-  // thread the stuck call came in on. The fastest of five round trips is
-  // the one measured: a loaded machine may deschedule any one of them, but
-  // a held io thread would hold all five.
+  // A new connection is accepted and ping answers, on the one io thread the
+  // stuck call came in on, while the stuck call is still held: a held io
+  // thread would answer none of them before stuck.open() below. The fastest
+  // of five round trips is bounded loosely, so a loaded machine cannot fail
+  // it.
   raw_connection fresh(s.srv->local_endpoint());
   auto fastest = clock_type::duration::max();
   for (std::uint64_t id = 1; id <= 5; ++id) {
@@ -192,7 +193,7 @@ TEST(rpc_server, a_handler_that_never_returns_leaves_the_only_io_thread_free) {
     EXPECT_EQ(a.h.status, rpc_status::ok);
     EXPECT_EQ(a.h.request_id, id);
   }
-  EXPECT_LT(fastest, 10ms);
+  EXPECT_LT(fastest, 1s);
   stuck.open();
   EXPECT_TRUE(never.get().ok());
 }

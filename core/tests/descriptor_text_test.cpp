@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -120,7 +121,8 @@ TEST(descriptor_text, a_descriptor_file_opens_a_segment_that_reads) {
   auto memory = testing::pattern(4096, 7);
   auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read, "blob");
   ASSERT_TRUE(id.ok());
-  const std::string path = ::testing::TempDir() + "faultlane_descriptor_test.yaml";
+  const std::string path =
+      ::testing::TempDir() + std::to_string(::getpid()) + "-faultlane_descriptor_test.yaml";
   std::ofstream(path) << to_text(target->descriptor());
 
   std::stringstream text;

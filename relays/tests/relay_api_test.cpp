@@ -2,6 +2,7 @@
 // effects on live relays) and the HTTP routes over it.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <unistd.h>
 
 #include <fstream>
 
@@ -389,7 +390,8 @@ namespace {
 
 TEST(relay_api, configured_relays_keep_their_tap_across_restarts_and_unique_toxic_names) {
   plain_peer peer(plain_peer::mode::echo);
-  auto tap_path = ::testing::TempDir() + "relay_api_restart_tap.jsonl";
+  auto tap_path =
+      ::testing::TempDir() + std::to_string(::getpid()) + "-relay_api_restart_tap.jsonl";
   auto c = config_to(peer.where(), {"latency dir=down ms=1", "latency dir=down ms=2"});
   c.name = "cfg";
   c.tap_path = tap_path;

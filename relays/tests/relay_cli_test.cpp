@@ -241,12 +241,13 @@ TEST(relay_cli, bad_input_names_the_problem_and_exits_2) {
     std::vector<std::string> args;
     const char* names;
   };
-  auto yaml = ::testing::TempDir() + "faultlane_relay_bad.yaml";
+  auto yaml = ::testing::TempDir() + std::to_string(::getpid()) + "-faultlane_relay_bad.yaml";
   {
     std::ofstream f(yaml);
     f << "relays:\n  - upstream: 127.0.0.1:9\n    faults:\n      - {type: stall, dir: sideways}\n";
   }
-  auto poll_yaml = ::testing::TempDir() + "faultlane_relay_bad_poll.yaml";
+  auto poll_yaml =
+      ::testing::TempDir() + std::to_string(::getpid()) + "-faultlane_relay_bad_poll.yaml";
   {
     std::ofstream f(poll_yaml);
     f << "relays:\n  - upstream: 127.0.0.1:9\n    busy_poll_us: 10001\n";
