@@ -27,16 +27,10 @@ std::uint32_t checksum_of(const std::byte* header) noexcept {
 }  // namespace
 
 std::string_view to_string(rpc_status s) noexcept {
-  switch (s) {
-    case rpc_status::ok: return "ok";
-    case rpc_status::unknown_method: return "unknown_method";
-    case rpc_status::bad_request: return "bad_request";
-    case rpc_status::busy: return "busy";
-    case rpc_status::shutting_down: return "shutting_down";
-    case rpc_status::cancelled: return "cancelled";
-    case rpc_status::too_large: return "too_large";
-    case rpc_status::internal_error: return "internal_error";
-  }
+#define FAULTLANE_RPC_STATUS_NAME(name, code) \
+  case rpc_status::name: return #name;
+  switch (s) { FAULTLANE_RPC_STATUSES(FAULTLANE_RPC_STATUS_NAME) }
+#undef FAULTLANE_RPC_STATUS_NAME
   return "unknown";
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -216,6 +217,15 @@ TEST(config, an_error_carries_its_place) {
                     "rail_addresses[1]",
                     "expected a string, got a list"},
            bad_case{"port: 1\nwrker: 1", {"<config>", 2, 1}, "wrker", "unknown field"},
+           // A repeated key is refused, whichever of its values is the valid one.
+           bad_case{"worker_count: 2\nport: 1\nworker_count: 3",
+                    {"<config>", 3, 1},
+                    "worker_count",
+                    "duplicate key"},
+           bad_case{"rail_addresses: [127.0.0.1]\nrail_addresses: [127.0.0.2]",
+                    {"<config>", 2, 1},
+                    "rail_addresses",
+                    "duplicate key"},
            bad_case{"worker_count: [", {"<config>", 1, 0}, "", "end of sequence flow"},  // syntax
        }) {
     auto r = parse_config_yaml(c.yaml);
@@ -248,7 +258,7 @@ TEST(config, file_loading_reports_the_path) {
   auto missing = load_config_file("/nonexistent/faultlane.yaml");
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message.find("/nonexistent/faultlane.yaml"), std::string::npos);
-  auto path = ::testing::TempDir() + "faultlane_config_test.yaml";
+  auto path = ::testing::TempDir() + std::to_string(::getpid()) + "-faultlane_config_test.yaml";
   {
     std::ofstream out(path);
     out << "worker_count: 99\n";

@@ -28,13 +28,16 @@ error about(std::string_view key, error e) {
   return e;
 }
 
+// A whole number as every faultlane file spells it (yaml::parse_decimal):
+// decimal digits, no sign or leading zero.
 result<std::uint64_t> number(std::string_view key, std::string_view value) {
-  std::uint64_t out = 0;
-  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
-  if (ec != std::errc() || end != value.data() + value.size()) {
-    return bad(fmt::format("{}={} is not a non-negative integer", key, value));
-  }
-  return out;
+  if (auto n = yaml::parse_decimal(value)) return *n;
+  if (yaml::is_digits(value) && value[0] != '0')
+    return bad(fmt::format("{}={} is too large", key, value));
+  return bad(
+      fmt::format("{}={} is not a non-negative integer (decimal digits, no sign or "
+                  "leading zero)",
+                  key, value));
 }
 
 template <typename T>
@@ -51,10 +54,17 @@ result<void> small_number(std::string_view key, std::string_view value, T& out) 
 result<std::uint8_t> mask_number(std::string_view value) {
   bool hex = value.size() > 2 && value[0] == '0' && (value[1] == 'x' || value[1] == 'X');
   auto digits = hex ? value.substr(2) : value;
-  unsigned out = 0;
-  auto [end, ec] =
-      std::from_chars(digits.data(), digits.data() + digits.size(), out, hex ? 16 : 10);
-  if (ec != std::errc() || end != digits.data() + digits.size() || out == 0 || out > 0xff) {
+  // Decimal as every number is spelled (no leading zero); hex as masks are written.
+  std::uint64_t out = 0;
+  bool good = false;
+  if (hex) {
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out, 16);
+    good = ec == std::errc() && end == digits.data() + digits.size();
+  } else if (auto n = yaml::parse_decimal(digits)) {
+    out = *n;
+    good = true;
+  }
+  if (!good || out == 0 || out > 0xff) {
     return bad(
         fmt::format("mask={} is not a byte with a bit set (0x01 to 0xff, or 1 to 255)", value));
   }

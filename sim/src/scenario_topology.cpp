@@ -5,6 +5,8 @@
 // describe; this file only maps their errors onto file:line:col and a key.
 #include <fmt/format.h>
 
+#include <set>
+
 #include "scenario_reader.hpp"
 
 namespace faultlane::sim::detail {
@@ -140,9 +142,13 @@ result<link_fault> read_link_fault(const builder& b, const YAML::Node& node,
   link_fault f;
   f.mark = rd.mark(node);
   YAML::Node relay_form(YAML::NodeType::Map);
+  // relay_form holds one value a key: a repeated key is refused here, where
+  // its place is known, rather than overwritten.
+  std::set<std::string, std::less<>> seen;
   for (const auto& kv : node) {
     if (!kv.first.IsScalar()) return rd.fail(kv.first, path, "a key must be a plain name");
     const std::string& key = kv.first.Scalar();
+    if (!seen.insert(key).second) return rd.fail(kv.first, key_path(path, key), "duplicate key");
     if (!kv.second.IsScalar()) {
       return rd.fail(kv.second, key_path(path, key), "expected a plain value");
     }

@@ -191,11 +191,16 @@ result<transport_config> parse_config(const YAML::Node& root, const yaml::reader
                                       std::string_view path) {
   transport_config c;
   if (!root.IsMap()) return rd.fail(root, path, "expected a mapping of config fields");
+  std::set<std::string, std::less<>> seen;
   for (const auto& kv : root) {
     if (!kv.first.IsScalar()) return rd.fail(kv.first, path, "a key must be a plain name");
     const std::string& key = kv.first.Scalar();
     if (!known_fields.count(key))
       return rd.fail(kv.first, yaml::key_path(path, key), "unknown field");
+    // yaml-cpp keeps both entries and root[key] finds the first: refused, as
+    // every other reader refuses a repeated key.
+    if (!seen.insert(key).second)
+      return rd.fail(kv.first, yaml::key_path(path, key), "duplicate key");
   }
   const auto read = [&](std::string_view name, auto& out) {
     return read_field(rd, root, path, name, out);

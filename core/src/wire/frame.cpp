@@ -206,19 +206,10 @@ std::string_view to_string(opcode op) noexcept {
 }
 
 std::string_view to_string(wire_status s) noexcept {
-  switch (s) {
-    case wire_status::ok: return "ok";
-    case wire_status::bad_version: return "bad_version";
-    case wire_status::bad_opcode: return "bad_opcode";
-    case wire_status::bad_length: return "bad_length";
-    case wire_status::range_rejected: return "range_rejected";
-    case wire_status::permission_denied: return "permission_denied";
-    case wire_status::stale_registration: return "stale_registration";
-    case wire_status::shutting_down: return "shutting_down";
-    case wire_status::internal_error: return "internal_error";
-    case wire_status::bad_frame: return "bad_frame";
-    case wire_status::bad_checksum: return "bad_checksum";
-  }
+#define FAULTLANE_WIRE_STATUS_NAME(name, code) \
+  case wire_status::name: return #name;
+  switch (s) { FAULTLANE_WIRE_STATUSES(FAULTLANE_WIRE_STATUS_NAME) }
+#undef FAULTLANE_WIRE_STATUS_NAME
   return "unknown";
 }
 

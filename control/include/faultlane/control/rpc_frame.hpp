@@ -30,18 +30,44 @@ inline constexpr std::size_t method_length_max = 32;
 
 enum class kind : std::uint8_t { request = 1, response = 2 };
 
-// A response's status. Part of the protocol: never renumber, only append.
-enum class rpc_status : std::uint8_t {
-  ok = 0,
-  unknown_method = 1,  // no handler under that name
-  bad_request = 2,     // the body does not decode as the method's arguments
-  busy = 3,            // the worker queue is full; retry later
-  shutting_down = 4,   // the service is stopping
-  cancelled = 5,       // queued or running when the service stopped
-  too_large = 6,       // the answer would not fit in one frame
-  internal_error = 7,
-};
-inline constexpr std::uint8_t rpc_status_max = 7;
+// A response's status, one row a status: X(name, code). Part of the
+// protocol: never renumber, only append. The list generates the enum,
+// rpc_status_max and to_string().
+//   unknown_method  no handler under that name
+//   bad_request     the body does not decode as the method's arguments
+//   busy            the worker queue is full; retry later
+//   shutting_down   the service is stopping
+//   cancelled       queued or running when the service stopped
+//   too_large       the answer would not fit in one frame
+#define FAULTLANE_RPC_STATUSES(X) \
+  X(ok, 0)                        \
+  X(unknown_method, 1)            \
+  X(bad_request, 2)               \
+  X(busy, 3)                      \
+  X(shutting_down, 4)             \
+  X(cancelled, 5)                 \
+  X(too_large, 6)                 \
+  X(internal_error, 7)
+
+#define FAULTLANE_RPC_STATUS_ENUM(name, code) name = (code),
+enum class rpc_status : std::uint8_t { FAULTLANE_RPC_STATUSES(FAULTLANE_RPC_STATUS_ENUM) };
+#undef FAULTLANE_RPC_STATUS_ENUM
+
+#define FAULTLANE_RPC_STATUS_CODE(name, code) (code),
+inline constexpr std::uint8_t rpc_status_codes[] = {
+    FAULTLANE_RPC_STATUSES(FAULTLANE_RPC_STATUS_CODE)};
+#undef FAULTLANE_RPC_STATUS_CODE
+// The last row's code: codes run 0..max in the list's order with no gap, so
+// a decoder that accepts 0..max accepts exactly the statuses the list has.
+inline constexpr std::uint8_t rpc_status_max = std::size(rpc_status_codes) - 1;
+static_assert(
+    [] {
+      for (std::size_t i = 0; i < std::size(rpc_status_codes); ++i) {
+        if (rpc_status_codes[i] != i) return false;
+      }
+      return true;
+    }(),
+    "rpc_status codes are 0, 1, 2, ... in the list's order");
 
 struct header {
   kind type = kind::request;

@@ -33,22 +33,41 @@ enum class opcode : std::uint8_t { read = 1, write = 2 };
 // Request flags: none are defined in version 1, so any set bit is rejected.
 inline constexpr std::uint8_t request_flags_known = 0;
 
-// Status carried in a response. Values are part of the protocol: never
-// renumber, only append.
-enum class wire_status : std::uint16_t {
-  ok = 0,
-  bad_version = 1,
-  bad_opcode = 2,
-  bad_length = 3,
-  range_rejected = 4,
-  permission_denied = 5,
-  stale_registration = 6,
-  shutting_down = 7,
-  internal_error = 8,
-  bad_frame = 9,
-  bad_checksum = 10,
-};
-inline constexpr std::uint16_t wire_status_max = 10;
+// Status carried in a response, one row a status: X(name, code). Values
+// are part of the protocol: never renumber, only append. The list generates
+// the enum, wire_status_max and to_string().
+#define FAULTLANE_WIRE_STATUSES(X) \
+  X(ok, 0)                         \
+  X(bad_version, 1)                \
+  X(bad_opcode, 2)                 \
+  X(bad_length, 3)                 \
+  X(range_rejected, 4)             \
+  X(permission_denied, 5)          \
+  X(stale_registration, 6)         \
+  X(shutting_down, 7)              \
+  X(internal_error, 8)             \
+  X(bad_frame, 9)                  \
+  X(bad_checksum, 10)
+
+#define FAULTLANE_WIRE_STATUS_ENUM(name, code) name = (code),
+enum class wire_status : std::uint16_t { FAULTLANE_WIRE_STATUSES(FAULTLANE_WIRE_STATUS_ENUM) };
+#undef FAULTLANE_WIRE_STATUS_ENUM
+
+#define FAULTLANE_WIRE_STATUS_CODE(name, code) (code),
+inline constexpr std::uint16_t wire_status_codes[] = {
+    FAULTLANE_WIRE_STATUSES(FAULTLANE_WIRE_STATUS_CODE)};
+#undef FAULTLANE_WIRE_STATUS_CODE
+// The last row's code: codes run 0..max in the list's order with no gap, so
+// a decoder that accepts 0..max accepts exactly the statuses the list has.
+inline constexpr std::uint16_t wire_status_max = std::size(wire_status_codes) - 1;
+static_assert(
+    [] {
+      for (std::size_t i = 0; i < std::size(wire_status_codes); ++i) {
+        if (wire_status_codes[i] != i) return false;
+      }
+      return true;
+    }(),
+    "wire_status codes are 0, 1, 2, ... in the list's order");
 
 struct request_frame {
   opcode op = opcode::read;
