@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <regex>
 
 namespace faultlane::sim {
 namespace {
@@ -94,9 +93,24 @@ std::vector<scenario> lowered(const scenario& s) {
 
 }  // namespace
 
+// Each run of decimal digits, and each 0x with the lowercase hex digits
+// after it, becomes one '#'.
 std::string evidence_form(const std::string& evidence) {
-  static const std::regex numbers("0x[0-9a-f]+|[0-9]+");
-  return std::regex_replace(evidence, numbers, "#");
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  const auto hex = [&](char c) { return digit(c) || (c >= 'a' && c <= 'f'); };
+  std::string out;
+  for (std::size_t i = 0; i < evidence.size();) {
+    const bool prefixed =
+        evidence.compare(i, 2, "0x") == 0 && i + 2 < evidence.size() && hex(evidence[i + 2]);
+    if (!prefixed && !digit(evidence[i])) {
+      out += evidence[i++];
+      continue;
+    }
+    i += prefixed ? 2 : 0;
+    while (i < evidence.size() && (prefixed ? hex(evidence[i]) : digit(evidence[i]))) ++i;
+    out += '#';
+  }
+  return out;
 }
 
 std::string first_failing_checker(const run_result& r) {
@@ -201,9 +215,17 @@ shrink_outcome shrink(const scenario& failing, const shrink_options& options) {
   // ".min" must keep the name within the loader's 64 characters.
   out.minimal.name = failing.name.substr(0, 60) + ".min";
   out.minimal.seed = options.run.seed;
-  out.minimal.summary = fmt::format(
-      "Shrunk from {} (seed {}): still fails {}{}", failing.name, options.run.seed, options.checker,
-      options.evidence.empty() ? "" : ": " + evidence_form(options.evidence));
+  // Words for a person: the masked form the candidates were compared by
+  // (evidence_form) stays in the shrinker.
+  out.minimal.summary = fmt::format("Shrunk from {} (seed {}): it still fails the {} checker{}.",
+                                    failing.name, options.run.seed, options.checker,
+                                    options.evidence.empty() ? "" : " the same way");
+  if (!options.evidence.empty()) {
+    out.minimal.summary += fmt::format(
+        "\nThe original run's violation: {}.\nThe same way means the same words with "
+        "other ids, offsets and counts.",
+        options.evidence);
+  }
   out.confirmed = sh.fails(out.minimal);
   out.candidates_run = sh.runs_;
   return out;

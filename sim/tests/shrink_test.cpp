@@ -50,7 +50,18 @@ TEST(shrink, a_planted_replay_shrinks_to_the_one_fault_that_exposes_it) {
   // What it writes (faultlane-sim run --shrink writes to_yaml(minimal) as
   // NAME.min.yaml) replays as written: its own seed, run by the program
   // with no --seed, fails the same checker.
-  auto path = test::write_temp("planted.min.yaml", to_yaml(out.minimal));
+  // Its opening comment says in words what still fails, with the original
+  // violation as the checker wrote it (numbers and all), not the masked
+  // form the shrinker compares candidates by.
+  const std::string text = to_yaml(out.minimal);
+  EXPECT_EQ(text.substr(0, text.find('\n')),
+            "# Shrunk from planted (seed 3): it still fails the no_replay checker the same way.")
+      << text;
+  EXPECT_NE(text.find("# The original run's violation: " + so.evidence + ".\n"), std::string::npos)
+      << text;
+  ASSERT_NE(evidence_form(so.evidence), so.evidence);  // it has numbers to mask
+  EXPECT_EQ(text.find(evidence_form(so.evidence)), std::string::npos) << text;
+  auto path = test::write_temp("planted.min.yaml", text);
   auto reloaded = load_scenario(path);
   ASSERT_TRUE(reloaded.ok()) << reloaded.error().message;
   EXPECT_EQ(reloaded.value().seed, 3u);
@@ -61,6 +72,11 @@ TEST(shrink, a_planted_replay_shrinks_to_the_one_fault_that_exposes_it) {
 }
 
 TEST(shrink, the_same_failure_means_the_same_evidence_numbers_aside) {
+  // A run of digits, or 0x and its lowercase hex digits, is one '#'.
+  EXPECT_EQ(evidence_form("server2 executed WRITE request 0x1f00000002 2 times (seqs 3, 4)"),
+            "server# executed WRITE request # # times (seqs #, #)");
+  EXPECT_EQ(evidence_form("0xg 10x5 0xAB 0x"), "#xg #x# #xAB #x");
+  EXPECT_EQ(evidence_form(""), "");
   EXPECT_EQ(evidence_form("WRITE sent twice: request 0x1f00000002 seen 2 times"),
             evidence_form("WRITE sent twice: request 0xab seen 3 times"));
   EXPECT_NE(evidence_form("expect.counts writes.ok: 99 ops, expected 100"),

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "faultlane/core/net.hpp"
@@ -63,6 +64,9 @@ std::vector<run_result> run_jobs(const std::vector<job>& jobs, const run_flags& 
 std::filesystem::path output_dir(const run_flags& f);
 // This program's path.
 std::string self_program();
+// What a command that needs the simulated world says in the real-time build:
+// `what` runs there, and the optimized build that has it runs `command`.
+std::string world_build_needed(std::string_view what, std::string_view command);
 // "PROGRAM run" (with --deterministic on the world): a replay line's start.
 std::string replay_prefix();
 // Shrinks a failed run to NAME.min.yaml in output_dir; its path, or empty.

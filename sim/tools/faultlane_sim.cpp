@@ -180,6 +180,15 @@ std::string shrink_failure(const run_result& r, const scenario& s, const run_fla
   return path;
 }
 
+std::string world_build_needed(std::string_view what, std::string_view command) {
+  return fmt::format(
+      "faultlane-sim: {} runs on the simulated world, which this build does not have; the "
+      "optimized build that does: cmake --preset dsim-release && cmake --build "
+      "build/dsim-release --target faultlane-sim, then build/dsim-release/sim/faultlane-sim {} "
+      "... (docs/dsim.md)\n",
+      what, command);
+}
+
 }  // namespace faultlane::sim::cli
 
 namespace {
@@ -227,16 +236,9 @@ bool load_all(const std::vector<std::string>& files, std::vector<scenario>& out)
 }
 
 int run_command(const run_flags& f) {
-  if (f.deterministic && !on_world) {
-    std::cerr << "faultlane-sim: --deterministic runs on the simulated world, which this build "
-                 "does not have: cmake --preset dsim && cmake --build build/dsim --target "
-                 "faultlane-sim, then build/dsim/sim/faultlane-sim run --deterministic ... "
-                 "(docs/dsim.md)\n";
-    return exit_bad_input;
-  }
-  if (!f.trace.empty() && !on_world) {
-    std::cerr << "faultlane-sim: --trace is the simulated world's trace: use --deterministic "
-                 "with the dsim build (docs/dsim.md)\n";
+  if ((f.deterministic || !f.trace.empty()) && !on_world) {
+    std::cerr << world_build_needed(f.deterministic ? "--deterministic" : "--trace (its trace)",
+                                    "run --deterministic");
     return exit_bad_input;
   }
   for (const auto* p : {&f.json, &f.junit, &f.timeline, &f.trace}) {

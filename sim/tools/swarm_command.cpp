@@ -67,9 +67,7 @@ std::optional<std::size_t> report_failures(std::vector<run_result>& results,
 // each failure written as a file that replays it, and shrunk.
 int swarm_command(swarm_flags& f) {
   if (!on_world) {
-    std::cerr << "faultlane-sim: swarm runs on the simulated world, which this build does not "
-                 "have: cmake --preset dsim && cmake --build build/dsim --target faultlane-sim, "
-                 "then build/dsim/sim/faultlane-sim swarm --deterministic ... (docs/dsim.md)\n";
+    std::cerr << world_build_needed("swarm", "swarm --deterministic");
     return exit_bad_input;
   }
   auto range = parse_seed_range(f.seeds);
