@@ -60,14 +60,7 @@ inline constexpr std::uint8_t rpc_status_codes[] = {
 // The last row's code: codes run 0..max in the list's order with no gap, so
 // a decoder that accepts 0..max accepts exactly the statuses the list has.
 inline constexpr std::uint8_t rpc_status_max = std::size(rpc_status_codes) - 1;
-static_assert(
-    [] {
-      for (std::size_t i = 0; i < std::size(rpc_status_codes); ++i) {
-        if (rpc_status_codes[i] != i) return false;
-      }
-      return true;
-    }(),
-    "rpc_status codes are 0, 1, 2, ... in the list's order");
+static_assert(codes_run_from_zero(rpc_status_codes), "rpc_status codes are 0, 1, 2, ... in order");
 
 struct header {
   kind type = kind::request;

@@ -7,6 +7,7 @@
 // status and a human-readable message naming the problem.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -17,6 +18,17 @@
 #include "faultlane/core/assert.hpp"
 
 namespace faultlane {
+
+// Whether a status list's codes run 0, 1, 2, ... in its order, so that a
+// decoder accepting 0..max accepts exactly the listed statuses (the wire's
+// and the control plane's status tables assert it).
+template <typename T, std::size_t N>
+constexpr bool codes_run_from_zero(const T (&codes)[N]) {
+  for (std::size_t i = 0; i < N; ++i) {
+    if (codes[i] != i) return false;
+  }
+  return true;
+}
 
 enum class status : std::uint16_t {
   ok = 0,
