@@ -128,6 +128,13 @@ TEST(e2e_planted, a_replayed_ambiguous_write_fails_no_replay) {
     p.gen.events.clear();
     p.gen.failpoints_max = 0;
     p.gen.perturb = false;
+    // A fixed seed. Each failing candidate runs 3 times and each run waits
+    // out a progress timeout, so the cost follows the schedules a seed
+    // draws: 11 s to 163 s under TSan over seeds 1-10. Seed 1 fails at its
+    // first few cases and shrinks in 12-23 s under TSan (6-12 s under ASan),
+    // so every run costs about the same. Random seeds of this property run
+    // in e2e.no_replay and in the soak (docs/properties.md).
+    p.seed = 1;
   }
   caught_and_shrunk(p, "planted.replay_ambiguous_write", "no_replay");
 }
