@@ -87,6 +87,25 @@ class server::impl : public std::enable_shared_from_this<server::impl> {
   std::mutex sessions_mutex;
   net::condition_variable sessions_gone;
   std::unordered_map<std::uint64_t, std::pair<std::size_t, std::weak_ptr<session>>> sessions;
+  // Who else holds this impl: live session objects (a closed session
+  // leaves `sessions` at once, but lives on in its handlers still queued on
+  // its shard, its read cancelled by the close) and the accept loop's
+  // handlers (through listener_owner(); the cancelled accept may still be
+  // queued on shard 0). stop() waits for them too: a server that outlived
+  // its owner would be destroyed by the pool's own destructor, its
+  // listener's timer after shard 0's services. Kept apart from the impl so
+  // that each holder lets go of the impl before it says so: a stop() it
+  // wakes finds the impl held by the server alone.
+  struct holders {
+    std::mutex mutex;
+    net::condition_variable released;
+    std::size_t sessions = 0;
+    bool listener = false;
+    void session_gone();
+    bool wait_until(clock_type::time_point deadline);
+  };
+  const std::shared_ptr<holders> holding = std::make_shared<holders>();
+  std::shared_ptr<void> listener_owner();
   std::uint64_t next_session = 1;
 
   std::mutex stop_mutex;
@@ -99,6 +118,13 @@ class session : public std::enable_shared_from_this<session> {
   session(std::shared_ptr<server::impl> owner, net::socket socket, std::size_t shard,
           std::uint64_t id)
       : owner_(std::move(owner)), socket_(std::move(socket)), shard_(shard), id_(id) {}
+  ~session() {
+    auto holding = owner_->holding;
+    owner_.reset();
+    holding->session_gone();
+  }
+  session(const session&) = delete;
+  session& operator=(const session&) = delete;
 
   void start() { read_header(); }
   // From any thread: `respond` on the session's shard.
@@ -145,6 +171,7 @@ void session::read_header() {
   reading_ = true;
   asio::async_read(socket_, asio::buffer(header_in_),
                    [self = shared_from_this()](std::error_code ec, std::size_t) {
+                     (void)FAULTLANE_FAILPOINT("rpc.session_read_done");
                      self->reading_ = false;
                      self->on_header(ec);
                    });
@@ -304,7 +331,7 @@ result<void> server::impl::listen() {
         status::connection_failed,
         fmt::format("rpc listen on {}:{}: {}", options.bind_address, options.port, ec.message())};
   }
-  asio::post(pool.context(0), [self = shared_from_this()] { self->listener.start(self); });
+  asio::post(pool.context(0), [this, owner = listener_owner()] { listener.start(owner); });
   return {};
 }
 
@@ -333,6 +360,10 @@ void server::impl::on_accept(net::socket socket, std::size_t shard) {
   const auto id = next_session++;
   auto s = std::make_shared<session>(shared_from_this(), std::move(socket), shard, id);
   sessions.emplace(id, std::pair{shard, std::weak_ptr<session>(s)});
+  {
+    std::lock_guard held(holding->mutex);
+    ++holding->sessions;
+  }
   lock.unlock();
   metrics.accepted();
   asio::post(pool.context(shard), [s] { s->start(); });
@@ -353,7 +384,43 @@ void server::impl::session_closed(std::uint64_t id) {
   sessions_gone.notify_all();
 }
 
-// Asks every session to finish on its shard, then waits for all to close.
+// Keeps this impl alive while any of the accept loop's handlers holds it,
+// and says so once the last one let go of it.
+std::shared_ptr<void> server::impl::listener_owner() {
+  struct release {
+    std::shared_ptr<impl> owner;
+    std::shared_ptr<holders> holding;
+    void operator()(void*) {
+      owner.reset();
+      {
+        std::lock_guard lock(holding->mutex);
+        holding->listener = false;
+      }
+      holding->released.notify_all();
+    }
+  };
+  {
+    std::lock_guard lock(holding->mutex);
+    holding->listener = true;
+  }
+  return {static_cast<void*>(this), release{shared_from_this(), holding}};
+}
+
+void server::impl::holders::session_gone() {
+  {
+    std::lock_guard lock(mutex);
+    --sessions;
+  }
+  released.notify_all();
+}
+
+bool server::impl::holders::wait_until(clock_type::time_point deadline) {
+  std::unique_lock lock(mutex);
+  return released.wait_until(lock, deadline, [this] { return sessions == 0 && !listener; });
+}
+
+// Asks every session to finish on its shard, then waits for all to close
+// and for every session object and accept handler to be gone.
 bool server::impl::close_sessions(bool gracefully, clock_type::time_point deadline) {
   std::vector<std::pair<std::size_t, std::weak_ptr<session>>> all;
   {
@@ -366,7 +433,9 @@ bool server::impl::close_sessions(bool gracefully, clock_type::time_point deadli
     });
   }
   std::unique_lock lock(sessions_mutex);
-  return sessions_gone.wait_until(lock, deadline, [this] { return sessions.empty(); });
+  if (!sessions_gone.wait_until(lock, deadline, [this] { return sessions.empty(); })) return false;
+  lock.unlock();
+  return holding->wait_until(deadline);
 }
 
 result<std::unique_ptr<server>> server::start(io_pool& pool, const server_options& options) {
@@ -426,8 +495,11 @@ result<void> server::stop(clock_type::time_point deadline) {
   impl_->stopped.store(true, std::memory_order_release);
   auto closed = std::make_shared<std::promise<void>>();
   auto acceptor_closed = closed->get_future();
-  asio::post(impl_->pool.context(0), [i = impl_, closed] {
+  // The handler lets go of the impl before it signals: once stop()
+  // returns, nothing but the server holds it.
+  asio::post(impl_->pool.context(0), [i = impl_, closed]() mutable {
     i->listener.close();
+    i.reset();
     closed->set_value();
   });
   std::vector<std::string> late;

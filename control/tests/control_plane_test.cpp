@@ -388,6 +388,32 @@ TEST(rpc_server, a_client_that_never_reads_is_not_read_either) {
   }
 }
 
+// A closed session lives on in its handlers still queued on its shard (its
+// read, cancelled by the close), and so does the accept loop (its cancelled
+// accept); each holds the server. The server's destructor returns only once
+// those are gone: a server outliving it would be destroyed with the pool,
+// its listener's timer after shard 0's services (a UBSan report in
+// `faultlane-bench --rpc` found it). The delay holds the sessions' last
+// handlers; the method's token shows whether the server (which owns the
+// method table) is gone when the destructor returns.
+TEST(rpc_server, its_destructor_returns_once_every_session_is_released) {
+#if !defined(FAULTLANE_FAILPOINTS_ENABLED)
+  GTEST_SKIP() << "the delay is a failpoint";
+#else
+  namespace fp = failpoint;
+  auto s = serve(2, {.workers = 1});
+  auto token = std::make_shared<int>(0);
+  s.srv->add("held", placement::pooled, [token](const call&) { return reply::ok(); });
+  raw_connection first(s.srv->local_endpoint());
+  raw_connection second(s.srv->local_endpoint());  // a session on each shard
+  ASSERT_TRUE(testing::eventually([&] { return s.srv->metrics().connections_accepted == 2; }));
+  fp::scoped slow("rpc.session_read_done", {.act = fp::action::delay, .delay_ms = 300});
+  s.srv.reset();
+  EXPECT_EQ(token.use_count(), 1) << "a session still holds the server";
+  s.pool.reset();
+#endif
+}
+
 TEST(rpc_client, a_call_to_a_silent_server_times_out_within_its_bounds) {
   testing::silent_peer silent;  // accepts, never answers
   client_options o;

@@ -43,6 +43,7 @@ inline constexpr std::string_view known_names[] = {
     "lane.probe_finished",
     "lane.set_non_blocking",
     "registry.after_publish",
+    "rpc.session_read_done",
     "server.before_read_payload",
     "server.before_write_ack",
     "server.on_accept",
