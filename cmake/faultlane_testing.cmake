@@ -21,8 +21,8 @@ function(faultlane_add_test)
   # Unit and loopback tests (a `tests` or `tests_dsim` folder) compile at -O0 in sanitizer
   # builds: a test body is calls into the instrumented -O1 libraries, and
   # its gtest-heavy code took 2.5x as long to compile at -O1 (10.4 s against
-  # 4.1 s for transport_hardening_test.cpp under ASan). Properties keep -O1:
-  # their generators run in the test code.
+  # 4.1 s for transport_hardening_test.cpp under ASan). Properties go to -O0
+  # in the asan and tsan builds too (faultlane_glue_at_O0, props/).
   if(NOT FAULTLANE_SANITIZER STREQUAL "none" AND CMAKE_CURRENT_SOURCE_DIR MATCHES "/tests(_dsim)?$")
     target_compile_options(${T_NAME} PRIVATE -O0)
   endif()
