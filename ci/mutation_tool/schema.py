@@ -1,0 +1,126 @@
+"""Mutant schemata: every sampled mutant of a file compiled in at once.
+
+Each mutant's range becomes `(FAULTLANE_MUTANT(id) ? (mutated) : (original))`
+(the original with the switches of the mutants inside it), so one build
+serves the whole sample and the environment picks the mutant a process runs
+(FAULTLANE_MUTANT=id; none by default). The switch (switch.hpp) also records,
+when FAULTLANE_MUTANT_TRACE names a folder, every switch a process reaches:
+that is the coverage that decides which tests run for which mutant.
+
+A mutated branch spelled over several lines is followed by a `#line`
+directive, so the compiler's line numbers stay those of the source and an
+error can be traced to the mutants whose lines it names (`prune`).
+"""
+import re
+
+# How each operator's two branches are spelled around the range; the
+# original's type decides: a condition is read as bool, a deleted call as
+# void.
+WRAP = {
+    "call_deleted": ("{repl}", "static_cast<void>({orig})"),
+    "not_added": ("{repl}", "static_cast<bool>({orig})"),
+    "if_forced": ("{repl}", "static_cast<bool>({orig})"),
+}
+DEFAULT_WRAP = ("({repl})", "({orig})")
+
+
+def line_of(raw, offset):
+    return raw.count("\n", 0, offset) + 1
+
+
+def _nodes(mutants):
+    """Mutants grouped by range, outermost first: [(start, end, [mutants])]."""
+    by_range = {}
+    for m in mutants:
+        by_range.setdefault((m.start, m.end), []).append(m)
+    return sorted(((s, e, ms) for (s, e), ms in by_range.items()), key=lambda n: (n[0], -n[1]))
+
+
+def render(text, mutants, switch_header):
+    """The file with every mutant behind its switch. Ranges that overlap
+    without nesting (a macro's doing) keep the first; the others are
+    returned as dropped."""
+    nodes = _nodes(mutants)
+    dropped = []
+    kept = []
+    stack = []  # ends of the open ranges
+    for s, e, ms in nodes:
+        while stack and stack[-1] <= s:
+            stack.pop()
+        if stack and e > stack[-1]:
+            dropped += ms
+            continue
+        kept.append((s, e, ms))
+        stack.append(e)
+
+    pos = 0
+    # A mutant's code is not the authors': warnings (-Werror makes them
+    # errors) say nothing about it, and the unmutated file compiles clean.
+    out = [f'#include "{switch_header}"\n#pragma clang diagnostic ignored "-Weverything"\n'
+           '#line 1\n']
+
+    def emit_range(i, end_limit):
+        """Renders nodes[i:] that start before end_limit; returns (text, next i)."""
+        nonlocal pos
+        parts = []
+        while i < len(kept) and kept[i][0] < end_limit:
+            s, e, ms = kept[i]
+            parts.append(text[pos:s])
+            pos = s
+            inner, i = emit_range(i + 1, e)
+            parts.append(inner)
+            parts.append(text[pos:e])
+            original = "".join(parts[-2:])
+            del parts[-2:]
+            pos = e
+            parts.append(_switched(text, s, ms, original))
+        return "".join(parts), i
+
+    body, _ = emit_range(0, len(text) + 1)
+    out.append(body)
+    out.append(text[pos:])
+    return "".join(out), dropped
+
+
+def _switched(text, start, ms, original):
+    expr = None
+    line = line_of(text, start)
+    for m in reversed(ms):
+        repl_fmt, orig_fmt = WRAP.get(m.operator, DEFAULT_WRAP)
+        repl = repl_fmt.format(repl=m.replacement)
+        orig = orig_fmt.format(orig=original) if expr is None else expr
+        resync = f"\n#line {line}\n" if "\n" in repl else ""
+        expr = f"(FAULTLANE_MUTANT({m.id}) ? {repl}{resync} : {orig})"
+    return expr
+
+
+ERROR = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+):\d+: (?P<what>error|note|warning)")
+
+
+def error_lines(compiler_output, path):
+    """The lines of `path` that each error (with its notes) names: a list of
+    sets, one per error."""
+    groups = []
+    for row in compiler_output.splitlines():
+        m = ERROR.match(row)
+        if not m:
+            continue
+        if m.group("what") == "error":
+            groups.append(set())
+        if groups and m.group("file").endswith(path):
+            groups[-1].add(int(m.group("line")))
+    return groups
+
+
+def to_drop(compiler_output, path, mutants):
+    """The mutants an error names, innermost first: for each error, the
+    mutants whose lines hold a line the error names, the narrowest of them.
+    None when an error names no mutant's line (the whole file goes)."""
+    drop = set()
+    for lines in error_lines(compiler_output, path):
+        hit = [m for m in mutants if any(m.line_first <= ln <= m.end_line for ln in lines)]
+        if not hit:
+            return None
+        narrowest = min(m.end - m.start for m in hit)
+        drop.update(m.id for m in hit if m.end - m.start == narrowest)
+    return drop

@@ -1,0 +1,203 @@
+#!/usr/bin/python3
+"""ci/mutation's own test (ctest: mutation_tool_selftest, label lint).
+
+On a small C++ file written here it checks each part of the tool on its own:
+  - the site finder: every operator finds its sites, and nothing is found in
+    what a macro expands to or in a constant-evaluated context;
+  - the schemata: the file with every mutant behind its switch compiles, runs
+    as the original with no mutant switched on, and each switch changes what
+    the program prints (a mutant the program cannot tell apart is named);
+  - the trace: the switches a run reaches are written, and only those;
+  - pruning: a mutant the compiler refuses is dropped by the lines the error
+    names, and the others stay;
+  - bad input to ci/mutation: exit 2 with a message, before anything runs.
+
+usage: selftest.py CXX
+"""
+import concurrent.futures
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import schema  # noqa: E402
+import sites  # noqa: E402
+
+FIXTURE = r"""#include <atomic>
+#include <cstdio>
+#define TWICE(x) ((x) + (x))
+constexpr int table_size = 4;
+static_assert(table_size > 3);
+std::atomic<int> flag{0};
+int counter = 0;
+void bump() { ++counter; }
+bool small(int x) { return x < 10; }
+int pick(int a, int b) {
+  if (a == b && a > 0) return 1;
+  if (!(a >= b) || b <= 2) return 2;
+  return TWICE(a < b);
+}
+int main() {
+  for (int a = -1; a < table_size; ++a) {
+    for (int b = 0; b < table_size; ++b) std::printf("%d", pick(a, b));
+  }
+  bump();
+  flag.store(7, std::memory_order_release);
+  for (int spins = 0; flag.load(std::memory_order_acquire) == 0 && spins < 3; ++spins) ++counter;
+  std::printf(" %d %d %d %d\n", counter, small(9), small(10), flag.load());
+  return 0;
+}
+"""
+
+# Operators the fixture must give at least one mutant each.
+EXPECTED = set(sites.OPERATORS)
+
+
+def fail(message):
+    print(f"FAIL {message}")
+    sys.exit(1)
+
+
+def compile_and_run(cxx, text, folder, env=None, expect_compile=True):
+    src = os.path.join(folder, "fixture.cpp")
+    exe = os.path.join(folder, "fixture")
+    with open(src, "w", encoding="utf-8") as f:
+        f.write(text)
+    done = subprocess.run([cxx, "-std=c++20", "-O0", "-o", exe, src], capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        if expect_compile:
+            fail("the schema does not compile:\n" + done.stderr[:3000])
+        return None, done.stderr
+    try:
+        out = subprocess.run([exe], capture_output=True, text=True, timeout=2,
+                             env=dict(os.environ, **(env or {})))
+    except subprocess.TimeoutExpired:
+        return "(hangs)", ""
+    return out.stdout, ""
+
+
+def check_sites(path):
+    found, problems = sites.find(path, "fixture.cpp", ["-std=c++20"])
+    if problems:
+        fail(f"the fixture does not parse: {problems}")
+    operators = {m.operator for m in found}
+    if operators != EXPECTED:
+        fail(f"operators found {sorted(operators)}, want {sorted(EXPECTED)}")
+    text = open(path, encoding="utf-8").read()
+    macro_line = text[:text.index("TWICE(a < b)")].count("\n") + 1
+    assert_line = text[:text.index("static_assert")].count("\n") + 1
+    for m in found:
+        if m.line_first in (macro_line, assert_line, 3, 4):
+            fail(f"a site in a macro or a constant context: {m.key} {m.replacement}")
+    return found
+
+
+def check_schemata(cxx, found, folder):
+    for i, m in enumerate(found):
+        m.id = i
+    text = open(os.path.join(folder, "orig.cpp"), encoding="utf-8").read()
+    rendered, dropped = schema.render(text, found, os.path.join(HERE, "switch.hpp"))
+    if dropped:
+        fail(f"nested ranges dropped: {[m.key for m in dropped]}")
+    original, _ = compile_and_run(cxx, text, folder)
+    plain, _ = compile_and_run(cxx, rendered, folder)
+    if plain != original:
+        fail(f"with no mutant on, the schema prints {plain!r}, the original {original!r}")
+    # Each switch runs exactly as the mutant written out by hand: the same
+    # output (or the same hang) as the file with that one change compiled
+    # alone. Most must differ from the original, or the fixture proves
+    # nothing.
+    def alone(m):
+        folder_m = os.path.join(folder, f"alone{m.id}")
+        os.makedirs(folder_m)
+        return compile_and_run(cxx, text[:m.start] + m.replacement + text[m.end:], folder_m)[0]
+
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+        written_out = list(pool.map(alone, found))
+    changed = 0
+    for m, want in zip(found, written_out):
+        out, _ = compile_and_run_cached(folder, {"FAULTLANE_MUTANT": str(m.id)})
+        changed += out != original
+        if out != want:
+            fail(f"switch {m.id} ({m.key} {m.original!r} -> {m.replacement!r}) prints {out!r}; "
+                 f"the mutant written out prints {want!r}")
+    if changed < len(found) * 2 // 3:
+        fail(f"only {changed} of {len(found)} mutants change what the fixture prints")
+    # The trace: a run writes the switches it reaches, once each.
+    trace = os.path.join(folder, "trace")
+    os.makedirs(trace)
+    compile_and_run_cached(folder, {"FAULTLANE_MUTANT_TRACE": trace})
+    lines = []
+    for name in os.listdir(trace):
+        lines += open(os.path.join(trace, name), encoding="utf-8").read().split()
+    reached = [int(x) for x in lines]
+    if len(reached) != len(set(reached)):
+        fail("a switch was written twice")
+    # All but the operand && never evaluates (flag is set, so `spins < 3`
+    # is skipped): those switches are never reached, so never written.
+    skipped = text.index("spins < 3")
+    unreached = {m.id for m in found if skipped <= m.start < skipped + len("spins < 3")}
+    if not unreached or set(reached) != {m.id for m in found} - unreached:
+        fail(f"the trace holds {sorted(reached)}; every switch but {sorted(unreached)} runs")
+    return rendered
+
+
+def compile_and_run_cached(folder, env):
+    exe = os.path.join(folder, "fixture")
+    try:
+        out = subprocess.run([exe], capture_output=True, text=True, timeout=2,
+                             env=dict(os.environ, **env))
+    except subprocess.TimeoutExpired:
+        return "(hangs)", ""  # a mutant may loop forever: that is a change too
+    return out.stdout, ""
+
+
+def check_pruning(cxx, found, folder):
+    """A mutant in a constant expression (the finder leaves those out; here
+    one is made by hand) cannot take a run-time switch: the compiler's error
+    names its line, and pruning drops it and keeps the rest."""
+    text = open(os.path.join(folder, "orig.cpp"), encoding="utf-8").read()
+    at = text.index("table_size = 4") + len("table_size = ")
+    broken = sites.Mutant("fixture.cpp", at, at + 1, "4", "5", "constant",
+                          text[:at].count("\n") + 1, 1, "")
+    broken.id = len(found)
+    everything = found + [broken]
+    rendered, _ = schema.render(text, everything, os.path.join(HERE, "switch.hpp"))
+    _, errors = compile_and_run(cxx, rendered, folder, expect_compile=False)
+    if not errors:
+        fail("the planted mutant that cannot compile compiled")
+    drop = schema.to_drop(errors, "fixture.cpp", everything)
+    if drop != {broken.id}:
+        fail(f"pruning dropped {drop}, want only {broken.id}")
+
+
+def check_bad_input():
+    tool = os.path.join(os.path.dirname(HERE), "mutation")
+    cases = [(["--files", "no/such/*.cpp"], "matches"), (["--sample", "0"], "at least one"),
+             (["--presets", "nope"], "is not one of"), (["--bogus"], "")]
+    for argv, words in cases:
+        done = subprocess.run([tool, *argv], capture_output=True, text=True, timeout=60)
+        if done.returncode != 2 or words not in done.stderr:
+            fail(f"ci/mutation {' '.join(argv)}: exit {done.returncode}, want 2 and "
+                 f"{words!r}:\n{done.stderr[-500:]}")
+
+
+def main():
+    cxx = sys.argv[1] if len(sys.argv) > 1 else "clang++"
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "orig.cpp")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(FIXTURE)
+        found = check_sites(path)
+        check_schemata(cxx, found, folder)
+        check_pruning(cxx, found, folder)
+    check_bad_input()
+    print(f"ok: {len(found)} mutants over {len(EXPECTED)} operators")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,356 @@
+"""Mutation sites, found on clang's syntax tree (libclang, python3-clang).
+
+A site is a range of one source file and the text that may take its place:
+the operator table below says which kinds of node give which mutants. Only
+nodes spelled in the file itself count: what a macro expands to, a header's
+code and code in a constant-evaluated context (static_assert, case labels,
+template arguments, enumerators, constexpr functions and variables, `if
+constexpr`) give none, because the schema (schema.py) puts a run-time
+switch in place of the range.
+"""
+import hashlib
+import os
+import re
+
+import clang.cindex as ci
+
+K = ci.CursorKind
+
+# The operators, by name: what each does, for the report and the docs.
+OPERATORS = {
+    "relational": "a comparison turned by one (< <=, > >=) or == and != swapped",
+    "logical": "&& and || swapped",
+    "not_dropped": "a negation (!x) dropped",
+    "not_added": "an if or while condition negated",
+    "constant": "an integer constant moved by one",
+    "call_deleted": "a call whose result is unused deleted (a store, notify, reset, clear, ...)",
+    "if_forced": "an if condition forced true or false",
+    "return_inverted": "a returned bool inverted",
+    "memory_order": "a memory_order weakened to relaxed",
+}
+
+SWAPS = {"<": "<=", "<=": "<", ">": ">=", ">=": ">", "==": "!=", "!=": "==",
+         "&&": "||", "||": "&&"}
+LOGICAL = {"&&", "||"}
+STRONG_ORDERS = ("memory_order_acquire", "memory_order_release", "memory_order_acq_rel",
+                 "memory_order_seq_cst", "memory_order::acquire", "memory_order::release",
+                 "memory_order::acq_rel", "memory_order::seq_cst")
+PLAIN_INT = re.compile(r"^(0|[1-9][0-9']*)([uU]?[lL]{0,2}|[lL]{1,2}[uU]?)$")
+# Nodes whose subtree is evaluated at compile time: no run-time switch fits.
+CONSTANT_CONTEXTS = {K.STATIC_ASSERT, K.CASE_STMT, K.ENUM_CONSTANT_DECL, K.TEMPLATE_REF,
+                     K.TYPE_REF, K.NAMESPACE_REF, K.TEMPLATE_NON_TYPE_PARAMETER,
+                     K.TEMPLATE_TYPE_PARAMETER, K.FIELD_DECL}
+FUNCTIONS = {K.FUNCTION_DECL, K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR,
+             K.FUNCTION_TEMPLATE, K.CONVERSION_FUNCTION, K.LAMBDA_EXPR}
+
+
+class Mutant:
+    """One mutant: replace text[start:end] (== original) by replacement."""
+
+    def __init__(self, path, start, end, original, replacement, operator, line, col, function):
+        self.path, self.start, self.end = path, start, end
+        self.original, self.replacement = original, replacement
+        self.operator, self.line, self.col, self.function = operator, line, col, function
+        self.id = -1  # its index in a run's sample: the switch's number
+        self.line_first = line  # the range's lines (line and col: where a person looks)
+        self.end_line = line + original.count("\n")
+
+    @property
+    def key(self):
+        """Where and what, for people: FILE:LINE:COL:OPERATOR."""
+        return f"{self.path}:{self.line}:{self.col}:{self.operator}"
+
+    @property
+    def fingerprint(self):
+        """What, not where: stable while the function and its text stay."""
+        text = "\0".join((self.path, self.function, self.operator, " ".join(self.original.split()),
+                          " ".join(self.replacement.split())))
+        return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+    def diff(self, source):
+        """The changed line before and after, one line each."""
+        line_start = source.rfind("\n", 0, self.start) + 1
+        line_end = source.find("\n", self.end)
+        line_end = len(source) if line_end < 0 else line_end
+        before = source[line_start:line_end]
+        after = source[line_start:self.start] + self.replacement + source[self.end:line_end]
+        return " ".join(before.split()), " ".join(after.split())
+
+    def state(self):
+        """Every field, for the site cache."""
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_state(cls, d):
+        m = cls.__new__(cls)
+        m.__dict__.update(d)
+        return m
+
+    def to_json(self):
+        return {"id": self.id, "key": self.key, "fingerprint": self.fingerprint,
+                "file": self.path, "line": self.line, "col": self.col,
+                "operator": self.operator, "function": self.function,
+                "original": self.original, "replacement": self.replacement}
+
+
+def compile_args(command, source):
+    """The compiler's arguments for parsing, without the output and the file."""
+    import shlex
+    words = shlex.split(command)[1:]
+    out, skip = [], False
+    for w in words:
+        if skip:
+            skip = False
+            continue
+        if w in ("-o", "-c"):
+            skip = w == "-o"
+            continue
+        if w == source or w.endswith(".cpp"):
+            continue
+        out.append(w)
+    return out
+
+
+class _Walker:
+    def __init__(self, tu, path, rel, text):
+        self.tu, self.path, self.rel, self.text = tu, path, rel, text
+        self.raw = text.encode()
+        self.out = []
+        self.skipped_macro = 0
+
+    # Text and positions ---------------------------------------------------
+    def span(self, cursor):
+        e = cursor.extent
+        if e.start.file is None or e.start.file.name != self.path or e.end.file is None \
+                or e.end.file.name != self.path:
+            return None
+        return e.start.offset, e.end.offset
+
+    def tokens(self, cursor):
+        return list(cursor.get_tokens())
+
+    def add(self, cursor, start, end, replacement, operator, function):
+        original = self.raw[start:end].decode()
+        loc = cursor.extent.start
+        # Line and column of `start` (an operator may start inside the node).
+        line = self.raw.count(b"\n", 0, start) + 1
+        col = start - (self.raw.rfind(b"\n", 0, start) + 1) + 1
+        del loc
+        self.out.append(Mutant(self.rel, start, end, original, replacement, operator, line, col,
+                               function))
+
+    # The walk --------------------------------------------------------------
+    def walk(self, cursor, function="", constant=False, parent=None):
+        for child in cursor.get_children():
+            loc = child.location
+            if loc.file is None or loc.file.name != self.path:
+                continue
+            kind = child.kind
+            child_constant = constant or kind in CONSTANT_CONTEXTS or self.is_constexpr(child)
+            child_function = function
+            if kind in FUNCTIONS and kind != K.LAMBDA_EXPR:
+                child_function = child.spelling or function
+            if not child_constant:
+                self.visit(child, child_function, cursor)
+            self.walk(child, child_function, child_constant, cursor)
+
+    def is_constexpr(self, cursor):
+        if cursor.kind not in FUNCTIONS and cursor.kind != K.VAR_DECL:
+            return False
+        for t in cursor.get_tokens():
+            if t.spelling in ("constexpr", "consteval", "constinit"):
+                return True
+            if t.spelling in ("(", "{", "="):
+                return False
+        return False
+
+    def visit(self, c, function, parent):
+        kind = c.kind
+        if kind == K.BINARY_OPERATOR:
+            self.binary(c, function)
+        elif kind == K.CALL_EXPR and c.spelling.startswith("operator") and \
+                c.spelling[8:] in SWAPS:
+            self.binary(c, function, overloaded=True)
+        elif kind == K.UNARY_OPERATOR:
+            self.unary(c, function)
+        elif kind == K.INTEGER_LITERAL:
+            self.constant(c, function)
+        elif kind in (K.IF_STMT, K.WHILE_STMT):
+            self.condition(c, function)
+        elif kind == K.RETURN_STMT:
+            self.returned(c, function)
+        elif kind == K.COMPOUND_STMT:
+            self.call_statements(c, function)
+        elif kind == K.DECL_REF_EXPR and c.spelling.startswith("memory_order"):
+            self.memory_order(c, function)
+
+    def operand_spans(self, c):
+        spans = []
+        for child in c.get_children():
+            s = self.span(child)
+            if s is None:
+                return None
+            spans.append(s)
+        return spans
+
+    def binary(self, c, function, overloaded=False):
+        whole = self.span(c)
+        spans = self.operand_spans(c)
+        if whole is None or not spans:
+            return
+        # The operands: the first and the last child (an overloaded operator
+        # has the callee's name between them).
+        lhs, rhs = spans[0], spans[-1]
+        if not (whole[0] <= lhs[0] and lhs[1] <= rhs[0] and rhs[1] <= whole[1]):
+            self.skipped_macro += 1
+            return
+        between = [t for t in self.tokens(c) if lhs[1] <= t.extent.start.offset < rhs[0]]
+        ops = [t for t in between if t.spelling in SWAPS]
+        if len(ops) != 1 or (overloaded and ops[0].spelling != c.spelling[8:]):
+            self.skipped_macro += 1
+            return
+        op = ops[0]
+        start, end = op.extent.start.offset, op.extent.end.offset
+        operator = "logical" if op.spelling in LOGICAL else "relational"
+        # The range is the whole expression: the switch picks one of two.
+        # The operands in parentheses: `a || b && c` mutated at its && is
+        # `a || ((b) || (c))`, the node's own operands, as parsed.
+        raw = self.raw
+        mutated = "(" + raw[lhs[0]:lhs[1]].decode() + ") " + SWAPS[op.spelling] + " (" + \
+            raw[rhs[0]:rhs[1]].decode() + ")"
+        if overloaded or raw[whole[0]:lhs[0]].strip() or raw[rhs[1]:whole[1]].strip():
+            mutated = (raw[whole[0]:start] + SWAPS[op.spelling].encode() +
+                       raw[end:whole[1]]).decode()
+        self.add_range(c, whole, mutated, operator, function, at=start)
+
+    def add_range(self, c, whole, mutated, operator, function, at=None):
+        self.add(c, whole[0], whole[1], mutated, operator, function)
+        if at is not None:  # where a person looks: the operator, not the expression
+            m = self.out[-1]
+            m.line = self.raw.count(b"\n", 0, at) + 1
+            m.col = at - (self.raw.rfind(b"\n", 0, at) + 1) + 1
+
+    def unary(self, c, function):
+        whole = self.span(c)
+        toks = self.tokens(c)
+        if whole is None or not toks or toks[0].spelling != "!":
+            return
+        if toks[0].extent.start.offset != whole[0]:
+            return
+        inner = self.raw[toks[0].extent.end.offset:whole[1]].decode()
+        self.add(c, whole[0], whole[1], f"static_cast<bool>({inner.strip()})", "not_dropped",
+                 function)
+
+    def constant(self, c, function):
+        whole = self.span(c)
+        if whole is None:
+            return
+        text = self.raw[whole[0]:whole[1]].decode()
+        m = PLAIN_INT.match(text)
+        if not m:
+            return
+        if text == "0":
+            self.add(c, whole[0], whole[1], "1", "constant", function)
+            return
+        suffix = m.group(2)
+        value = int(m.group(1).replace("'", ""))
+        self.add(c, whole[0], whole[1], f"{value + 1}{suffix}", "constant", function)
+        self.add(c, whole[0], whole[1], f"{value - 1}{suffix}", "constant", function)
+
+    def condition_expr(self, c):
+        """The condition of an if or while: the child between the parentheses
+        when it is an expression (not a declaration, no init statement)."""
+        toks = self.tokens(c)
+        if len(toks) < 3 or toks[1].spelling != "(":
+            return None  # `if constexpr`, `if consteval`, `if !`
+        children = list(c.get_children())
+        if not children or not children[0].kind.is_expression():
+            return None
+        s = self.span(children[0])
+        if s is None or s[0] != toks[2].extent.start.offset:
+            return None
+        # The token after the condition must close the parentheses (no ';').
+        after = [t for t in toks if t.extent.start.offset >= s[1]]
+        if not after or after[0].spelling != ")":
+            return None
+        return children[0], s
+
+    def condition(self, c, function):
+        found = self.condition_expr(c)
+        if found is None:
+            return
+        cond, s = found
+        text = self.raw[s[0]:s[1]].decode()
+        self.add(cond, s[0], s[1], f"!({text})", "not_added", function)
+        if c.kind == K.IF_STMT:
+            self.add(cond, s[0], s[1], "true", "if_forced", function)
+            self.add(cond, s[0], s[1], "false", "if_forced", function)
+
+    def returned(self, c, function):
+        children = list(c.get_children())
+        if len(children) != 1 or children[0].type.get_canonical().kind != ci.TypeKind.BOOL:
+            return
+        s = self.span(children[0])
+        if s is None:
+            return
+        text = self.raw[s[0]:s[1]].decode()
+        self.add(children[0], s[0], s[1], f"!({text})", "return_inverted", function)
+
+    def call_statements(self, c, function):
+        for child in c.get_children():
+            call = child
+            while call.kind == K.UNEXPOSED_EXPR:
+                inner = list(call.get_children())
+                if len(inner) != 1:
+                    break
+                call = inner[0]
+            if call.kind != K.CALL_EXPR or call.spelling.startswith("operator"):
+                continue
+            s = self.span(child)
+            if s is None:
+                continue
+            text = self.raw[s[0]:s[1]].decode()
+            if "co_await" in text or "co_return" in text or "co_yield" in text:
+                continue
+            self.add(child, s[0], s[1], "static_cast<void>(0)", "call_deleted", function)
+
+    def memory_order(self, c, function):
+        s = self.span(c)
+        if s is None:
+            return
+        text = self.raw[s[0]:s[1]].decode()
+        if not text.endswith(STRONG_ORDERS):
+            return
+        relaxed = text.rsplit("memory_order", 1)[0] + (
+            "memory_order::relaxed" if "::" in text.rsplit("memory_order", 1)[1]
+            else "memory_order_relaxed")
+        self.add(c, s[0], s[1], relaxed, "memory_order", function)
+
+
+_index = None
+
+
+def find(path, rel, args):
+    """Every mutant of the file at `path` (its name in reports: `rel`),
+    parsed with the compiler arguments `args`. Returns (mutants, problems):
+    problems are the parser's errors (a file that does not parse gives
+    none)."""
+    global _index
+    if _index is None:
+        _index = ci.Index.create()
+    tu = _index.parse(path, args=args, options=ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES * 0)
+    errors = [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error]
+    if errors:
+        return [], [f"{d.location.file}:{d.location.line}: {d.spelling}" for d in errors[:3]]
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    w = _Walker(tu, os.path.abspath(path), rel, text)
+    w.walk(tu.cursor)
+    # One mutant per range and replacement (a node may be reached twice).
+    seen, unique = set(), []
+    for m in w.out:
+        if (m.start, m.end, m.replacement) in seen or m.original == m.replacement:
+            continue
+        seen.add((m.start, m.end, m.replacement))
+        unique.append(m)
+    return unique, []

@@ -1,0 +1,99 @@
+"""The tests of a build, run one at a time by this tool (not by ctest), so
+that each mutant runs only the tests that reach it, with a time limit per
+test and in its own process group (a timeout or Ctrl-C ends the test and
+everything it started)."""
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+
+
+class Test:
+    def __init__(self, entry):
+        props = {p["name"]: p["value"] for p in entry.get("properties", [])}
+        self.name = entry["name"]
+        self.command = entry["command"]
+        self.cwd = props.get("WORKING_DIRECTORY", os.getcwd())
+        self.env = dict(e.split("=", 1) for e in props.get("ENVIRONMENT", []))
+        self.serial = bool(props.get("RUN_SERIAL", False))
+        self.disabled = bool(props.get("DISABLED", False))
+        self.timeout = float(props.get("TIMEOUT", 600))
+        self.seconds = None  # the unmutated build's time, from the trace run
+        self.reached = set()  # the switches it reaches, from the trace run
+
+
+def listed(build_dir):
+    out = subprocess.run(["ctest", "--show-only=json-v1"], cwd=build_dir, capture_output=True,
+                         text=True, check=True).stdout
+    tests = [Test(e) for e in json.loads(out)["tests"]]
+    return [t for t in tests if not t.disabled and t.command]
+
+
+class SerialGate:
+    """RUN_SERIAL tests run alone; the others share."""
+
+    def __init__(self):
+        self.cond = threading.Condition()
+        self.running = 0
+        self.alone = False
+
+    def enter(self, serial):
+        with self.cond:
+            while self.alone or (serial and self.running):
+                self.cond.wait()
+            self.running += 1
+            self.alone = serial
+
+    def leave(self):
+        with self.cond:
+            self.running -= 1
+            self.alone = False
+            self.cond.notify_all()
+
+
+GATE = SerialGate()
+_live = set()  # process groups running now, for an interrupted run
+_live_lock = threading.Lock()
+
+
+def kill_all():
+    with _live_lock:
+        for pgid in list(_live):
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def run(test, env_extra, limit):
+    """Runs one test: ('passed' | 'failed' | 'timeout', seconds, output tail)."""
+    env = dict(os.environ)
+    env.update(test.env)
+    env.update(env_extra)
+    GATE.enter(test.serial)
+    start = time.monotonic()
+    try:
+        p = subprocess.Popen(test.command, cwd=test.cwd, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, start_new_session=True)
+        with _live_lock:
+            _live.add(p.pid)
+        try:
+            out, _ = p.communicate(timeout=limit)
+            verdict = "passed" if p.returncode == 0 else "failed"
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, _ = p.communicate()
+            verdict = "timeout"
+        finally:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)  # what the test left running
+            except ProcessLookupError:
+                pass
+            with _live_lock:
+                _live.discard(p.pid)
+    finally:
+        GATE.leave()
+    tail = out.decode(errors="replace")[-2000:] if out else ""
+    return verdict, time.monotonic() - start, tail
