@@ -37,7 +37,7 @@ STRONG_ORDERS = ("memory_order_acquire", "memory_order_release", "memory_order_a
                  "memory_order::acq_rel", "memory_order::seq_cst")
 PLAIN_INT = re.compile(r"^(0|[1-9][0-9']*)([uU]?[lL]{0,2}|[lL]{1,2}[uU]?)$")
 # Nodes whose subtree is evaluated at compile time: no run-time switch fits.
-CONSTANT_CONTEXTS = {K.STATIC_ASSERT, K.CASE_STMT, K.ENUM_CONSTANT_DECL, K.TEMPLATE_REF,
+CONSTANT_CONTEXTS = {K.STATIC_ASSERT, K.ENUM_CONSTANT_DECL, K.TEMPLATE_REF,
                      K.TYPE_REF, K.NAMESPACE_REF, K.TEMPLATE_NON_TYPE_PARAMETER,
                      K.TEMPLATE_TYPE_PARAMETER, K.FIELD_DECL}
 FUNCTIONS = {K.FUNCTION_DECL, K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR,
@@ -63,8 +63,10 @@ class Mutant:
     @property
     def fingerprint(self):
         """What, not where: stable while the function and its text stay."""
+        # The same change at several places of one function (a constant
+        # repeated) is told apart by its rank among them.
         text = "\0".join((self.path, self.function, self.operator, " ".join(self.original.split()),
-                          " ".join(self.replacement.split())))
+                          " ".join(self.replacement.split()), str(getattr(self, "occurrence", 0))))
         return hashlib.sha1(text.encode()).hexdigest()[:12]
 
     def diff(self, source):
@@ -114,9 +116,11 @@ def compile_args(command, source):
 class _Walker:
     def __init__(self, tu, path, rel, text):
         self.tu, self.path, self.rel, self.text = tu, path, rel, text
-        self.raw = text.encode()
+        self.raw = text.encode("latin-1")
         self.out = []
         self.skipped_macro = 0
+        self.fn = None
+        self.parent = None
 
     # Text and positions ---------------------------------------------------
     def span(self, cursor):
@@ -130,7 +134,7 @@ class _Walker:
         return list(cursor.get_tokens())
 
     def add(self, cursor, start, end, replacement, operator, function):
-        original = self.raw[start:end].decode()
+        original = self.raw[start:end].decode("latin-1")
         loc = cursor.extent.start
         # Line and column of `start` (an operator may start inside the node).
         line = self.raw.count(b"\n", 0, start) + 1
@@ -140,19 +144,23 @@ class _Walker:
                                function))
 
     # The walk --------------------------------------------------------------
-    def walk(self, cursor, function="", constant=False, parent=None):
-        for child in cursor.get_children():
+    def walk(self, cursor, function="", constant=False, fn=None):
+        for i, child in enumerate(cursor.get_children()):
             loc = child.location
             if loc.file is None or loc.file.name != self.path:
                 continue
             kind = child.kind
-            child_constant = constant or kind in CONSTANT_CONTEXTS or self.is_constexpr(child)
-            child_function = function
-            if kind in FUNCTIONS and kind != K.LAMBDA_EXPR:
-                child_function = child.spelling or function
+            child_constant = constant or kind in CONSTANT_CONTEXTS or self.is_constexpr(child) \
+                or (cursor.kind == K.CASE_STMT and i == 0)  # a case label, not its statement
+            child_function, child_fn = function, fn
+            if kind in FUNCTIONS:
+                child_fn = child
+                if kind != K.LAMBDA_EXPR:
+                    child_function = child.spelling or function
             if not child_constant:
+                self.fn = child_fn
                 self.visit(child, child_function, cursor)
-            self.walk(child, child_function, child_constant, cursor)
+            self.walk(child, child_function, child_constant, child_fn)
 
     def is_constexpr(self, cursor):
         if cursor.kind not in FUNCTIONS and cursor.kind != K.VAR_DECL:
@@ -165,6 +173,7 @@ class _Walker:
         return False
 
     def visit(self, c, function, parent):
+        self.parent = parent
         kind = c.kind
         if kind == K.BINARY_OPERATOR:
             self.binary(c, function)
@@ -216,11 +225,11 @@ class _Walker:
         # The operands in parentheses: `a || b && c` mutated at its && is
         # `a || ((b) || (c))`, the node's own operands, as parsed.
         raw = self.raw
-        mutated = "(" + raw[lhs[0]:lhs[1]].decode() + ") " + SWAPS[op.spelling] + " (" + \
-            raw[rhs[0]:rhs[1]].decode() + ")"
+        mutated = "(" + raw[lhs[0]:lhs[1]].decode("latin-1") + ") " + SWAPS[op.spelling] + " (" + \
+            raw[rhs[0]:rhs[1]].decode("latin-1") + ")"
         if overloaded or raw[whole[0]:lhs[0]].strip() or raw[rhs[1]:whole[1]].strip():
             mutated = (raw[whole[0]:start] + SWAPS[op.spelling].encode() +
-                       raw[end:whole[1]]).decode()
+                       raw[end:whole[1]]).decode("latin-1")
         self.add_range(c, whole, mutated, operator, function, at=start)
 
     def add_range(self, c, whole, mutated, operator, function, at=None):
@@ -237,7 +246,7 @@ class _Walker:
             return
         if toks[0].extent.start.offset != whole[0]:
             return
-        inner = self.raw[toks[0].extent.end.offset:whole[1]].decode()
+        inner = self.raw[toks[0].extent.end.offset:whole[1]].decode("latin-1")
         self.add(c, whole[0], whole[1], f"static_cast<bool>({inner.strip()})", "not_dropped",
                  function)
 
@@ -245,17 +254,29 @@ class _Walker:
         whole = self.span(c)
         if whole is None:
             return
-        text = self.raw[whole[0]:whole[1]].decode()
+        text = self.raw[whole[0]:whole[1]].decode("latin-1")
         m = PLAIN_INT.match(text)
-        if not m:
-            return
-        if text == "0":
-            self.add(c, whole[0], whole[1], "1", "constant", function)
+        if not m or self.in_a_type(c, whole):
             return
         suffix = m.group(2)
         value = int(m.group(1).replace("'", ""))
+        if value >= (1 << 31) - 2:
+            return  # one more could change the literal's type, and the switch's with it
         self.add(c, whole[0], whole[1], f"{value + 1}{suffix}", "constant", function)
-        self.add(c, whole[0], whole[1], f"{value - 1}{suffix}", "constant", function)
+        if value > 0:
+            self.add(c, whole[0], whole[1], f"{value - 1}{suffix}", "constant", function)
+
+    def in_a_type(self, c, whole):
+        """A literal in a type: an array bound or a template argument, which
+        a run-time switch would make a variable-length array or an error."""
+        parent = self.parent
+        declared = parent is not None and parent.kind in (K.VAR_DECL, K.FIELD_DECL, K.PARM_DECL)
+        if declared and parent.location.file is not None and whole[0] < parent.location.offset:
+            return True  # std::array<int, 4> x
+        before = self.raw[:whole[0]].rstrip()[-1:]
+        after = self.raw[whole[1]:].lstrip()[:1]
+        return (before == b"<" and after in (b">", b",")) or (before == b"," and after == b">") \
+            or (declared and before == b"[" and after == b"]")  # int x[4], not x[4]
 
     def condition_expr(self, c):
         """The condition of an if or while: the child between the parentheses
@@ -280,7 +301,7 @@ class _Walker:
         if found is None:
             return
         cond, s = found
-        text = self.raw[s[0]:s[1]].decode()
+        text = self.raw[s[0]:s[1]].decode("latin-1")
         self.add(cond, s[0], s[1], f"!({text})", "not_added", function)
         if c.kind == K.IF_STMT:
             self.add(cond, s[0], s[1], "true", "if_forced", function)
@@ -290,10 +311,16 @@ class _Walker:
         children = list(c.get_children())
         if len(children) != 1 or children[0].type.get_canonical().kind != ci.TypeKind.BOOL:
             return
+        # A function returning a reference would return one to the switch's
+        # temporary: only a bool returned by value (or a lambda's).
+        fn = self.fn
+        if fn is None or (fn.kind != K.LAMBDA_EXPR and
+                          fn.result_type.get_canonical().kind != ci.TypeKind.BOOL):
+            return
         s = self.span(children[0])
         if s is None:
             return
-        text = self.raw[s[0]:s[1]].decode()
+        text = self.raw[s[0]:s[1]].decode("latin-1")
         self.add(children[0], s[0], s[1], f"!({text})", "return_inverted", function)
 
     def call_statements(self, c, function):
@@ -309,7 +336,7 @@ class _Walker:
             s = self.span(child)
             if s is None:
                 continue
-            text = self.raw[s[0]:s[1]].decode()
+            text = self.raw[s[0]:s[1]].decode("latin-1")
             if "co_await" in text or "co_return" in text or "co_yield" in text:
                 continue
             self.add(child, s[0], s[1], "static_cast<void>(0)", "call_deleted", function)
@@ -318,7 +345,7 @@ class _Walker:
         s = self.span(c)
         if s is None:
             return
-        text = self.raw[s[0]:s[1]].decode()
+        text = self.raw[s[0]:s[1]].decode("latin-1")
         if not text.endswith(STRONG_ORDERS):
             return
         relaxed = text.rsplit("memory_order", 1)[0] + (
@@ -342,8 +369,8 @@ def find(path, rel, args):
     errors = [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error]
     if errors:
         return [], [f"{d.location.file}:{d.location.line}: {d.spelling}" for d in errors[:3]]
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    with open(path, encoding="latin-1") as f:
+        text = f.read()  # one character per byte: libclang's offsets count bytes
     w = _Walker(tu, os.path.abspath(path), rel, text)
     w.walk(tu.cursor)
     # One mutant per range and replacement (a node may be reached twice).
@@ -353,4 +380,11 @@ def find(path, rel, args):
             continue
         seen.add((m.start, m.end, m.replacement))
         unique.append(m)
+    unique.sort(key=lambda m: (m.start, m.end, m.operator, m.replacement))
+    ranks = {}
+    for m in unique:
+        m.occurrence = 0
+        base = m.fingerprint
+        m.occurrence = ranks.get(base, 0)
+        ranks[base] = m.occurrence + 1
     return unique, []
