@@ -10,6 +10,11 @@ On a small C++ file written here it checks each part of the tool on its own:
   - the trace: the switches a run reaches are written, and only those;
   - pruning: a mutant the compiler refuses is dropped by the lines the error
     names, and the others stay;
+  - the scheduler: a failing test kills its mutant and stops the mutant's
+    other tests at once, a mutant every test passes survived, one no test
+    reaches is not reached, a test past its limit times the mutant out, a
+    mutant's first test runs alone and the test that killed a mutant of a
+    file runs first for the next;
   - bad input to ci/mutation: exit 2 with a message, before anything runs.
 
 usage: selftest.py CXX
@@ -19,6 +24,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -174,6 +180,92 @@ def check_pruning(cxx, found, folder):
         fail(f"pruning dropped {drop}, want only {broken.id}")
 
 
+def load_tool():
+    import importlib.machinery
+    import importlib.util
+    path = os.path.join(os.path.dirname(HERE), "mutation")
+    loader = importlib.machinery.SourceFileLoader("mutation_tool_main", path)
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    tool = importlib.util.module_from_spec(spec)
+    loader.exec_module(tool)
+    return tool
+
+
+def check_scheduler(folder):
+    """Tests are shell commands that log their start and end; the mutants
+    are stand-ins with the fields the scheduler reads."""
+    tool = load_tool()
+    import tests
+    log = os.path.join(folder, "sched.log")
+
+    def test(name, body, seconds):
+        t = tests.Test({"name": name, "command": ["sh", "-c", f"echo start {name} $FAULTLANE_MUTANT"
+                                                  f" >> {log}; {body}"]})
+        t.seconds = seconds
+        return t
+
+    class M:
+        def __init__(self, i, path):
+            self.id, self.path, self.key, self.outcome = i, path, f"m{i}", None
+
+    # m0: `quick` passes, then `kill0` fails while `slow` (60 s) runs beside
+    # it; m2: every test passes; m3: no test reaches it; m4: its test runs
+    # past its limit.
+    slow = test("slow", 'if test "$FAULTLANE_MUTANT" = 0; then sleep 60; fi', 5.0)
+    kill0 = test("kill0", 'test "$FAULTLANE_MUTANT" != 0 && test "$FAULTLANE_MUTANT" != 1', 0.5)
+    quick = test("quick", "true", 0.2)
+    hang = test("hang", 'if test "$FAULTLANE_MUTANT" = 4; then sleep 60; fi', 0.0)
+    reach = {"slow": {0, 1, 2}, "kill0": {0, 1}, "quick": {0, 1, 2}, "hang": {4}}
+    every = [slow, kill0, quick, hang]
+    for t in every:
+        t.reached = reach[t.name]
+    tool.limit_for = lambda t: 3.0 if t.name == "hang" else 120.0
+
+    # A test's thread may start late (a loaded machine): here every test
+    # but `quick` starts half a second late, so that `quick` ends while the
+    # others of its mutant are started but not yet running, which must not
+    # make the mutant a survivor.
+    on_time = tool.Scheduler._one
+
+    def late(self, plan, step, cancel):
+        if step[2].name != "quick":
+            time.sleep(0.5)
+        on_time(self, plan, step, cancel)
+
+    tool.Scheduler._one = late
+
+    def schedule(mutants, slots):
+        plans = [tool.Plan(m, ["dsim"], {"dsim": every}) for m in mutants]
+        results = {}
+        tool.Scheduler(plans, slots, time.monotonic() + 600,
+                       lambda m, r: results.setdefault(m.id, r)).run()
+        return results
+
+    start = time.monotonic()
+    results = schedule([M(0, "a.cpp"), M(2, "b.cpp"), M(3, "b.cpp"), M(4, "c.cpp")], 4)
+    took = time.monotonic() - start
+    want = {0: "killed", 2: "survived", 3: "not_reached", 4: "timed_out"}
+    got = {i: r["outcome"] for i, r in results.items()}
+    if got != want:
+        fail(f"the scheduler's outcomes {got}, want {want}")
+    if results[0]["by"] != "dsim: kill0" or results[0]["tests_reached"] != 3:
+        fail(f"mutant 0: {results[0]}, want killed by kill0 with 3 tests reaching it")
+    if took > 30:
+        fail(f"the scheduler took {took:.0f} s: the killed mutant's `slow` kept running")
+    started = [line.split() for line in open(log, encoding="utf-8").read().splitlines()]
+    if [name for name, m in ((x[1], x[2]) for x in started if len(x) == 3) if m == "0"][:1] \
+            != ["quick"]:
+        fail(f"mutant 0's tests started {started}; its quickest goes first")
+    # One slot: mutant 0 dies by kill0, and mutant 1 (the same file) runs
+    # kill0 first although `quick` is quicker.
+    os.remove(log)
+    results = schedule([M(0, "a.cpp"), M(1, "a.cpp")], 1)
+    m1 = [x[1] for x in (line.split() for line in open(log, encoding="utf-8")) if x[2:] == ["1"]]
+    if m1 != ["kill0"] or results[1]["outcome"] != "killed":
+        fail(f"mutant 1 ran {m1} and was {results[1]['outcome']}; the test that killed "
+             f"mutant 0 of its file goes first and kills it")
+
+
 def check_bad_input():
     tool = os.path.join(os.path.dirname(HERE), "mutation")
     cases = [(["--files", "no/such/*.cpp"], "matches"), (["--sample", "0"], "at least one"),
@@ -194,6 +286,7 @@ def main():
         found = check_sites(path)
         check_schemata(cxx, found, folder)
         check_pruning(cxx, found, folder)
+        check_scheduler(folder)
     check_bad_input()
     print(f"ok: {len(found)} mutants over {len(EXPECTED)} operators")
     return 0

@@ -1,6 +1,6 @@
-"""The tests of a build, run one at a time by this tool (not by ctest), so
-that each mutant runs only the tests that reach it, with a time limit per
-test and in its own process group (a timeout or Ctrl-C ends the test and
+"""The tests of a build, run by this tool (not by ctest), so that each
+mutant runs only the tests that reach it, with a time limit per test and in
+its own process group (a timeout, a cancel or Ctrl-C ends the test and
 everything it started)."""
 import json
 import os
@@ -14,6 +14,7 @@ class Test:
     def __init__(self, entry):
         props = {p["name"]: p["value"] for p in entry.get("properties", [])}
         self.name = entry["name"]
+        self.labels = list(props.get("LABELS", []))
         self.command = entry["command"]
         self.cwd = props.get("WORKING_DIRECTORY", os.getcwd())
         self.env = dict(e.split("=", 1) for e in props.get("ENVIRONMENT", []))
@@ -28,7 +29,9 @@ def listed(build_dir):
     out = subprocess.run(["ctest", "--show-only=json-v1"], cwd=build_dir, capture_output=True,
                          text=True, check=True).stdout
     tests = [Test(e) for e in json.loads(out)["tests"]]
-    return [t for t in tests if not t.disabled and t.command]
+    # `lint` tests read the source text, which a run-time switch never
+    # changes (and one of them runs this very tool).
+    return [t for t in tests if not t.disabled and t.command and "lint" not in t.labels]
 
 
 class SerialGate:
@@ -67,16 +70,43 @@ def kill_all():
                 pass
 
 
-def run(test, env_extra, limit):
-    """Runs one test: ('passed' | 'failed' | 'timeout', seconds, output tail)."""
+class Cancel:
+    """Lets another thread end a test that no longer matters (its mutant was
+    killed by another test): `cancel()` kills its process group, and the run
+    then reports 'cancelled'."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.pid = None
+        self.cancelled = False
+
+    def cancel(self):
+        with self.lock:
+            self.cancelled = True
+            if self.pid is not None:
+                try:
+                    os.killpg(self.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
+def run(test, env_extra, limit, cancel=None):
+    """Runs one test: ('passed' | 'failed' | 'timeout' | 'cancelled', seconds,
+    output tail)."""
     env = dict(os.environ)
     env.update(test.env)
     env.update(env_extra)
+    cancel = cancel or Cancel()
     GATE.enter(test.serial)
     start = time.monotonic()
+    out = b""
     try:
-        p = subprocess.Popen(test.command, cwd=test.cwd, env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, start_new_session=True)
+        with cancel.lock:
+            if cancel.cancelled:
+                return "cancelled", 0.0, ""
+            p = subprocess.Popen(test.command, cwd=test.cwd, env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, start_new_session=True)
+            cancel.pid = p.pid
         with _live_lock:
             _live.add(p.pid)
         try:
@@ -93,6 +123,9 @@ def run(test, env_extra, limit):
                 pass
             with _live_lock:
                 _live.discard(p.pid)
+        with cancel.lock:
+            if cancel.cancelled:
+                verdict = "cancelled"
     finally:
         GATE.leave()
     tail = out.decode(errors="replace")[-2000:] if out else ""
