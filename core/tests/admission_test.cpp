@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
 #include <random>
 #include <thread>
 #include <vector>
@@ -106,6 +107,36 @@ TEST_P(admission_underflow_case, one_more_than_reserved_fails_closed) {
 }
 
 INSTANTIATE_TEST_SUITE_P(tasks_and_bytes, admission_underflow_case, ::testing::Values(0u, 1u));
+
+// Once the books broke, a drain already waiting wakes at once, and the
+// counters stay as they were: a later release that would fit moves
+// nothing. One byte too many: `planted` gives back 11 of its 10 bytes,
+// `kept`'s 10 then exceed the 9 counted, and `zero` (no bytes) is still
+// out, so its release would fit the counters.
+TEST(admission, a_failure_wakes_a_waiting_drain_and_freezes_the_counters) {
+  admission a({.tasks_max = 10, .bytes_max = 1000});
+  auto planted = a.try_reserve(1, 10);
+  auto kept = a.try_reserve(1, 10);
+  auto zero = a.try_reserve(1, 0);
+  ASSERT_TRUE(planted.ok() && kept.ok() && zero.ok());
+  {
+    failpoint::scoped extra("admission.release_extra",
+                            {.act = failpoint::action::return_error, .only_key = 1});
+    planted->release();
+  }
+  auto drained = std::async(std::launch::async, [&] { return a.wait_drained(30000ms).code(); });
+  EXPECT_EQ(drained.wait_for(100ms), std::future_status::timeout);  // 2 tasks still out
+  kept->release();
+  ASSERT_EQ(drained.wait_for(10s), std::future_status::ready) << "the waiting drain slept on";
+  EXPECT_EQ(drained.get(), status::admission_underflow);
+  const auto failed = a.snapshot();
+  ASSERT_TRUE(failed.failed);
+  EXPECT_EQ(failed.tasks, 2u);
+  EXPECT_EQ(failed.bytes, 9u);
+  zero->release();
+  EXPECT_EQ(a.snapshot().tasks, 2u) << "a release after the failure moved the counters";
+  EXPECT_EQ(a.snapshot().bytes, 9u);
+}
 #endif
 
 TEST(admission, concurrent_reserve_and_release_never_exceed_the_bounds) {

@@ -48,6 +48,38 @@ TEST(transport_api, start_deadline_ends_work_that_waited_too_long) {
   EXPECT_EQ(batch->status(2).code, status::shutting_down);
 }
 
+// Queued work submitted apart ends at its own start deadline, whichever
+// came first: a later, longer deadline does not push back a shorter one,
+// nor does a shorter one wait for a longer one.
+TEST(transport_api, each_queued_task_ends_at_its_own_start_deadline_in_either_order) {
+  for (bool short_first : {true, false}) {
+    silent_peer stalled;
+    auto config = loopback_config();
+    config.connections_per_peer = 1;
+    config.progress_timeout_ms = 60000;
+    config.lane_inflight_max = 1;
+    auto initiator = start(config);
+    auto seg = initiator->open_segment(stalled.descriptor()).value();
+    std::vector<std::byte> a(64), b(64), c(64);
+    auto first = read_req(seg, 1, 0, a.data(), a.size());
+    auto held = initiator->submit(std::span(&first, 1)).value();
+    ASSERT_TRUE(eventually([&] { return initiator->stats().lanes_connected == 1; }));
+    auto quick = read_req(seg, 1, 0, b.data(), b.size());
+    quick.start_deadline_ms = 100;
+    auto slow = read_req(seg, 1, 0, c.data(), c.size());
+    slow.start_deadline_ms = 30000;
+    std::shared_ptr<transfer_batch> quick_batch, slow_batch;
+    if (short_first) quick_batch = initiator->submit(std::span(&quick, 1)).value();
+    slow_batch = initiator->submit(std::span(&slow, 1)).value();
+    if (!short_first) quick_batch = initiator->submit(std::span(&quick, 1)).value();
+    // 100 ms, given up to 10 s on a loaded machine: far short of 30 s.
+    ASSERT_TRUE(quick_batch->wait(10s)) << "short first " << short_first;
+    EXPECT_EQ(quick_batch->status(0).code, status::timeout);
+    EXPECT_FALSE(slow_batch->status(0).done);
+    EXPECT_TRUE(initiator->shutdown().ok());
+  }
+}
+
 TEST(transport_api, start_deadline_at_the_bound_and_one_past) {
   auto target = start(loopback_config());
   auto initiator = start(loopback_config());

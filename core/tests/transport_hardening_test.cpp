@@ -12,6 +12,7 @@
 #include <bit>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -83,6 +84,11 @@ TEST(transport_hardening, target_answers_make_a_failed_write_definite) {
   for (auto e :
        {expectation{wire::wire_status::bad_checksum, false, status::protocol_error},
         expectation{wire::wire_status::bad_frame, false, status::protocol_error},
+        // A header rejection names no request: one that carries the
+        // WRITE's id is no answer a target sends, so it says nothing
+        // about whether the WRITE ran.
+        expectation{wire::wire_status::bad_checksum, true, status::ambiguous_write},
+        expectation{wire::wire_status::bad_frame, true, status::ambiguous_write},
         expectation{wire::wire_status::shutting_down, true, status::shutting_down},
         expectation{wire::wire_status::stale_registration, true, status::stale_registration},
         // An unknown id on an answer that is not a header rejection
@@ -119,6 +125,27 @@ TEST(transport_hardening, write_timeouts_are_counted) {
   EXPECT_EQ(stats.timeouts, 2u);
   EXPECT_EQ(stats.failures_by_status[static_cast<int>(status::ambiguous_write)], 1u);
   EXPECT_EQ(stats.failures_by_status[static_cast<int>(status::timeout)], 1u);
+  EXPECT_TRUE(initiator->shutdown().ok());
+}
+
+// A progress timeout belongs to the connection it ended: the lane's next
+// connect, refused, is a connection failure, not a second timeout.
+TEST(transport_hardening, a_timeout_does_not_follow_the_lane_to_its_next_connect) {
+  std::optional<silent_peer> stalled(std::in_place);
+  auto config = loopback_config();
+  config.progress_timeout_ms = 200;
+  config.connections_per_peer = 1;
+  config.reconnect_cooldown_ms = 1;
+  auto initiator = start(config);
+  auto seg = initiator->open_segment(stalled->descriptor()).value();
+  std::vector<std::byte> back(4096);
+  EXPECT_EQ(run_one(*initiator, read_req(seg, 1, 0, back.data(), 4096)).code, status::timeout);
+  stalled.reset();  // its port now refuses
+  EXPECT_EQ(run_one(*initiator, read_req(seg, 1, 0, back.data(), 4096)).code,
+            status::connection_failed);
+  auto stats = initiator->stats();
+  EXPECT_EQ(stats.timeouts, 1u);
+  EXPECT_EQ(stats.connect_failures, 1u);
   EXPECT_TRUE(initiator->shutdown().ok());
 }
 

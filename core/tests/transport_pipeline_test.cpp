@@ -168,6 +168,33 @@ TEST(transport_pipeline, a_carried_rejection_of_a_write_still_leaving_settles_cl
 // way) is a protocol error: the lane closes and every exchange in flight
 // ends: WRITEs that left are ambiguous, READs get the connection's status.
 // Nothing is sent again.
+// docs/protocol.md: an ok answer commits exactly the requested length;
+// more or less is a protocol error that closes the lane. A WRITE answered
+// so ends ambiguous (the answer proves nothing about what ran); a READ,
+// whose bytes are not trusted, fails.
+TEST(transport_pipeline, an_ok_answer_committing_more_or_less_than_asked_is_a_protocol_error) {
+  scripted_peer peer;
+  auto initiator = start(one_lane(4));
+  auto seg = initiator->open_segment(peer.descriptor()).value();
+  {
+    batch_of w(*initiator, seg, "w");
+    ASSERT_TRUE(peer.accept());
+    auto r = peer.next_request().value();
+    peer.answer(wire::wire_status::ok, r.request_id, r.length + 1);
+    EXPECT_EQ(w.codes(), std::vector<status>{status::ambiguous_write});
+  }
+  {
+    batch_of rd(*initiator, seg, "r");
+    ASSERT_TRUE(peer.accept());
+    auto r = peer.next_request().value();
+    peer.answer(wire::wire_status::ok, r.request_id, r.length - 8,
+                std::span(sixteen).first(8));
+    EXPECT_EQ(rd.codes(), std::vector<status>{status::protocol_error});
+  }
+  EXPECT_EQ(initiator->stats().connects, 2u);
+  EXPECT_TRUE(initiator->shutdown().ok());
+}
+
 TEST(transport_pipeline, a_mismatched_answer_ends_everything_in_flight) {
   scripted_peer peer;
   auto initiator = start(one_lane(4));

@@ -193,6 +193,49 @@ TEST_P(relay_corrupt, corrupted_header_is_rejected_and_only_that_connection_clos
 
 INSTANTIATE_TEST_SUITE_P(fields, relay_corrupt, ::testing::Values("magic", "version"));
 
+// docs/faults.md: `status=` picks the responses with that status: an ok
+// answer passes the fault, the stale one it names is dropped (its READ
+// times out) and the fault fires once.
+TEST(relay_transport, a_status_trigger_fires_on_that_status_only) {
+  std::vector<std::byte> memory(64);
+  relayed_pair p({"drop_frame dir=down status=stale_registration count=1"}, one_lane(300));
+  auto id = p.target->register_buffer(memory.data(), memory.size(), permission::remote_read)
+                .value();
+  std::vector<std::byte> back(64);
+  EXPECT_EQ(core_testing::run_one(*p.initiator,
+                                  core_testing::read_req(p.segment, id, 0, back.data(), 64))
+                .code,
+            status::ok);
+  EXPECT_EQ(core_testing::run_one(*p.initiator,
+                                  core_testing::read_req(p.segment, id + 1000, 0, back.data(), 64))
+                .code,
+            status::timeout);
+  EXPECT_EQ(p.relays[0]->counters().at("drop_frame.down"), 1u);
+}
+
+// docs/faults.md: `rail=R` fires only on the relay of rail R: a sliced
+// READ loses its rail-1 answer, and the rail-0 relay drops nothing.
+TEST(relay_transport, a_rail_trigger_fires_on_its_rail_only) {
+  auto c = core_testing::loopback_config();
+  c.bind_address = "";
+  c.rail_addresses = {"127.0.0.1", "127.0.0.2"};
+  c.connections_per_peer = 2;
+  c.progress_timeout_ms = 500;
+  auto memory = core_testing::pattern(8u << 20, 10);
+  relayed_pair p({"drop_frame dir=down opcode=read rail=1 count=1"}, c, c);
+  auto id =
+      p.target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
+  constexpr std::uint64_t length = (4u << 20) + 3;
+  ASSERT_EQ(plan_read_slices(length, 2).size(), 2u);
+  std::vector<std::byte> dest(length);
+  EXPECT_EQ(core_testing::run_one(*p.initiator,
+                                  core_testing::read_req(p.segment, id, 0, dest.data(), length))
+                .code,
+            status::timeout);
+  EXPECT_EQ(p.relays[0]->counters().at("drop_frame.down"), 0u);
+  EXPECT_EQ(p.relays[1]->counters().at("drop_frame.down"), 1u);
+}
+
 TEST(relay_transport, taps_on_two_rails_record_exactly_the_planned_slices) {
   auto c = core_testing::loopback_config();
   c.bind_address = "";
