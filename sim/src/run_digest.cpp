@@ -44,8 +44,10 @@ std::uint64_t run_digest(std::uint64_t world_digest, const run_result& r) {
         << op.callbacks << op.batch_status << op.initiator_incarnation << op.target_incarnation;
     }
     for (const auto& e : h.events) {
-      c << e.seq << e.time_us << e.transport << static_cast<std::uint64_t>(e.kind) << e.task_id
-        << e.request_id << e.remote_offset << e.length;
+      c << e.seq << e.time_us << e.transport << e.incarnation << static_cast<std::uint64_t>(e.kind)
+        << e.task_id << e.request_id << static_cast<std::uint64_t>(e.op) << e.segment
+        << e.registration_id << e.remote_offset << e.length << e.offset << e.lane << e.rail
+        << e.epoch;
     }
     for (const auto& m : h.marks) c << m.seq << m.kind << m.text;
     for (const auto& l : h.links) {
