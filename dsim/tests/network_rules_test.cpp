@@ -6,8 +6,10 @@
 // close with one unread byte resets; a crashed node's own sockets fail and
 // its listeners close; a backlog refills one connect per accept; a half
 // close still lets the other side write; writes and reads are cut as the
-// seed draws and data pays the connection's latency; and every network
-// event enters the world's trace and digest.
+// seed draws and data pays the connection's latency; an idle peer is
+// "gone or ready" only after a FIN or reset; readiness waits complete when
+// the operation would not wait; and every network event enters the world's
+// trace and digest.
 #include <gtest/gtest.h>
 
 #include <asio/read.hpp>
@@ -345,6 +347,70 @@ TEST(dsim_network_rules, bytes_arrive_one_latency_after_their_write) {
   ASSERT_EQ(client.write_some(asio::buffer(bytes), ec), 10u);
   ASSERT_EQ(t.w.run_until([&] { return server.queued() == 10; }), world::wait_result::met);
   EXPECT_EQ(t.w.now() - t0, std::chrono::nanoseconds(100us));
+}
+
+// The seam's idle-lane check (docs/dsim.md): a connection whose peer sent
+// nothing is not "gone or ready"; a FIN or a reset makes it so, each with
+// nothing unread.
+TEST(dsim_network_rules, an_idle_peer_is_gone_or_ready_only_after_a_fin_or_a_reset) {
+  for (bool reset : {false, true}) {
+    two_nodes t(31, whole(64 << 10));
+    acceptor a(t.server_ctx);
+    auto pair = t.connect_pair(a, t.listen(a));
+    auto& client = pair.first;
+    auto& server = pair.second;
+    EXPECT_FALSE(client.peer_gone_or_ready());
+    std::error_code ec;
+    if (reset) server.set_option(asio::socket_base::linger(true, 0));
+    server.close(ec);
+    EXPECT_EQ(t.w.run_until([] { return false; }), world::wait_result::idle);
+    EXPECT_EQ(client.queued(), 0u);
+    EXPECT_TRUE(client.peer_gone_or_ready()) << (reset ? "after a reset" : "after a FIN");
+  }
+}
+
+// Readiness waits complete when a read or a write would not wait: a read
+// wait on a byte, a FIN or a reset; a write wait on room for a third of
+// the buffer (3000 of 9000 bytes), not on 2999.
+TEST(dsim_network_rules, readiness_waits_complete_when_the_operation_would_not_wait) {
+  enum class wakes { byte, fin, reset };
+  for (auto how : {wakes::byte, wakes::fin, wakes::reset}) {
+    two_nodes t(32, whole(64 << 10));
+    acceptor a(t.server_ctx);
+    auto pair = t.connect_pair(a, t.listen(a));
+    auto& client = pair.first;
+    auto& server = pair.second;
+    bool readable = false;
+    server.async_wait(socket::wait_read, [&](std::error_code) { readable = true; });
+    EXPECT_EQ(t.w.run_until([&] { return readable; }), world::wait_result::idle);
+    std::error_code ec;
+    const std::byte one[1] = {std::byte{1}};
+    if (how == wakes::byte) client.write_some(asio::buffer(one), ec);
+    if (how == wakes::fin) client.shutdown(socket::shutdown_send, ec);
+    if (how == wakes::reset) client.set_option(asio::socket_base::linger(true, 0));
+    if (how == wakes::reset) client.close(ec);
+    EXPECT_EQ(t.w.run_until([&] { return readable; }), world::wait_result::met)
+        << static_cast<int>(how);
+  }
+  two_nodes t(33, whole(9000));
+  acceptor a(t.server_ctx);
+  auto pair = t.connect_pair(a, t.listen(a));
+  auto& client = pair.first;
+  auto& server = pair.second;
+  bool writable = false;
+  client.async_wait(socket::wait_write, [&](std::error_code) { writable = true; });
+  EXPECT_EQ(t.w.run_until([&] { return writable; }), world::wait_result::met) << "empty buffer";
+  const auto bytes = pattern(9000, 33);
+  std::error_code ec;
+  ASSERT_EQ(client.write_some(asio::buffer(bytes), ec), 9000u);
+  ASSERT_EQ(t.w.run_until([&] { return server.queued() == 9000; }), world::wait_result::met);
+  writable = false;
+  client.async_wait(socket::wait_write, [&](std::error_code) { writable = true; });
+  std::vector<std::byte> got(3000);
+  asio::read(server, asio::buffer(got.data(), 2999), ec);
+  EXPECT_EQ(t.w.run_until([&] { return writable; }), world::wait_result::idle) << "2999 free";
+  asio::read(server, asio::buffer(got.data(), 1), ec);
+  EXPECT_EQ(t.w.run_until([&] { return writable; }), world::wait_result::met) << "3000 free";
 }
 
 // Every kind of network and timer event is recorded: the trace and the
