@@ -4,11 +4,17 @@
 // statuses and counters.
 #include <gtest/gtest.h>
 
+#include <asio/write.hpp>
+
+#include <array>
 #include <atomic>
+#include <future>
 #include <mutex>
 #include <set>
 
 #include "faultlane/core/failpoint.hpp"
+#include "faultlane/core/frame.hpp"
+#include "faultlane/testing/read_within.hpp"
 #include "faultlane/testing/transport_fixture.hpp"
 
 namespace faultlane {
@@ -330,6 +336,56 @@ TEST(transport_fault, a_connect_whose_work_expired_meanwhile_is_closed_as_it_com
   EXPECT_EQ(stats.connects, 1u);
   EXPECT_EQ(stats.lanes_connected, 0u);
   EXPECT_EQ(stats.lanes_connecting, 0u);
+  EXPECT_TRUE(initiator->shutdown().ok());
+}
+
+// The same on a reconnect: a lane whose first connection carried a
+// request, dropped, and connecting again for work that expired meanwhile,
+// closes the new connection unused too (whether a connection carried a
+// request is its own, not the lane's).
+TEST(transport_fault, a_reconnect_whose_work_expired_meanwhile_is_closed_as_it_comes_up_too) {
+  asio::io_context context;
+  asio::ip::tcp::acceptor listener(context);
+  listener.open(asio::ip::tcp::v4());
+  listener.bind({asio::ip::make_address("127.0.0.1"), 0});
+  listener.listen(0);
+  auto config = loopback_config();
+  config.connections_per_peer = 1;
+  config.connect_timeout_ms = 30000;
+  auto initiator = start(config);
+  const segment_descriptor d{
+      0x5113, {{"127.0.0.1", listener.local_endpoint().port()}}, 1u << 30, {}};
+  auto seg = initiator->open_segment(d).value();
+  std::vector<std::byte> back(64);
+  // The first connection carries one READ, answered by hand.
+  auto first_read = std::async(std::launch::async, [&] {
+    return run_one(*initiator, read_req(seg, 1, 0, back.data(), back.size())).code;
+  });
+  asio::ip::tcp::socket first(context);
+  ASSERT_FALSE(accept_within(listener, first));
+  wire::request_bytes header{};
+  ASSERT_FALSE(read_within(first, asio::buffer(header)));
+  auto request = wire::decode_request(header, 1u << 30);
+  ASSERT_TRUE(request.ok());
+  const auto payload = pattern(64, 9);
+  auto answer = wire::encode(wire::response_frame{wire::wire_status::ok,
+                                                   request.value().request_id, 64});
+  asio::write(first, std::array{asio::const_buffer(answer.data(), answer.size()),
+                                asio::const_buffer(payload.data(), payload.size())});
+  ASSERT_EQ(first_read.get(), status::ok);
+  asio::ip::tcp::socket filler(context);
+  filler.connect(listener.local_endpoint());  // the one place in the accept queue
+  initiator->drop_connections(seg);
+  auto r = read_req(seg, 1, 0, back.data(), back.size());
+  r.start_deadline_ms = 50;
+  ASSERT_EQ(run_one(*initiator, r).code, status::timeout);  // never left the queue
+  asio::ip::tcp::socket taken(context);
+  listener.accept(taken);  // room: the next SYN gets in
+  ASSERT_TRUE(eventually([&] { return initiator->stats().lanes_closed_unused == 1; }, 20s))
+      << "a reconnect with nothing to send was kept idle";
+  const auto stats = initiator->stats();
+  EXPECT_EQ(stats.connects, 2u);
+  EXPECT_EQ(stats.lanes_connected, 0u);
   EXPECT_TRUE(initiator->shutdown().ok());
 }
 
