@@ -213,6 +213,21 @@ TEST(relay_transport, a_status_trigger_fires_on_that_status_only) {
   EXPECT_EQ(p.relays[0]->counters().at("drop_frame.down"), 1u);
 }
 
+// A request carries no status: `status=` on an upward fault matches no
+// frame, not even `status=ok`.
+TEST(relay_transport, a_status_trigger_never_fires_on_a_request) {
+  std::vector<std::byte> memory(64);
+  relayed_pair p({"drop_frame dir=up status=ok count=1"}, one_lane(300));
+  auto id = p.target->register_buffer(memory.data(), memory.size(), permission::remote_read)
+                .value();
+  std::vector<std::byte> back(64);
+  EXPECT_EQ(core_testing::run_one(*p.initiator,
+                                  core_testing::read_req(p.segment, id, 0, back.data(), 64))
+                .code,
+            status::ok);
+  EXPECT_EQ(p.relays[0]->counters().at("drop_frame.up"), 0u);
+}
+
 // docs/faults.md: `rail=R` fires only on the relay of rail R: a sliced
 // READ loses its rail-1 answer, and the rail-0 relay drops nothing.
 TEST(relay_transport, a_rail_trigger_fires_on_its_rail_only) {
