@@ -137,6 +137,38 @@ TEST(rail_transport, target_publishes_one_endpoint_per_rail) {
   EXPECT_TRUE(t->shutdown().ok());
 }
 
+// docs/architecture.md: lane i serves rail i % rails, and each rail's
+// slices take its lanes in turn. With 4 lanes on 2 rails two sliced READs
+// use all four; with 3 lanes rail 0 has two (0 and 2) and rail 1 one.
+TEST(rail_transport, each_rail_takes_every_lane_of_its_own_in_turn) {
+  for (std::size_t lanes : {4u, 3u}) {
+    rail_observer seen;
+    auto target = start(rail_config(2, 2));
+    auto config = rail_config(2, lanes);
+    config.observer = &seen;
+    auto initiator = start(config);
+    const std::uint64_t length = 2 * limits::slice_step_bytes;
+    std::vector<std::byte> memory = pattern(length, 73);
+    auto id =
+        target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
+    auto seg = initiator->open_segment(target->descriptor()).value();
+    std::set<std::size_t> used;
+    for (int i = 0; i < 2; ++i) {
+      std::vector<std::byte> dest(length);
+      ASSERT_EQ(run_one(*initiator, read_req(seg, id, 0, dest.data(), length)).code, status::ok);
+      for (const auto& slice : seen.slices_of_last_task()) {
+        EXPECT_EQ(slice.lane % 2, slice.rail) << "lane " << slice.lane;
+        used.insert(slice.lane);
+      }
+    }
+    std::set<std::size_t> every;
+    for (std::size_t l = 0; l < lanes; ++l) every.insert(l);
+    EXPECT_EQ(used, every) << lanes << " lanes";
+    EXPECT_TRUE(initiator->shutdown().ok());
+    EXPECT_TRUE(target->shutdown().ok());
+  }
+}
+
 // The whole slicing contract on 2 and 4 rails: lanes bound to their rails on
 // both ends, one slice per rail with the planned ranges, nothing sliced one
 // byte below the threshold, uneven lengths covered exactly, payload intact

@@ -42,6 +42,37 @@ TEST(transport_pipeline, a_batch_leaves_a_connected_lane_in_one_write) {
   EXPECT_TRUE(initiator->shutdown().ok());
 }
 
+// docs/architecture.md: a gather write holds at most 256 KiB of requests;
+// the request that would take it past that starts the next one. Two WRITEs
+// whose requests (headers and bodies) come to exactly 256 KiB leave in one
+// write; one byte more, in two.
+TEST(transport_pipeline, a_gather_write_holds_256_kib_of_requests_and_not_a_byte_more) {
+  for (std::size_t extra : {0u, 1u}) {
+    auto target = start(loopback_config());
+    auto initiator = start(one_lane(8));
+    auto remote = pattern(512u << 10, 15);
+    auto id = target->register_buffer(remote.data(), remote.size(), permission::remote_read_write)
+                  .value();
+    auto seg = initiator->open_segment(target->descriptor()).value();
+    std::vector<std::byte> first(16);
+    ASSERT_EQ(run_one(*initiator, read_req(seg, id, 0, first.data(), 16)).code, status::ok);
+    const std::size_t half = (128u << 10) - wire::request_frame_bytes;
+    auto a = pattern(half, 16);
+    auto b = pattern(half + extra, 17);
+    const auto before = initiator->stats().request_sends;
+    auto batch = initiator->submit(std::vector{write_req(seg, id, 0, a.data(), a.size()),
+                                               write_req(seg, id, 256u << 10, b.data(), b.size())})
+                     .value();
+    ASSERT_TRUE(batch->wait(20s));
+    EXPECT_EQ(batch->status(0).code, status::ok);
+    EXPECT_EQ(batch->status(1).code, status::ok);
+    EXPECT_EQ(initiator->stats().request_sends - before, extra == 0 ? 1u : 2u)
+        << (256u << 10) + extra << " bytes of requests";
+    EXPECT_TRUE(initiator->shutdown().ok());
+    EXPECT_TRUE(target->shutdown().ok());
+  }
+}
+
 // A READ of a large answer queued in front of a WRITE larger than the
 // socket buffers take. The lane must read the READ's answer while the
 // WRITE's body still leaves: the target answers the READ before it reads
