@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -116,6 +117,42 @@ TEST(swarm, a_fault_an_event_or_expectation_names_stays_as_written) {
     EXPECT_EQ(*probability, 0.02) << seed;
   }
   EXPECT_EQ(swarm_faults(load_scenario(library("lost_write_ack_dropped")).value()), 0u);
+}
+
+// Each way of naming a fault keeps it as written: an event's trigger
+// (`fault:`), a `remove_fault` event's `fault_name`, and an expectation
+// on one link (`LINK/NAME`).
+TEST(swarm, a_fault_named_by_a_trigger_a_removal_or_a_link_expectation_stays) {
+  auto s = load_scenario(library("swarm")).value();
+  std::map<std::string, double> written;
+  for (auto& l : s.links) {
+    for (auto& f : l.faults) {
+      f.optional = true;
+      written[f.spec.name] = f.spec.when.probability;
+    }
+  }
+  event_spec fired;
+  fired.when = trigger_kind::fault_fired;
+  fired.fault = "reset0";
+  event_spec removed;
+  removed.when = trigger_kind::phase_start;
+  removed.phase = s.phases.front().name;
+  removed.fault_name = "corrupt1";
+  s.events = {fired, removed};
+  s.expect.faults[s.links[0].name + "/drop0"] = {};
+  const std::set<std::string> named{"reset0", "corrupt1", "drop0"};
+  EXPECT_EQ(swarm_faults(s), written.size() - named.size());
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    std::set<std::string> kept;
+    for (const auto& l : swarm_variant(s, seed).links) {
+      for (const auto& f : l.faults) {
+        if (!named.count(f.spec.name)) continue;
+        kept.insert(f.spec.name);
+        EXPECT_EQ(f.spec.when.probability, written[f.spec.name]) << f.spec.name << " " << seed;
+      }
+    }
+    EXPECT_EQ(kept, named) << "seed " << seed;
+  }
 }
 
 nlohmann::json without_wall_time(const std::string& path) {
