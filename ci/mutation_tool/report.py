@@ -86,8 +86,16 @@ def markdown(run, rows, results):
         chosen = [r for r in results if r["outcome"] in which]
         out += ["", f"## {title} ({len(chosen)})", ""]
         for r in chosen:
-            reach = (f"reached by {r['tests_reached']} test(s), all passed" if r["outcome"] ==
-                     "survived" else "no test reaches it")
+            ran = r.get("tests_run", r["tests_reached"])
+            if r["outcome"] != "survived":
+                reach = "no test reaches it"
+            elif ran == 0:
+                reach = f"reached by {r['tests_reached']} test(s), in none of which its value differs"
+            elif ran < r["tests_reached"]:
+                reach = (f"reached by {r['tests_reached']} test(s); its value differs in {ran}, "
+                         f"which all passed")
+            else:
+                reach = f"reached by {r['tests_reached']} test(s), all passed"
             out.append(f"- `{r['key']}` ({r['operator']}, in `{_cell(r['function'])}`; "
                        f"{r['preset']}; {reach})")
             out.append(f"  - `- {_cell(r['before'])}`")

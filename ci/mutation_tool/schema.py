@@ -1,7 +1,8 @@
 """Mutant schemata: every sampled mutant of a file compiled in at once.
 
 Each mutant's range becomes `(FAULTLANE_MUTANT(id) ? (mutated) : (original))`
-(the original with the switches of the mutants inside it), so one build
+(the original with the switches of the mutants inside it; for the mutants
+`watched` picks, the original inside FAULTLANE_WATCH), so one build
 serves the whole sample and the environment picks the mutant a process runs
 (FAULTLANE_MUTANT=id; none by default). The switch (switch.hpp) also records,
 when FAULTLANE_MUTANT_TRACE names a folder, every switch a process reaches:
@@ -73,7 +74,7 @@ def render(text, mutants, switch_header):
             original = "".join(parts[-2:])
             del parts[-2:]
             pos = e
-            parts.append(_switched(text, s, ms, original))
+            parts.append(_switched(text, s, e, ms, original))
         return "".join(parts), i
 
     body, _ = emit_range(0, len(text) + 1)
@@ -82,13 +83,35 @@ def render(text, mutants, switch_header):
     return "".join(out), dropped
 
 
-def _switched(text, start, ms, original):
+def watched(m):
+    """Whether the trace run records where the mutant infects (its value
+    differs from the original's), so that only the tests it infects run
+    for it: a forced condition (its value is a constant), and a comparison
+    whose operands have no side effects (sites.py marks those `pure`), so
+    that evaluating the mutated comparison beside the original in the trace
+    run changes nothing. The others run every test that reaches them."""
+    return m.operator == "if_forced" or (m.operator == "relational" and
+                                         getattr(m, "pure", False))
+
+
+def _switched(text, start, end, ms, original):
     expr = None
     line = line_of(text, start)
+    watching = [m for m in ms if watched(m)]
     for m in reversed(ms):
         repl_fmt, orig_fmt = WRAP.get(m.operator, DEFAULT_WRAP)
         repl = repl_fmt.format(repl=m.replacement)
-        orig = orig_fmt.format(orig=original) if expr is None else expr
+        if expr is None:
+            orig = orig_fmt.format(orig=original)
+            if watching:
+                alternatives = ", ".join(
+                    f"::faultlane_mutation::alternative{{{w.id}, static_cast<bool>(({w.replacement}))}}"
+                    for w in watching)
+                if "\n" in alternatives:  # the text after the range keeps its lines
+                    alternatives += f"\n#line {line_of(text, end)}\n"
+                orig = f"FAULTLANE_WATCH(({original}), {alternatives})"
+        else:
+            orig = expr
         resync = f"\n#line {line}\n" if "\n" in repl else ""
         expr = f"(FAULTLANE_MUTANT({m.id}) ? {repl}{resync} : {orig})"
     return expr

@@ -50,6 +50,8 @@ int main() {
     for (int b = 0; b < table_size; ++b) std::printf("%d", pick(a, b));
   }
   bump();
+  if (counter >= 1) bump();
+  if (counter >= 0) bump();
   flag.store(7, std::memory_order_release);
   for (int spins = 0; flag.load(std::memory_order_acquire) == 0 && spins < 3; ++spins) ++counter;
   std::printf(" %d %d %d %d\n", counter, small(9), small(10), flag.load());
@@ -139,9 +141,11 @@ def check_schemata(cxx, found, folder):
     lines = []
     for name in os.listdir(trace):
         lines += open(os.path.join(trace, name), encoding="utf-8").read().split()
-    reached = [int(x) for x in lines]
-    if len(reached) != len(set(reached)):
-        fail("a switch was written twice")
+    reached = [int(x) for x in lines if not x.startswith("i")]
+    infected = [int(x[1:]) for x in lines if x.startswith("i")]
+    if len(reached) != len(set(reached)) or len(infected) != len(set(infected)):
+        fail("a switch or an infection was written twice")
+    check_infection(found, text, set(reached), set(infected))
     # All but the operand && never evaluates (flag is set, so `spins < 3`
     # is skipped): those switches are never reached, so never written.
     skipped = text.index("spins < 3")
@@ -149,6 +153,38 @@ def check_schemata(cxx, found, folder):
     if not unreached or set(reached) != {m.id for m in found} - unreached:
         fail(f"the trace holds {sorted(reached)}; every switch but {sorted(unreached)} runs")
     return rendered
+
+
+def check_infection(found, text, reached, infected):
+    """Only watched mutants are written as infected, each reached, and
+    exactly where its value differs. At `counter >= 1` counter is 1: `> 1`
+    differs (infected), and so does forcing it false, not forcing it true.
+    At `counter >= 0` counter is 2: `> 0` does not differ (not infected)."""
+    watched = {m.id for m in found if schema.watched(m)}
+    if not infected <= watched & reached:
+        fail(f"infected {sorted(infected)}: not all watched {sorted(watched)} and reached")
+
+    def at(condition):
+        here = [m for m in found if m.start == text.index(condition)]
+        forced = {m.replacement: m for m in here if m.operator == "if_forced"}
+        turned = [m for m in here if m.operator == "relational"]
+        if set(forced) != {"true", "false"} or len(turned) != 1 or \
+                not getattr(turned[0], "pure", False):
+            fail(f"the fixture's `{condition}` gives "
+                 f"{[(m.operator, m.replacement) for m in here]}")
+        return forced, turned[0]
+
+    forced, turned = at("counter >= 1")
+    if forced["true"].id in infected or forced["false"].id not in infected:
+        fail("a condition that holds: forcing it true must not infect, forcing it false must")
+    if turned.id not in infected:
+        fail("`counter >= 1` as `counter > 1` with counter 1 differs: not written as infected")
+    _, turned = at("counter >= 0")
+    if turned.id in infected:
+        fail("`counter >= 0` as `counter > 0` with counter 2 does not differ: written as infected")
+    with_calls = [m for m in found if m.operator == "relational" and "flag.load" in m.original]
+    if not with_calls or any(getattr(m, "pure", False) for m in with_calls):
+        fail("a comparison with a call in it was marked pure (or none was found)")
 
 
 def compile_and_run_cached(folder, env):
@@ -207,6 +243,7 @@ def check_scheduler(folder):
     class M:
         def __init__(self, i, path):
             self.id, self.path, self.key, self.outcome = i, path, f"m{i}", None
+            self.operator = "constant"
 
     # m0: `quick` passes, then `kill0` fails while `slow` (60 s) runs beside
     # it; m2: every test passes; m3: no test reaches it; m4: its test runs

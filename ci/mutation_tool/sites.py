@@ -36,6 +36,14 @@ STRONG_ORDERS = ("memory_order_acquire", "memory_order_release", "memory_order_a
                  "memory_order_seq_cst", "memory_order::acquire", "memory_order::release",
                  "memory_order::acq_rel", "memory_order::seq_cst")
 PLAIN_INT = re.compile(r"^(0|[1-9][0-9']*)([uU]?[lL]{0,2}|[lL]{1,2}[uU]?)$")
+# Expressions that may be evaluated twice with no effect (sites.pure).
+PURE_KINDS = {K.DECL_REF_EXPR, K.MEMBER_REF_EXPR, K.INTEGER_LITERAL, K.FLOATING_LITERAL,
+              K.CHARACTER_LITERAL, K.CXX_BOOL_LITERAL_EXPR, K.CXX_NULL_PTR_LITERAL_EXPR,
+              K.PAREN_EXPR, K.UNEXPOSED_EXPR, K.CXX_THIS_EXPR, K.CSTYLE_CAST_EXPR,
+              K.CXX_STATIC_CAST_EXPR, K.ARRAY_SUBSCRIPT_EXPR, K.BINARY_OPERATOR,
+              K.UNARY_OPERATOR, K.TYPE_REF}
+IMPURE_TOKENS = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", "++", "--",
+                 ",", "new", "delete", "co_await", "co_yield", "throw"}
 # Nodes whose subtree is evaluated at compile time: no run-time switch fits.
 CONSTANT_CONTEXTS = {K.STATIC_ASSERT, K.ENUM_CONSTANT_DECL, K.TEMPLATE_REF,
                      K.TYPE_REF, K.NAMESPACE_REF, K.TEMPLATE_NON_TYPE_PARAMETER,
@@ -231,6 +239,25 @@ class _Walker:
             mutated = (raw[whole[0]:start] + SWAPS[op.spelling].encode() +
                        raw[end:whole[1]]).decode("latin-1")
         self.add_range(c, whole, mutated, operator, function, at=start)
+        if operator == "relational" and not overloaded:
+            children = list(c.get_children())
+            self.out[-1].pure = all(self.pure(x) for x in (children[0], children[-1]))
+
+    def pure(self, c):
+        """Whether evaluating the expression again changes nothing and gives
+        the same value: names, members, literals, casts, subscripts and
+        arithmetic of those; no call, assignment, increment or atomic."""
+        if c.kind not in PURE_KINDS or "atomic" in c.type.spelling or \
+                "volatile" in c.type.spelling:
+            return False
+        if c.kind in (K.BINARY_OPERATOR, K.UNARY_OPERATOR):
+            children = list(c.get_children())
+            if not children:
+                return False
+            inside = [t.spelling for t in self.tokens(c)]
+            if any(t in IMPURE_TOKENS for t in inside):
+                return False
+        return all(self.pure(x) for x in c.get_children())
 
     def add_range(self, c, whole, mutated, operator, function, at=None):
         self.add(c, whole[0], whole[1], mutated, operator, function)

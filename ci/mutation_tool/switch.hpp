@@ -8,6 +8,7 @@
 // in a file named by the process id: the coverage map of the tests. The line
 // is written when the switch is first reached (not at exit), so a process
 // that ends by _exit, a signal or a sanitizer report still leaves its lines.
+// FAULTLANE_WATCH adds the infections (below).
 #pragma once
 
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
 
 namespace faultlane_mutation {
@@ -52,6 +54,40 @@ inline bool on(long id) {
   return active() == id;
 }
 
+inline bool tracing() { return trace_fd() >= 0; }
+
+// Infection: in a trace run, a mutant whose mutated value differs from the
+// original's where its switch is reached, written once as `i<id>`. A test
+// that reaches a mutant's switch but never infects it runs exactly as the
+// unmutated one up to the end, so it need not run for that mutant.
+inline std::atomic<unsigned char> infected[sites_max];
+
+struct alternative {
+  long id;
+  bool value;
+};
+
+inline bool watch(bool original, std::initializer_list<alternative> alternatives) {
+  for (const auto& a : alternatives) {
+    if (a.value != original && a.id >= 0 && a.id < sites_max &&
+        infected[a.id].exchange(1, std::memory_order_relaxed) == 0) {
+      char line[24];
+      const int n = std::snprintf(line, sizeof line, "i%ld\n", a.id);
+      [[maybe_unused]] const auto written = ::write(trace_fd(), line, static_cast<size_t>(n));
+    }
+  }
+  return original;
+}
+
 }  // namespace faultlane_mutation
 
 #define FAULTLANE_MUTANT(id) (::faultlane_mutation::on(id))
+// The original condition, and in a trace run which mutants' values differ
+// from it: FAULTLANE_WATCH((original), ::faultlane_mutation::alternative{id,
+// static_cast<bool>((mutated))}, ...). Only mutants whose mutated value is
+// free of side effects are watched (a forced condition, a comparison of
+// plain operands): their alternatives are evaluated in the trace run only.
+#define FAULTLANE_WATCH(original, ...)                                                        \
+  (::faultlane_mutation::tracing()                                                            \
+       ? ::faultlane_mutation::watch(static_cast<bool>(original), {__VA_ARGS__})              \
+       : static_cast<bool>(original))

@@ -23,6 +23,7 @@ class Test:
         self.timeout = float(props.get("TIMEOUT", 600))
         self.seconds = None  # the unmutated build's time, from the trace run
         self.reached = set()  # the switches it reaches, from the trace run
+        self.infected = set()  # the watched mutants it infects (schema.watched)
 
 
 def listed(build_dir):
