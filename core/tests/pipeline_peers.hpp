@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -32,13 +33,17 @@ using faultlane::testing::read_within;
 // gives it. Every wait is bounded.
 class scripted_peer {
  public:
-  // Each peer is its own incarnation (one segment each).
-  explicit scripted_peer(std::uint64_t incarnation = 0x5c1)
-      : incarnation_(incarnation), acceptor_(context_, {asio::ip::make_address("127.0.0.1"), 0}) {
+  // Each peer is its own incarnation (one segment each); another 127.x
+  // address serves as another rail's end.
+  explicit scripted_peer(std::uint64_t incarnation = 0x5c1, std::string address = "127.0.0.1")
+      : incarnation_(incarnation),
+        address_(std::move(address)),
+        acceptor_(context_, {asio::ip::make_address(address_), 0}) {
     acceptor_.non_blocking(true);
   }
-  segment_descriptor descriptor() const {
-    return {incarnation_, {{"127.0.0.1", acceptor_.local_endpoint().port()}}, 1u << 30, {}};
+  segment_descriptor descriptor() const { return {incarnation_, {endpoint()}, 1u << 30, {}}; }
+  faultlane::endpoint endpoint() const {
+    return {address_, acceptor_.local_endpoint().port()};
   }
 
   // Takes the next connection; false if none came within `timeout`.
@@ -116,6 +121,7 @@ class scripted_peer {
 
  private:
   std::uint64_t incarnation_;
+  std::string address_;
   asio::io_context context_;
   asio::ip::tcp::acceptor acceptor_;
   std::unique_ptr<asio::ip::tcp::socket> socket_;

@@ -8,6 +8,7 @@
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/slice_plan.hpp"
 #include "faultlane/testing/transport_fixture.hpp"
+#include "pipeline_peers.hpp"
 
 namespace faultlane {
 namespace {
@@ -135,6 +136,45 @@ TEST(rail_transport, target_publishes_one_endpoint_per_rail) {
     EXPECT_NE(d.endpoints[i].port, 0);
   }
   EXPECT_TRUE(t->shutdown().ok());
+}
+
+// docs/architecture.md: a failed slice cancels its siblings; one already
+// sent, alone on its lane, is cancelled by closing that lane's connection
+// (the target then stops), and the lane connects again for the next work.
+TEST(rail_transport, a_failed_slice_closes_a_lane_that_carries_only_its_sibling) {
+  pipeline_testing::scripted_peer p0(0x5c1, "127.0.0.1"), p1(0x5c1, "127.0.0.2");
+  auto config = rail_config(2, 2);
+  config.progress_timeout_ms = 60000;  // the silent sibling is not timed out
+  auto initiator = start(config);
+  const segment_descriptor d{0x5c1, {p0.endpoint(), p1.endpoint()}, 1u << 30, {}};
+  auto seg = initiator->open_segment(d).value();
+  std::vector<std::byte> dest(2 * limits::slice_step_bytes);
+  auto r = read_req(seg, 1, 0, dest.data(), dest.size());
+  auto batch = initiator->submit(std::span(&r, 1)).value();
+  ASSERT_TRUE(p0.accept());
+  ASSERT_TRUE(p1.accept());
+  ASSERT_TRUE(p0.next_request());
+  auto on_rail1 = p1.next_request();
+  ASSERT_TRUE(on_rail1);
+  p1.answer(wire::wire_status::range_rejected, on_rail1->request_id, 0);
+  ASSERT_TRUE(batch->wait(10s));
+  EXPECT_EQ(batch->status(0).code, status::range_rejected);
+  const auto asked = std::chrono::steady_clock::now();
+  EXPECT_FALSE(p0.next_request(30s)) << "rail 0 got another request";
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, 20s)
+      << "the sibling's lane was left open, its slice still in flight";
+  // Rail 0's lane connects again and serves the next READ.
+  std::vector<std::byte> small(16);
+  auto next = read_req(seg, 1, 0, small.data(), small.size());
+  auto after = initiator->submit(std::span(&next, 1)).value();
+  ASSERT_TRUE(p0.accept()) << "rail 0's lane never connected again";
+  auto request = p0.next_request();
+  ASSERT_TRUE(request);
+  p0.answer_ok(*request, pipeline_testing::sixteen);
+  ASSERT_TRUE(after->wait(10s));
+  EXPECT_EQ(after->status(0).code, status::ok);
+  EXPECT_EQ(initiator->stats().connects, 3u);
+  EXPECT_TRUE(initiator->shutdown().ok());
 }
 
 // docs/architecture.md: lane i serves rail i % rails, and each rail's
