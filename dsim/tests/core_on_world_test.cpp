@@ -187,6 +187,63 @@ TEST(core_on_world, a_silent_peer_times_out_in_virtual_time_not_wall_time) {
   EXPECT_LT(std::chrono::steady_clock::now() - wall_start, 4s);
 }
 
+// docs/architecture.md: of the WRITEs in one gather write that a broken
+// connection cut, the one whose bytes had begun to leave may have run
+// (ambiguous_write), and the ones behind it, of which no byte left, fail
+// definite. A 16 KiB buffer toward a peer that reads nothing holds the
+// first 16 KiB of three 64 KiB WRITEs; then the peer's node dies.
+TEST(core_on_world, a_write_cut_before_its_first_byte_left_fails_definite) {
+  dsim::world w(6);
+  dsim::network_options o;
+  o.buffer_min = o.buffer_max = 16u << 10;
+  o.partial_write = 0;
+  dsim::network net(w, o);
+  asio::io_context silent_ctx;
+  w.add_context(silent_ctx, "silent");
+  dsim::acceptor silent(silent_ctx);
+  std::error_code ec;
+  silent.open(asio::ip::tcp::v4(), ec);
+  silent.bind({asio::ip::make_address("127.0.0.2"), 0}, ec);
+  silent.listen(16, ec);
+  ASSERT_FALSE(ec) << ec.message();
+  std::vector<dsim::socket> held;  // accepted, never read
+  silent.async_accept(silent_ctx, [&](std::error_code e, dsim::socket s) {
+    if (!e) held.push_back(std::move(s));
+  });
+  auto config = world_config();
+  config.connections_per_peer = 1;
+  config.progress_timeout_ms = 60000;
+  auto initiator = transport::start(config);
+  ASSERT_TRUE(initiator.ok()) << initiator.error().message;
+  segment_descriptor d;
+  d.incarnation = 98;
+  d.endpoints = {{"127.0.0.2", silent.local_endpoint(ec).port()}};
+  d.max_transfer_bytes = 1u << 20;
+  auto seg = initiator.value()->open_segment(d);
+  ASSERT_TRUE(seg.ok()) << seg.error().message;
+  const auto source = pattern(64u << 10, 6);
+  std::vector<transfer_request> writes;
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    writes.push_back({wire::opcode::write, const_cast<std::byte*>(source.data()), source.size(),
+                      seg.value(), 1, i * source.size()});
+  }
+  auto batch = initiator.value()->submit(writes);
+  ASSERT_TRUE(batch.ok());
+  ASSERT_EQ(w.run_until([&] { return held.size() == 1 && held[0].queued() == (16u << 10); }),
+            dsim::world::wait_result::met)
+      << w.trace_text();
+  net.crash(asio::ip::make_address("127.0.0.2"));
+  ASSERT_TRUE(batch.value()->wait(60s)) << w.trace_text();
+  EXPECT_EQ(batch.value()->status(0).code, status::ambiguous_write);
+  EXPECT_EQ(batch.value()->status(1).code, status::connection_failed);
+  EXPECT_EQ(batch.value()->status(2).code, status::connection_failed);
+  EXPECT_TRUE(initiator.value()->shutdown().ok());
+  initiator.value().reset();
+  silent.close();
+  held.clear();
+  w.remove_context(silent_ctx);
+}
+
 // The target's node (127.0.0.2; the initiator is on 127.0.0.1) dies with
 // WRITEs in flight: every task still ends exactly once, a WRITE that may
 // have run ends ambiguous_write (never replayed), one that ended ok had
