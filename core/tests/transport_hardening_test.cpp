@@ -359,6 +359,7 @@ TEST(transport_hardening, after_a_failed_connect_one_lane_probes_while_the_other
   };
   EXPECT_EQ(run_one(*initiator, four[0]).code, status::timeout);
   EXPECT_EQ(initiator->stats().connect_failures, 1u);
+  EXPECT_EQ(initiator->stats().timeouts, 1u);  // a connect that timed out counts
   cooldown_over();
   // Four READs, one per lane: one probe dials and times out; the three
   // that waited for it fail at once, without dialling.
@@ -378,6 +379,7 @@ TEST(transport_hardening, after_a_failed_connect_one_lane_probes_while_the_other
   ASSERT_TRUE(again->wait(20s)) << "the next probe never dialled";
   EXPECT_EQ(again->status(0).code, status::timeout);
   EXPECT_EQ(initiator->stats().connect_failures, 3u);
+  EXPECT_EQ(initiator->stats().timeouts, 3u);  // the refused ones are not timeouts
   EXPECT_TRUE(initiator->shutdown().ok());
 }
 
