@@ -306,7 +306,9 @@ def check_scheduler(folder):
 def check_bad_input():
     tool = os.path.join(os.path.dirname(HERE), "mutation")
     cases = [(["--files", "no/such/*.cpp"], "matches"), (["--sample", "0"], "at least one"),
-             (["--presets", "nope"], "is not one of"), (["--bogus"], "")]
+             (["--presets", "nope"], "is not one of"), (["--bogus"], ""),
+             (["--changed", "no-such-revision"], "not a revision"),
+             (["--changed", "HEAD"], "changed since then")]
     for argv, words in cases:
         done = subprocess.run([tool, *argv], capture_output=True, text=True, timeout=60)
         if done.returncode != 2 or words not in done.stderr:
