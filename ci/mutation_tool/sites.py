@@ -42,6 +42,12 @@ PURE_KINDS = {K.DECL_REF_EXPR, K.MEMBER_REF_EXPR, K.INTEGER_LITERAL, K.FLOATING_
               K.PAREN_EXPR, K.UNEXPOSED_EXPR, K.CXX_THIS_EXPR, K.CSTYLE_CAST_EXPR,
               K.CXX_STATIC_CAST_EXPR, K.ARRAY_SUBSCRIPT_EXPR, K.BINARY_OPERATOR,
               K.UNARY_OPERATOR, K.TYPE_REF}
+TK = ci.TypeKind
+SCALAR_TYPES = {TK.BOOL, TK.CHAR_U, TK.UCHAR, TK.CHAR16, TK.CHAR32, TK.USHORT, TK.UINT, TK.ULONG,
+                TK.ULONGLONG, TK.UINT128, TK.CHAR_S, TK.SCHAR, TK.WCHAR, TK.SHORT, TK.INT,
+                TK.LONG, TK.LONGLONG, TK.INT128, TK.FLOAT, TK.DOUBLE, TK.LONGDOUBLE, TK.ENUM,
+                TK.POINTER, TK.NULLPTR}
+MACRO_LIKE = re.compile(r"^[A-Z][A-Z0-9_]+$")  # an upper-case name: a macro, most likely
 IMPURE_TOKENS = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", "++", "--",
                  ",", "new", "delete", "co_await", "co_yield", "throw"}
 # Nodes whose subtree is evaluated at compile time: no run-time switch fits.
@@ -243,21 +249,24 @@ class _Walker:
             children = list(c.get_children())
             self.out[-1].pure = all(self.pure(x) for x in (children[0], children[-1]))
 
-    def pure(self, c):
+    def pure(self, c, top=True):
         """Whether evaluating the expression again changes nothing and gives
         the same value: names, members, literals, casts, subscripts and
-        arithmetic of those; no call, assignment, increment or atomic."""
-        if c.kind not in PURE_KINDS or "atomic" in c.type.spelling or \
-                "volatile" in c.type.spelling:
+        arithmetic of those, of plain scalar types; no call, assignment,
+        increment, atomic, volatile, dependent type (a template's operator
+        may be anything) or macro (its spelling is not what runs)."""
+        if c.kind not in PURE_KINDS:
             return False
-        if c.kind in (K.BINARY_OPERATOR, K.UNARY_OPERATOR):
-            children = list(c.get_children())
-            if not children:
-                return False
-            inside = [t.spelling for t in self.tokens(c)]
-            if any(t in IMPURE_TOKENS for t in inside):
-                return False
-        return all(self.pure(x) for x in c.get_children())
+        t = c.type.get_canonical()
+        if t.kind in (TK.DEPENDENT, TK.ATOMIC, TK.INVALID) or t.is_volatile_qualified() or \
+                "atomic" in t.spelling or "volatile" in t.spelling:
+            return False
+        if top and t.kind not in SCALAR_TYPES:
+            return False
+        spelled = [tok.spelling for tok in self.tokens(c)]
+        if any(x in IMPURE_TOKENS or MACRO_LIKE.match(x) for x in spelled):
+            return False
+        return all(self.pure(x, top=False) for x in c.get_children())
 
     def add_range(self, c, whole, mutated, operator, function, at=None):
         self.add(c, whole[0], whole[1], mutated, operator, function)
@@ -331,8 +340,13 @@ class _Walker:
         text = self.raw[s[0]:s[1]].decode("latin-1")
         self.add(cond, s[0], s[1], f"!({text})", "not_added", function)
         if c.kind == K.IF_STMT:
-            self.add(cond, s[0], s[1], "true", "if_forced", function)
-            self.add(cond, s[0], s[1], "false", "if_forced", function)
+            # Forced, the condition is not evaluated at all: only one free
+            # of effects can be watched (schema.watched).
+            pure = self.pure(cond, top=False) and \
+                cond.type.get_canonical().kind in SCALAR_TYPES
+            for forced in ("true", "false"):
+                self.add(cond, s[0], s[1], forced, "if_forced", function)
+                self.out[-1].pure = pure
 
     def returned(self, c, function):
         children = list(c.get_children())

@@ -98,6 +98,8 @@ def run(test, env_extra, limit, cancel=None):
     env.update(test.env)
     env.update(env_extra)
     cancel = cancel or Cancel()
+    if cancel.cancelled:
+        return "cancelled", 0.0, ""
     GATE.enter(test.serial)
     start = time.monotonic()
     out = b""
@@ -125,6 +127,7 @@ def run(test, env_extra, limit, cancel=None):
             with _live_lock:
                 _live.discard(p.pid)
         with cancel.lock:
+            cancel.pid = None  # reaped: its group id may be reused
             if cancel.cancelled:
                 verdict = "cancelled"
     finally:
