@@ -353,9 +353,8 @@ TEST(transport_hardening, after_a_failed_connect_one_lane_probes_while_the_other
   std::vector<transfer_request> four;
   for (auto& b : back) four.push_back(read_req(seg, 1, 0, b.data(), 64));
   auto cooldown_over = [] {
-    // sleep-ok: waits out the configured cooldown, a rule of time, not a
-    // race with another thread.
-    std::this_thread::sleep_for(1100ms);
+    // Waits out the configured cooldown: a rule of time, not a race.
+    std::this_thread::sleep_for(1100ms);  // sleep-ok: the cooldown is time
   };
   EXPECT_EQ(run_one(*initiator, four[0]).code, status::timeout);
   EXPECT_EQ(initiator->stats().connect_failures, 1u);

@@ -51,7 +51,8 @@ class sim_on_world_library : public testing::TestWithParam<std::string> {};
 TEST_P(sim_on_world_library, passes_on_its_seed_and_seeds_1_to_3) {
   auto s = load_scenario(GetParam());
   ASSERT_TRUE(s.ok()) << s.error().message;
-  for (std::uint64_t seed : {s.value().seed, std::uint64_t{1}, std::uint64_t{2}, std::uint64_t{3}}) {
+  const std::uint64_t own = s.value().seed;
+  for (std::uint64_t seed : {own, std::uint64_t{1}, std::uint64_t{2}, std::uint64_t{3}}) {
     run_options o;
     o.seed = seed;
     const auto r = run_scenario(s.value(), o);
