@@ -50,6 +50,24 @@ def write(path_json, path_md, run, results):
     return rows
 
 
+def time_spent(results):
+    """Lines for where the mutant runs' test time went, by outcome."""
+    spent = {}
+    for r in results:
+        if r.get("seconds"):
+            n, total = spent.get(r["outcome"], (0, 0.0))
+            spent[r["outcome"]] = (n + 1, total + r["seconds"])
+    if not spent:
+        return []
+    out = ["", "## Where the test time went", "",
+           "| outcome | mutants | test minutes | per mutant (s) |", "|---|---:|---:|---:|"]
+    for outcome in OUTCOMES:
+        if outcome in spent:
+            n, total = spent[outcome]
+            out.append(f"| {outcome} | {n} | {total / 60:.1f} | {total / n:.0f} |")
+    return out
+
+
 def _cell(text):
     return str(text).replace("|", "\\|").replace("`", "'")
 
@@ -101,6 +119,7 @@ def markdown(run, rows, results):
             out.append(f"  - `- {_cell(r['before'])}`")
             out.append(f"  - `+ {_cell(r['after'])}`")
             out.append(f"  - replay: `ci/mutation --only {r['fingerprint']}`")
+    out += time_spent(results)
     killers = {}
     for r in results:
         if r["outcome"] in ("killed", "timed_out"):

@@ -30,6 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import schema  # noqa: E402
 import sites  # noqa: E402
+import tests  # noqa: E402
 
 FIXTURE = r"""#include <atomic>
 #include <cstdio>
@@ -231,7 +232,6 @@ def check_scheduler(folder):
     """Tests are shell commands that log their start and end; the mutants
     are stand-ins with the fields the scheduler reads."""
     tool = load_tool()
-    import tests
     log = os.path.join(folder, "sched.log")
 
     def test(name, body, seconds):
@@ -274,7 +274,7 @@ def check_scheduler(folder):
     def schedule(mutants, slots):
         plans = [tool.Plan(m, ["dsim"], {"dsim": every}) for m in mutants]
         results = {}
-        tool.Scheduler(plans, slots, time.monotonic() + 600,
+        tool.Scheduler(plans, tests.Pacer(slots, slots), time.monotonic() + 600,
                        lambda m, r: results.setdefault(m.id, r)).run()
         return results
 
@@ -303,6 +303,35 @@ def check_scheduler(folder):
              f"mutant 0 of its file goes first and kills it")
 
 
+def check_pacer(folder):
+    """Past its floor, a test starts only on idle CPUs, a second after the
+    last start, and never past the ceiling."""
+    stat = os.path.join(folder, "stat")
+
+    def cpu(total, idle):
+        with open(stat, "w", encoding="ascii") as f:
+            f.write(f"cpu  {total - idle} 0 0 {idle} 0 0 0 0 0 0\n")
+
+    cpu(1000, 500)
+    p = tests.Pacer(2, 4, busy_max=0.75, settle=1.0, stat=stat)
+    if not (p.may_start(0) and p.may_start(1)):
+        fail("the pacer refused a test under its floor")
+    cpu(2000, 600)  # the last interval 90% busy
+    p.sample_at -= 1
+    if p.may_start(2):
+        fail("the pacer started a test past its floor on busy CPUs")
+    cpu(3000, 1500)  # 10% busy
+    p.sample_at -= 1
+    p.started()
+    if p.may_start(2):
+        fail("the pacer started a test past its floor before the last one settled")
+    p.last_start -= 2
+    if not p.may_start(2) or not p.may_start(3):
+        fail("the pacer refused a test past its floor on idle CPUs")
+    if p.may_start(4):
+        fail("the pacer started a test past its ceiling")
+
+
 def check_bad_input():
     tool = os.path.join(os.path.dirname(HERE), "mutation")
     cases = [(["--files", "no/such/*.cpp"], "matches"), (["--sample", "0"], "at least one"),
@@ -326,6 +355,7 @@ def main():
         check_schemata(cxx, found, folder)
         check_pruning(cxx, found, folder)
         check_scheduler(folder)
+        check_pacer(folder)
     check_bad_input()
     print(f"ok: {len(found)} mutants over {len(EXPECTED)} operators")
     return 0

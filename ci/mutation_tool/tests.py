@@ -57,6 +57,96 @@ class SerialGate:
             self.cond.notify_all()
 
 
+class Pacer:
+    """How many tests may run at once: `floor` always, up to `ceiling` while
+    the machine's CPUs are mostly idle. Most tests wait on sockets and
+    deadlines (a real-time scenario uses a few per cent of a core), so a
+    fixed two per core leaves the CPUs idle; a test past the floor starts
+    only when the last second was under `busy_max` busy and the test before
+    it had a second to load the CPUs, so the load the limits were measured
+    under (the trace run is paced the same way) is never exceeded by much."""
+
+    def __init__(self, floor, ceiling, busy_max=0.75, settle=1.0, stat="/proc/stat"):
+        self.floor = floor
+        self.ceiling = max(floor, ceiling)
+        self.busy_max = busy_max
+        self.settle = settle
+        self.stat = stat
+        self.last_start = 0.0
+        self.sample = self._read()
+        self.sample_at = time.monotonic()
+        self.busy = 1.0
+
+    def _read(self):
+        try:
+            with open(self.stat, encoding="ascii") as f:
+                fields = [int(x) for x in f.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+        return sum(fields), idle
+
+    def _update(self, now):
+        if now - self.sample_at < 0.5:
+            return
+        cur = self._read()
+        if cur is not None and self.sample is not None and cur[0] > self.sample[0]:
+            self.busy = 1.0 - (cur[1] - self.sample[1]) / (cur[0] - self.sample[0])
+        self.sample, self.sample_at = cur, now
+
+    def may_start(self, running):
+        """Whether one more test may start beside `running` ones."""
+        if running < self.floor:
+            return True
+        if running >= self.ceiling or self.sample is None:
+            return False
+        now = time.monotonic()
+        self._update(now)
+        if now - self.last_start < self.settle or self.busy > self.busy_max:
+            return False
+        return True
+
+    def started(self):
+        self.last_start = time.monotonic()
+
+
+def paced_map(fn, items, pacer):
+    """fn over items, as many at once as the pacer allows; the results in
+    order. An exception in fn ends the map with it, after the running ones."""
+    items = list(items)
+    results = [None] * len(items)
+    errors = []
+    cond = threading.Condition()
+    running = [0]
+
+    def one(i, x):
+        try:
+            results[i] = fn(x)
+        except Exception as e:  # noqa: BLE001 (re-raised below, in the caller)
+            errors.append(e)
+        with cond:
+            running[0] -= 1
+            cond.notify_all()
+
+    workers = []
+    with cond:
+        for i, x in enumerate(items):
+            while not errors and not pacer.may_start(running[0]):
+                cond.wait(timeout=0.5)
+            if errors:
+                break
+            running[0] += 1
+            pacer.started()
+            w = threading.Thread(target=one, args=(i, x), daemon=True)
+            w.start()
+            workers.append(w)
+    for w in workers:
+        w.join()
+    if errors:
+        raise errors[0]
+    return results
+
+
 GATE = SerialGate()
 _live = set()  # process groups running now, for an interrupted run
 _live_lock = threading.Lock()
