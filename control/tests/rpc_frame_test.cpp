@@ -202,6 +202,26 @@ TEST(rpc_messages, a_count_the_body_cannot_hold_is_refused_before_any_reservatio
   EXPECT_TRUE(decode_pattern(rpc_body_writer().text(std::string(pattern_bytes_max, 'a')).take()));
 }
 
+// Rule: an error body keeps a message of up to 1024 bytes whole and cuts a
+// longer one to 1024.
+TEST(rpc_body, error_messages_are_kept_to_1024_bytes_and_cut_past_them) {
+  const std::string fits(1024, 'a');
+  EXPECT_EQ(read_error_body(error_body(fits)), fits);
+  EXPECT_EQ(read_error_body(error_body(fits + "b")), fits);
+  EXPECT_EQ(read_error_body(error_body("")), "");
+}
+
+// Rule: fits() holds while `count` items of `item_bytes_min` fill at most
+// what is left, and fails one item past it.
+TEST(rpc_body, a_count_fits_exactly_what_is_left_and_not_one_more) {
+  const std::vector<std::byte> body(12);
+  EXPECT_TRUE(rpc_body_reader(body).fits(3, 4, "items"));
+  rpc_body_reader over(body);
+  EXPECT_FALSE(over.fits(4, 4, "items"));
+  EXPECT_FALSE(over.ok());
+  EXPECT_TRUE(rpc_body_reader(body).fits(1'000'000, 0, "empty items"));
+}
+
 TEST(rpc_metrics, percentiles_are_within_a_sixteenth_and_the_max_is_exact) {
   latency_histogram h;
   EXPECT_EQ(h.percentile(50), 0u);

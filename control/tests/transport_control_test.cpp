@@ -132,6 +132,23 @@ TEST(transport_control, thread_counts_are_validated_by_name) {
   EXPECT_FALSE(control::endpoint_of(*testing::start(off)).has_value());
 }
 
+// Rule: the control plane's pool takes rpc_worker_count workers when it is
+// set (not worker_count), and rpc_queue_max as its bound; rpc_inline wins
+// over rpc_worker_count.
+TEST(transport_control, rpc_worker_count_and_rpc_queue_max_size_the_pool_unless_inline) {
+  auto c = testing::loopback_config();
+  c.rpc_worker_count = static_cast<std::int64_t>(c.worker_count) + 2;
+  c.rpc_queue_max = 7;
+  auto t = testing::start(c);
+  const auto m = control::metrics_of(*t);
+  EXPECT_EQ(m.workers, c.worker_count + 2);
+  EXPECT_EQ(m.queue_max, 7u);
+  c.rpc_inline = true;
+  auto inline_transport = testing::start(c);
+  EXPECT_EQ(control::metrics_of(*inline_transport).workers, 0u);
+  EXPECT_EQ(control::metrics_of(*inline_transport).queue_max, 0u);
+}
+
 // The control plane is a service attached to the transport: transport::start
 // alone serves none, serve() attaches one (not twice), a port already taken
 // fails start_transport as a whole, and none is served once shutdown began.
