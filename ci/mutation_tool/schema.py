@@ -86,14 +86,15 @@ def render(text, mutants, switch_header):
 def watched(m):
     """Whether the trace run records where the mutant infects (its value
     differs from the original's), so that only the tests it infects run
-    for it: a forced condition and a comparison, each only when what it
-    replaces has no side effects (sites.py marks those `pure`). A forced
-    condition is not evaluated at all, so one with effects (an exchange, a
-    decrement, a failpoint's count) changes the run where its value does
-    not; and evaluating a comparison of plain operands beside the original
-    in the trace run changes nothing. The others run every test that
-    reaches them."""
-    return m.operator in ("if_forced", "relational") and getattr(m, "pure", False)
+    for it: a forced condition, a comparison and a && turned || (or back),
+    each only when what it replaces has no side effects (sites.py marks
+    those `pure`). A forced condition is not evaluated at all, so one with
+    effects (an exchange, a decrement, a failpoint's count) changes the run
+    where its value does not; and evaluating a comparison of plain operands
+    beside the original in the trace run changes nothing (for && and ||,
+    no operand may need the other as its guard). The others run every test
+    that reaches them."""
+    return m.operator in ("if_forced", "relational", "logical") and getattr(m, "pure", False)
 
 
 def _switched(text, start, end, ms, original):

@@ -41,6 +41,7 @@ std::atomic<int> flag{0};
 int counter = 0;
 void bump() { ++counter; }
 bool small(int x) { return x < 10; }
+bool positive(const int* p) { return p && *p > 0; }
 int pick(int a, int b) {
   if (a == b && a > 0) return 1;
   if (!(a >= b) || b <= 2) return 2;
@@ -55,7 +56,8 @@ int main() {
   if (counter >= 0) bump();
   flag.store(7, std::memory_order_release);
   for (int spins = 0; flag.load(std::memory_order_acquire) == 0 && spins < 3; ++spins) ++counter;
-  std::printf(" %d %d %d %d\n", counter, small(9), small(10), flag.load());
+  std::printf(" %d %d %d %d", counter, small(9), small(10), flag.load());
+  std::printf(" %d %d\n", positive(&counter), positive(nullptr));
   return 0;
 }
 """
@@ -183,6 +185,15 @@ def check_infection(found, text, reached, infected):
     _, turned = at("counter >= 0")
     if turned.id in infected:
         fail("`counter >= 0` as `counter > 0` with counter 2 does not differ: written as infected")
+    # `a == b && a > 0` as `||` differs where one side holds alone (a = 1,
+    # b = 0): watched and infected. `p && *p > 0` as `||` would read *p
+    # where p is null: never watched (the trace run would crash).
+    both = [m for m in found if m.operator == "logical" and m.start == text.index("a == b &&")]
+    if len(both) != 1 or not schema.watched(both[0]) or both[0].id not in infected:
+        fail(f"`a == b && a > 0` turned `||`: want watched and infected, got {both}")
+    guard = [m for m in found if m.operator == "logical" and m.start == text.index("p && *p")]
+    if len(guard) != 1 or schema.watched(guard[0]):
+        fail("`p && *p > 0` turned `||` is watched: the trace run would read through null")
     with_calls = [m for m in found if m.operator == "relational" and "flag.load" in m.original]
     if not with_calls or any(getattr(m, "pure", False) for m in with_calls):
         fail("a comparison with a call in it was marked pure (or none was found)")

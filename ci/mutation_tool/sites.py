@@ -50,6 +50,9 @@ SCALAR_TYPES = {TK.BOOL, TK.CHAR_U, TK.UCHAR, TK.CHAR16, TK.CHAR32, TK.USHORT, T
 MACRO_LIKE = re.compile(r"^[A-Z][A-Z0-9_]+$")  # an upper-case name: a macro, most likely
 IMPURE_TOKENS = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", "++", "--",
                  ",", "new", "delete", "co_await", "co_yield", "throw"}
+# Tokens that may need the other operand of a && or || as a guard: a
+# dereference, a subscript, a division.
+GUARDED_TOKENS = {"->", "[", "*", "/", "%"}
 # Nodes whose subtree is evaluated at compile time: no run-time switch fits.
 CONSTANT_CONTEXTS = {K.STATIC_ASSERT, K.ENUM_CONSTANT_DECL, K.TEMPLATE_REF,
                      K.TYPE_REF, K.NAMESPACE_REF, K.TEMPLATE_NON_TYPE_PARAMETER,
@@ -245,9 +248,16 @@ class _Walker:
             mutated = (raw[whole[0]:start] + SWAPS[op.spelling].encode() +
                        raw[end:whole[1]]).decode("latin-1")
         self.add_range(c, whole, mutated, operator, function, at=start)
-        if operator == "relational" and not overloaded:
+        if not overloaded:
             children = list(c.get_children())
-            self.out[-1].pure = all(self.pure(x) for x in (children[0], children[-1]))
+            operands = (children[0], children[-1])
+            self.out[-1].pure = all(self.pure(x) for x in operands)
+            if operator == "logical":
+                # `a || b` evaluates `b` where `a && b` did not: an operand
+                # the other guards (`p && p->n`, `i < n && v[i]`, `d && n / d`)
+                # must be safe wherever it is evaluated.
+                self.out[-1].pure = self.out[-1].pure and not any(
+                    tok.spelling in GUARDED_TOKENS for x in operands for tok in self.tokens(x))
 
     def pure(self, c, top=True):
         """Whether evaluating the expression again changes nothing and gives
