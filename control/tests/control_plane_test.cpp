@@ -49,8 +49,8 @@ TEST(rpc_server, pooled_handlers_are_reachable_by_name_and_unknown_ones_are_name
 }
 
 TEST(rpc_server, a_handler_that_never_returns_leaves_the_only_io_thread_free) {
-  auto s = serve(1, {.workers = 1});
   gate stuck;
+  auto s = serve(1, {.workers = 1});
   s.srv->add("stuck", placement::pooled, [&](const call& c) {
     stuck.pass(c);
     return reply::ok();
@@ -79,8 +79,8 @@ TEST(rpc_server, a_handler_that_never_returns_leaves_the_only_io_thread_free) {
 }
 
 TEST(rpc_server, inline_handlers_starve_their_io_thread_which_is_what_the_pool_prevents) {
-  auto s = serve(1, {.workers = 0});  // the pool off: every handler inline
   gate stuck;
+  auto s = serve(1, {.workers = 0});  // the pool off: every handler inline
   s.srv->add("stuck", placement::pooled, [&](const call& c) {
     stuck.pass(c);
     return reply::ok();
@@ -101,8 +101,8 @@ TEST(rpc_server, inline_handlers_starve_their_io_thread_which_is_what_the_pool_p
 }
 
 TEST(rpc_server, a_full_queue_answers_busy_at_once_then_recovers_and_the_metrics_add_up) {
-  auto s = serve(2, {.workers = 1, .queue_max = 2});
   gate held;
+  auto s = serve(2, {.workers = 1, .queue_max = 2});
   s.srv->add("held", placement::pooled, [&](const call& c) {
     held.pass(c);
     return reply::ok();
@@ -140,8 +140,8 @@ TEST(rpc_server, a_full_queue_answers_busy_at_once_then_recovers_and_the_metrics
 }
 
 TEST(rpc_server, pipelined_calls_finish_out_of_order_matched_by_id) {
-  auto s = serve(1, {.workers = 2});
   gate first;
+  auto s = serve(1, {.workers = 2});
   s.srv->add("wait", placement::pooled, [&](const call& c) {
     first.pass(c);
     return reply::ok(bytes("late"));
@@ -213,8 +213,8 @@ TEST(rpc_server, each_malformed_frame_closes_only_its_connection) {
 }
 
 TEST(rpc_server, stop_with_a_handler_running_and_calls_queued_is_bounded_and_drains) {
-  auto s = serve(2, {.workers = 1, .queue_max = 8});
   gate never_opened;
+  auto s = serve(2, {.workers = 1, .queue_max = 8});
   std::atomic<int> ran_after_stop{0};
   std::atomic<bool> stop_returned{false};
   s.srv->add("long", placement::pooled, [&](const call& c) {

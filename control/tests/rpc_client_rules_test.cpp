@@ -224,8 +224,8 @@ TEST(rpc_client, requests_up_to_rpc_request_bytes_max_are_sent_and_one_more_is_r
 // A server with one worker and a queue of one, both taken by `held` calls
 // sent on a connection of the test's own: the next pooled call is busy.
 struct saturated {
+  gate held;  // before the server: it outlives the handlers
   served s = serve(2, {.workers = 1, .queue_max = 1});
-  gate held;
   std::optional<raw_connection> filler;
   saturated() {
     s.srv->add("held", placement::pooled, [this](const call& c) {

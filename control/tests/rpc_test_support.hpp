@@ -24,7 +24,9 @@ using asio::ip::tcp;
 using clock_type = std::chrono::steady_clock;
 
 // A gate a handler waits at until the test opens it (or the service
-// stops); every wait is bounded.
+// stops); every wait is bounded. Declare it before the server, so that a
+// failed assertion's early return stops the server (and releases its
+// handlers) while the gate they wait at still exists.
 class gate {
  public:
   void open() {

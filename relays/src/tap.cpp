@@ -6,19 +6,6 @@
 namespace faultlane::relays {
 namespace {
 
-const char* kind_name(record_kind k) {
-  switch (k) {
-    case record_kind::open: return "open";
-    case record_kind::close: return "close";
-    case record_kind::frame: return "frame";
-    case record_kind::fault: return "fault";
-    case record_kind::decode_error: return "decode_error";
-    case record_kind::write: return "write";
-    case record_kind::connect_failed: return "connect_failed";
-  }
-  return "?";
-}
-
 std::string quoted(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
@@ -34,10 +21,20 @@ std::string quoted(const std::string& s) {
 
 }  // namespace
 
+std::string_view record_kind_name(record_kind k) noexcept {
+  switch (k) {
+#define FAULTLANE_TAP_KIND(name) \
+  case record_kind::name: return #name;
+    FAULTLANE_TAP_RECORD_KINDS(FAULTLANE_TAP_KIND)
+#undef FAULTLANE_TAP_KIND
+  }
+  return "?";
+}
+
 std::string to_json(const tap_record& r) {
   std::string out =
       fmt::format(R"({{"kind": "{}", "t_us": {}, "relay": {}, "rail": {}, "conn": {})",
-                  kind_name(r.kind), r.time_us, quoted(r.relay), r.rail, r.connection);
+                  record_kind_name(r.kind), r.time_us, quoted(r.relay), r.rail, r.connection);
   switch (r.kind) {
     case record_kind::open:
     case record_kind::close:

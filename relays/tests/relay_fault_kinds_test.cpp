@@ -9,6 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "api/proxies.hpp"
@@ -256,6 +257,34 @@ TEST(relay_fault_text, fields_are_the_text_form_and_read_back) {
     ASSERT_TRUE(again.ok()) << describe(f.value());
     EXPECT_EQ(fault_fields(again.value()), fields) << text;
   }
+}
+
+// Every tap record kind (FAULTLANE_TAP_RECORD_KINDS) has its row in
+// docs/taps.md's record table under the name the JSONL writes, and the
+// table has no row for a kind the tap never writes.
+TEST(relay_tap_kinds, every_kind_is_named_once_and_has_its_docs_row) {
+  const auto taps = doc("taps.md");
+  std::set<std::string> names;
+#define FAULTLANE_TAP_KIND(name)                                  \
+  names.insert(std::string(record_kind_name(record_kind::name))); \
+  EXPECT_EQ(record_kind_name(record_kind::name), #name);          \
+  EXPECT_EQ(row_cells(taps, "`" #name "`").size(), 2u) << "docs/taps.md has no row for " #name;
+  FAULTLANE_TAP_RECORD_KINDS(FAULTLANE_TAP_KIND)
+#undef FAULTLANE_TAP_KIND
+  const auto table = paragraph(taps, "| kind | more fields |");
+  ASSERT_FALSE(table.empty()) << "docs/taps.md has no record table";
+  std::size_t rows = 0;
+  for (std::size_t at = 0; (at = table.find("\n| `", at)) != std::string::npos; ++at) {
+    const auto end = table.find('`', at + 4);
+    const auto name = table.substr(at + 4, end - at - 4);
+    EXPECT_EQ(names.count(name), 1u)
+        << "docs/taps.md documents a kind the tap never writes: " << name;
+    ++rows;
+  }
+  EXPECT_EQ(rows, names.size());
+  tap_record r;
+  r.kind = record_kind::connect_failed;
+  EXPECT_NE(to_json(r).find(R"({"kind": "connect_failed",)"), std::string::npos) << to_json(r);
 }
 
 }  // namespace

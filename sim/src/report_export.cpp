@@ -22,19 +22,6 @@ std::string_view outcome_name(run_outcome o) noexcept {
   return "error";
 }
 
-std::string_view record_kind_name(relays::record_kind k) noexcept {
-  switch (k) {
-    case relays::record_kind::open: return "open";
-    case relays::record_kind::close: return "close";
-    case relays::record_kind::frame: return "frame";
-    case relays::record_kind::fault: return "fault";
-    case relays::record_kind::decode_error: return "decode_error";
-    case relays::record_kind::write: return "write";
-    case relays::record_kind::connect_failed: return "connect_failed";
-  }
-  return "unknown";
-}
-
 json checker_json(const checker_result& c) {
   json violations = json::array();
   for (const auto& v : c.violations) {
@@ -61,7 +48,7 @@ json counters_json(const history& h) {
   for (const auto& link : h.links) {
     json tap = json::object();
     for (const auto& record : link.tap) {
-      std::string key(record_kind_name(record.kind));
+      std::string key(relays::record_kind_name(record.kind));
       tap[key] = tap.value(key, std::uint64_t{0}) + 1;
     }
     links[link.name] = {{"initiator", link.initiator}, {"target", link.target},

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "faultlane/core/frame.hpp"
@@ -23,15 +24,26 @@
 
 namespace faultlane::relays {
 
+// The kinds of tap record, each with the name the JSONL and the run
+// reports write: one row each (connect_failed: the upstream refused or
+// could not be reached, so neither open nor close follows).
+#define FAULTLANE_TAP_RECORD_KINDS(X) \
+  X(open)                             \
+  X(close)                            \
+  X(frame)                            \
+  X(fault)                            \
+  X(decode_error)                     \
+  X(write)                            \
+  X(connect_failed)
+
 enum class record_kind : std::uint8_t {
-  open,
-  close,
-  frame,
-  fault,
-  decode_error,
-  write,
-  connect_failed,  // the upstream refused or could not be reached: no open, no close
+#define FAULTLANE_TAP_KIND(name) name,
+  FAULTLANE_TAP_RECORD_KINDS(FAULTLANE_TAP_KIND)
+#undef FAULTLANE_TAP_KIND
 };
+
+// The name a record of kind k has in the JSONL ("decode_error", ...).
+std::string_view record_kind_name(record_kind k) noexcept;
 
 struct tap_record {
   record_kind kind = record_kind::frame;
