@@ -35,11 +35,13 @@ inline std::vector<char> request(wire::opcode op, std::uint64_t id, std::uint64_
   return out;
 }
 
-// A response header with no payload (committed 0, or not a READ's ok).
-inline std::vector<char> response(std::uint64_t id, wire::wire_status s = wire::wire_status::ok) {
+// A response header with no payload (a WRITE's, or not ok).
+inline std::vector<char> response(std::uint64_t id, wire::wire_status s = wire::wire_status::ok,
+                                  std::uint64_t committed = 0) {
   wire::response_frame f;
   f.status = s;
   f.request_id = id;
+  f.committed_bytes = committed;
   return as_chars(wire::encode(f));
 }
 
@@ -50,9 +52,11 @@ inline std::vector<char> joined(const std::vector<std::vector<char>>& parts) {
 }
 
 // An upstream for one connection: reads `wait_bytes` (so the requests the
-// answers pair with were decoded first), sends `reply`, then FIN.
+// answers pair with were decoded first), or until the FIN with `until_fin`,
+// sends `reply`, then FIN.
 class responder {
  public:
+  static constexpr std::size_t until_fin = SIZE_MAX;
   responder(std::size_t wait_bytes, std::vector<char> reply)
       : acceptor_(context_, {asio::ip::make_address("127.0.0.1"), 0}) {
     thread_ = std::thread([this, wait_bytes, reply = std::move(reply)] {
@@ -60,9 +64,16 @@ class responder {
       std::error_code ec;
       acceptor_.accept(s, ec);
       if (ec) return;
-      std::vector<char> in(wait_bytes);
-      asio::read(s, asio::buffer(in), ec);
-      if (ec) return;
+      if (wait_bytes == until_fin) {
+        std::vector<char> in(4096);
+        while (!ec) s.read_some(asio::buffer(in), ec);
+        if (ec != asio::error::eof) return;
+        ec.clear();
+      } else {
+        std::vector<char> in(wait_bytes);
+        asio::read(s, asio::buffer(in), ec);
+        if (ec) return;
+      }
       asio::write(s, asio::buffer(reply), ec);
       s.shutdown(tcp::socket::shutdown_send, ec);
       std::vector<char> rest(4096);

@@ -1,0 +1,154 @@
+// The pipe's closes and the relay's counters (docs/faults.md): a FIN goes
+// on one way while the other keeps flowing on every path (splice, write
+// through, the fault chain), a dropping direction keeps its socket open,
+// a downed upstream closes the client as configured, and per-connection
+// faults count once per connection.
+#include <gtest/gtest.h>
+
+#include "relay_frames.hpp"
+
+namespace faultlane::relays {
+namespace {
+
+using namespace testing;
+
+enum class path { splice, write_through, chain };
+
+relay_config config_for(path p, const address& upstream) {
+  switch (p) {
+    case path::splice: return config_to(upstream, {});
+    case path::write_through:
+      // Frames are decoded for the down fault; the up direction has none.
+      return config_to(upstream, {"drop_frame dir=down opcode=write"}, protocol::faultlane);
+    case path::chain: {
+      auto c = config_to(upstream, {}, protocol::faultlane);
+      c.tap = true;
+      return c;
+    }
+  }
+  return {};
+}
+
+class relay_half_close : public ::testing::TestWithParam<path> {};
+
+// Rule: a client's FIN goes on to the upstream while the other direction
+// stays open: the answer sent after it arrives, then its FIN, and the
+// connection ends once both directions did; every byte is counted.
+TEST_P(relay_half_close, a_fin_goes_on_while_the_other_direction_flows) {
+  const auto answer = bytes(5000, 4);
+  responder upstream(responder::until_fin, answer);
+  auto r = start_relay(config_for(GetParam(), upstream.where()));
+  {
+    client c(r->listen_endpoint());
+    c.send(bytes(3000, 1));
+    c.send_fin();
+    auto got = c.read(answer.size() + 1, 10s);
+    EXPECT_EQ(got.data, answer);
+    EXPECT_EQ(got.end, asio::error::eof);
+  }
+  EXPECT_TRUE(eventually([&] { return r->live_connections() == 0; }));
+  EXPECT_EQ(r->bytes_received(direction::up), 3000u);
+  EXPECT_EQ(r->bytes_received(direction::down), answer.size());
+}
+
+INSTANTIATE_TEST_SUITE_P(paths, relay_half_close,
+                         ::testing::Values(path::splice, path::write_through, path::chain),
+                         [](const auto& info) {
+                           switch (info.param) {
+                             case path::splice: return std::string("splice");
+                             case path::write_through: return std::string("write_through");
+                             case path::chain: return std::string("chain");
+                           }
+                           return std::string();
+                         });
+
+// Rule: a dropping direction passes nothing on, not the FIN either: a
+// black hole keeps the upstream's socket open after the client's FIN.
+TEST(relay_pipe_rules, a_black_hole_keeps_the_fin_too) {
+  plain_peer sink(plain_peer::mode::sink);
+  auto r = start_relay(config_to(sink.where(), {"blackhole dir=up"}));
+  client c(r->listen_endpoint());
+  c.send(bytes(100));
+  c.send_fin();
+  ASSERT_TRUE(eventually([&] { return r->bytes_received(direction::up) == 100; }));
+  // The absence of a FIN is the rule: give one every chance to arrive.
+  EXPECT_FALSE(eventually([&] { return sink.saw_eof(); }, 500ms));
+  EXPECT_EQ(sink.received(), 0u);
+  expect_counters(*r, {{"blackhole.up", 1}}, 1);
+}
+
+// Rule: bytes that arrive with a FIN behind a stall wait with it; removing
+// the stall lets the bytes and then the FIN through.
+TEST(relay_pipe_rules, a_stall_holds_the_fin_behind_its_bytes_until_removed) {
+  plain_peer sink(plain_peer::mode::sink);
+  auto r = start_relay(config_to(sink.where(), {}));
+  auto stall = r->add_fault(parse_fault("stall dir=up after_bytes=10").value());
+  client c(r->listen_endpoint());
+  c.send(bytes(100));
+  c.send_fin();
+  ASSERT_TRUE(eventually([&] { return sink.received() == 10; }));
+  ASSERT_TRUE(r->remove_fault(stall));
+  ASSERT_TRUE(eventually([&] { return sink.saw_eof(); }));
+  EXPECT_EQ(sink.received_bytes(), bytes(100));
+  expect_counters(*r, {{"stall.up", 1}}, 1);
+}
+
+address dead_port() {
+  asio::io_context io;
+  tcp::acceptor a(io, {asio::ip::make_address("127.0.0.1"), 0});
+  return {"127.0.0.1", a.local_endpoint().port()};  // closed when `a` goes
+}
+
+// Rule: with on_upstream_failure fin, the stderr line says the client is
+// closed (not reset), the client reads a FIN, and exactly one failure is
+// counted with nothing else.
+TEST(relay_pipe_rules, a_downed_upstream_with_fin_says_closed_and_counts_one_failure) {
+  auto c = config_to(dead_port(), {});
+  c.on_upstream_failure = close_mode::fin;
+  auto r = start_relay(c);
+  ::testing::internal::CaptureStderr();
+  {
+    client cl(r->listen_endpoint());
+    EXPECT_EQ(cl.read(1, 10s).end, asio::error::eof);
+  }
+  ASSERT_TRUE(eventually([&] { return r->live_connections() == 0; }));
+  auto log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("; the client is closed\n"), std::string::npos) << log;
+  expect_counters(*r, {{"upstream.connect_failures", 1}}, 1);
+}
+
+// Rule: log_connect_failures off writes nothing, but the failure still counts.
+TEST(relay_pipe_rules, a_quiet_relay_still_counts_a_downed_upstream) {
+  auto c = config_to(dead_port(), {});
+  c.log_connect_failures = false;
+  auto r = start_relay(c);
+  ::testing::internal::CaptureStderr();
+  {
+    client cl(r->listen_endpoint());
+    EXPECT_EQ(cl.read(1, 10s).end, asio::error::connection_reset);
+  }
+  ASSERT_TRUE(eventually([&] { return r->counter("upstream.connect_failures") == 1; }));
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+}
+
+// Rule: latency counts once per connection it applies to, however many
+// chunks it delays; slow_close once per delayed close.
+TEST(relay_pipe_rules, per_connection_faults_count_once_per_connection) {
+  plain_peer echo(plain_peer::mode::echo);
+  auto r =
+      start_relay(config_to(echo.where(), {"latency dir=up ms=1", "slow_close dir=down ms=1"}));
+  for (int conn = 0; conn < 2; ++conn) {
+    client c(r->listen_endpoint());
+    for (int round = 0; round < 3; ++round) {  // three chunks, each echoed before the next
+      c.send(bytes(10, round));
+      ASSERT_EQ(c.read(10, 10s).data, bytes(10, round));
+    }
+    c.send_fin();
+    EXPECT_EQ(c.read(1, 10s).end, asio::error::eof);
+  }
+  ASSERT_TRUE(eventually([&] { return r->live_connections() == 0; }));
+  expect_counters(*r, {{"latency.up", 2}, {"slow_close.down", 2}}, 2);
+}
+
+}  // namespace
+}  // namespace faultlane::relays
