@@ -1,0 +1,190 @@
+// What a tap records (docs/taps.md): open and close with their addresses,
+// each frame and each firing with where it was, JSON that quotes any name,
+// the queries, and a tap file started afresh or appended to.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "relay_frames.hpp"
+
+namespace faultlane::relays {
+namespace {
+
+using namespace testing;
+using wire::opcode;
+
+std::vector<tap_record> of_kind(relay& r, record_kind k) {
+  std::vector<tap_record> out;
+  for (auto& rec : r.taps().records()) {
+    if (rec.kind == k) out.push_back(rec);
+  }
+  return out;
+}
+
+relay_config tapped(const address& upstream, std::vector<std::string> faults = {}) {
+  auto c = config_to(upstream, std::move(faults), protocol::faultlane);
+  c.tap = true;
+  c.name = "tapper";
+  c.rail = 2;
+  return c;
+}
+
+bool is_loopback_address(const std::string& text) { return text.rfind("127.0.0.1:", 0) == 0; }
+
+// Rule: open and close name the relay, its rail, the connection's index,
+// the client, the relay's upstream side and the upstream.
+TEST(relay_tap_rules, open_and_close_carry_the_connections_addresses) {
+  plain_peer echo(plain_peer::mode::echo);
+  auto r = start_relay(tapped(echo.where()));
+  for (int i = 0; i < 2; ++i) {
+    client c(r->listen_endpoint());
+    c.send_fin();
+    EXPECT_EQ(c.read(1, 10s).end, asio::error::eof);
+  }
+  ASSERT_TRUE(eventually([&] { return of_kind(*r, record_kind::close).size() == 2; }));
+  auto opens = of_kind(*r, record_kind::open);
+  auto closes = of_kind(*r, record_kind::close);
+  ASSERT_EQ(opens.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    for (const auto* rec : {&opens[i], &closes[i]}) {
+      EXPECT_EQ(rec->relay, "tapper");
+      EXPECT_EQ(rec->rail, 2u);
+      EXPECT_EQ(rec->connection, i);
+      EXPECT_TRUE(is_loopback_address(rec->client_address)) << rec->client_address;
+      EXPECT_TRUE(is_loopback_address(rec->upstream_local)) << rec->upstream_local;
+      EXPECT_NE(rec->upstream_local, rec->client_address);
+      EXPECT_EQ(rec->upstream_remote, echo.where().str());
+    }
+  }
+}
+
+// Rule: a frame record says where the frame was and what its header held:
+// a request's registration, offset and length, a response's status and
+// committed bytes, each with its op and request id.
+TEST(relay_tap_rules, frame_records_carry_each_headers_fields) {
+  const auto requests = joined({request(opcode::read, 1), request(opcode::write, 2, 16)});
+  responder upstream(requests.size(),
+                     joined({response(1, wire::wire_status::ok),
+                             response(2, wire::wire_status::stale_registration, 16)}));
+  auto r = start_relay(tapped(upstream.where()));
+  client c(r->listen_endpoint());
+  c.send(requests);
+  EXPECT_EQ(c.read(1 << 16, 10s).end, asio::error::eof);
+  ASSERT_TRUE(eventually([&] { return r->taps().frames({}).size() == 4; }));
+  auto up = r->taps().frames([](const tap_record& f) { return f.request; });
+  auto down = r->taps().frames([](const tap_record& f) { return !f.request; });
+  ASSERT_EQ(up.size(), 2u);
+  ASSERT_EQ(down.size(), 2u);
+  EXPECT_EQ(up[1].dir, direction::up);
+  EXPECT_EQ(up[1].frame_index, 1u);
+  EXPECT_EQ(up[1].stream_offset, wire::request_frame_bytes);
+  EXPECT_EQ(up[1].op, opcode::write);
+  EXPECT_EQ(up[1].request_id, 2u);
+  EXPECT_EQ(up[1].registration_id, 9u);
+  EXPECT_EQ(up[1].remote_offset, 4096u);
+  EXPECT_EQ(up[1].length, 16u);
+  EXPECT_EQ(down[1].dir, direction::down);
+  EXPECT_EQ(down[1].frame_index, 1u);
+  EXPECT_EQ(down[1].stream_offset, wire::response_frame_bytes);
+  EXPECT_EQ(down[1].op, opcode::write);
+  EXPECT_EQ(down[1].request_id, 2u);
+  EXPECT_EQ(down[1].status, static_cast<std::uint16_t>(wire::wire_status::stale_registration));
+  EXPECT_EQ(down[1].length, 16u);
+  EXPECT_EQ(down[0].op, opcode::read);
+  EXPECT_EQ(down[0].status, 0u);
+}
+
+// Rule: a fault record names the fault, its direction, the frame it fired
+// on and that frame's place in the stream; one per firing.
+TEST(relay_tap_rules, a_fault_record_says_which_frame_and_where) {
+  auto r = start_relay(tapped({"127.0.0.1", 9}, {"drop_frame dir=up frame=1 name=second"}));
+  through(*r,
+          joined({request(opcode::read, 1), request(opcode::read, 2), request(opcode::read, 3)}));
+  auto faults = of_kind(*r, record_kind::fault);
+  ASSERT_EQ(faults.size(), 1u);
+  EXPECT_EQ(faults[0].fault, "second");
+  EXPECT_EQ(faults[0].dir, direction::up);
+  EXPECT_EQ(faults[0].frame_index, 1u);
+  EXPECT_EQ(faults[0].stream_offset, wire::request_frame_bytes);
+  EXPECT_EQ(faults[0].connection, 0u);
+  EXPECT_EQ(faults[0].relay, "tapper");
+}
+
+// Rule: names in JSON lines are quoted with `"` and `\` escaped and control
+// characters as \u00XX, so every line parses.
+TEST(relay_tap_rules, json_quotes_every_name) {
+  tap_record r;
+  r.kind = record_kind::fault;
+  r.relay = "a\"b\\c\n";
+  r.fault = "f";
+  EXPECT_NE(to_json(r).find(R"("relay": "a\"b\\c\u000a")"), std::string::npos) << to_json(r);
+}
+
+tap_record frame_record(std::size_t rail, bool is_request, opcode op) {
+  tap_record r;
+  r.kind = record_kind::frame;
+  r.rail = rail;
+  r.request = is_request;
+  r.op = op;
+  return r;
+}
+
+// Rule: frames() keeps frame records (through a filter), READ requests are
+// grouped by rail (not responses, not WRITEs), count() counts one kind, and
+// clear() forgets everything.
+TEST(relay_tap_rules, queries_see_what_they_name_and_clear_forgets) {
+  tap t;
+  t.record(frame_record(0, true, opcode::read));
+  t.record(frame_record(1, true, opcode::read));
+  t.record(frame_record(1, true, opcode::write));
+  t.record(frame_record(1, false, opcode::read));
+  tap_record fault;
+  fault.kind = record_kind::fault;
+  t.record(fault);
+  EXPECT_EQ(t.frames({}).size(), 4u);
+  EXPECT_EQ(t.frames([](const tap_record& f) { return f.rail == 1; }).size(), 3u);
+  auto by_rail = t.read_requests_by_rail();
+  ASSERT_EQ(by_rail.size(), 2u);
+  EXPECT_EQ(by_rail[0].size(), 1u);
+  EXPECT_EQ(by_rail[1].size(), 1u);
+  EXPECT_EQ(t.count(record_kind::fault), 1u);
+  EXPECT_EQ(t.count(record_kind::frame), 4u);
+  t.clear();
+  EXPECT_TRUE(t.records().empty());
+  EXPECT_EQ(t.count(record_kind::frame), 0u);
+}
+
+std::vector<std::string> lines_of(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// Rule: a tap file starts afresh unless tap_append asks to add to it.
+TEST(relay_tap_rules, a_tap_file_starts_afresh_unless_appended_to) {
+  plain_peer echo(plain_peer::mode::echo);
+  const auto path = ::testing::TempDir() + "faultlane_tap_rules_" + std::to_string(::getpid());
+  for (bool append : {false, true}) {
+    std::ofstream(path) << "{\"kind\": \"before\"}\n";
+    auto c = tapped(echo.where());
+    c.tap_path = path;
+    c.tap_append = append;
+    auto r = start_relay(c);
+    {
+      client cl(r->listen_endpoint());
+      cl.send_fin();
+      EXPECT_EQ(cl.read(1, 10s).end, asio::error::eof);
+    }
+    ASSERT_TRUE(eventually([&] { return r->taps().count(record_kind::close) == 1; }));
+    r.reset();
+    auto lines = lines_of(path);
+    ASSERT_FALSE(lines.empty());
+    EXPECT_EQ(lines.front() == "{\"kind\": \"before\"}", append) << lines.front();
+    EXPECT_NE(lines.back().find("\"kind\": \"close\""), std::string::npos) << lines.back();
+  }
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace faultlane::relays
