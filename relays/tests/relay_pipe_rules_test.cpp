@@ -1,8 +1,9 @@
 // The pipe's closes and the relay's counters (docs/faults.md): a FIN goes
 // on one way while the other keeps flowing on every path (splice, write
 // through, the fault chain), a dropping direction keeps its socket open,
-// a downed upstream closes the client as configured, and per-connection
-// faults count once per connection.
+// a downed upstream closes the client as configured, per-connection
+// faults count once per connection, refuse takes its triggers, a removed
+// fault keeps its count, and a lasting effect holds its slot while it lasts.
 #include <gtest/gtest.h>
 
 #include "relay_frames.hpp"
@@ -148,6 +149,75 @@ TEST(relay_pipe_rules, per_connection_faults_count_once_per_connection) {
   }
   ASSERT_TRUE(eventually([&] { return r->live_connections() == 0; }));
   expect_counters(*r, {{"latency.up", 2}, {"slow_close.down", 2}}, 2);
+}
+
+// Rule: refuse takes connection=, rail= and probability= as every fault
+// does: only the connection, rail and draw it names are reset.
+TEST(relay_pipe_rules, refuse_resets_only_the_connection_its_triggers_name) {
+  plain_peer echo(plain_peer::mode::echo);
+  auto c = config_to(echo.where(), {"refuse connection=1 name=second", "refuse rail=0 name=rail0",
+                                    "refuse probability=0 name=never"});
+  c.rail = 1;
+  auto r = start_relay(c);
+  for (int i = 0; i < 3; ++i) {
+    client cl(r->listen_endpoint());
+    cl.send(bytes(10));
+    auto got = cl.read(10, 10s);
+    if (i == 1) {
+      EXPECT_EQ(got.end, asio::error::connection_reset) << i;
+    } else {
+      EXPECT_EQ(got.data, bytes(10)) << i;
+    }
+  }
+  expect_counters(*r, {{"second", 1}, {"rail0", 0}, {"never", 0}, {"connections.refused", 1}}, 3);
+}
+
+// Rule: a removed fault's firings stay in the counters (and one added back
+// under the same name adds to them).
+TEST(relay_pipe_rules, a_removed_fault_keeps_its_count) {
+  plain_peer echo(plain_peer::mode::echo);
+  auto r = start_relay(config_to(echo.where(), {}));
+  for (int i = 0; i < 2; ++i) {
+    auto id = r->add_fault(parse_fault("latency dir=up ms=1").value());
+    client c(r->listen_endpoint());
+    c.send(bytes(10));
+    ASSERT_EQ(c.read(10, 10s).data, bytes(10));
+    ASSERT_TRUE(r->remove_fault(id));
+  }
+  expect_counters(*r, {{"latency.up", 2}}, 2);
+}
+
+// Rule: corrupt flips the mask in the low-order byte of the named header field.
+TEST(relay_pipe_rules, corrupt_flips_the_low_order_byte_of_its_field) {
+  plain_peer sink(plain_peer::mode::sink);
+  auto r = start_relay(
+      config_to(sink.where(), {"corrupt dir=up field=request_id mask=0x06"}, protocol::faultlane));
+  const auto sent = request(wire::opcode::read, 0x0102);
+  client c(r->listen_endpoint());
+  c.send(sent);
+  c.send_fin();
+  ASSERT_TRUE(eventually([&] { return sink.saw_eof(); }));
+  auto field = wire::find_request_field("request_id");
+  ASSERT_TRUE(field);
+  auto expected = sent;
+  expected[field->offset + field->size - 1] ^= 0x06;
+  EXPECT_EQ(sink.received_bytes(), expected);
+  expect_counters(*r, {{"corrupt.up", 1}}, 1);
+}
+
+// Rule: a stall that fired holds one active-fault slot until it is removed.
+TEST(relay_pipe_rules, a_fired_stall_holds_a_slot_until_removed) {
+  plain_peer sink(plain_peer::mode::sink);
+  auto r = start_relay(config_to(sink.where(), {}));
+  auto stall = r->add_fault(parse_fault("stall dir=up after_bytes=10").value());
+  client c(r->listen_endpoint());
+  c.send(bytes(100));
+  ASSERT_TRUE(eventually([&] { return sink.received() == 10; }));
+  EXPECT_EQ(r->active_faults(), 1u);
+  ASSERT_TRUE(r->remove_fault(stall));
+  ASSERT_TRUE(eventually([&] { return sink.received() == 100; }));
+  EXPECT_TRUE(eventually([&] { return r->active_faults() == 0; }));
+  EXPECT_EQ(r->active_faults_peak(), 1u);
 }
 
 }  // namespace
