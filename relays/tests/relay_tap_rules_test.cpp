@@ -3,6 +3,9 @@
 // the queries, and a tap file started afresh or appended to.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <fstream>
 
 #include "relay_frames.hpp"
