@@ -256,24 +256,6 @@ TEST(ScenarioLoader, Sizes) {
   }
 }
 
-// A small file with `extra` in the stream and `head` before it.
-std::string with(const std::string& head, const std::string& region_size,
-                 const std::string& stream_extra) {
-  return head + "transports: [{name: a}, {name: b}]\n" +
-         "regions: [{name: r, transport: b, size: " + region_size + "}]\n" +
-         "workload: [{name: s, from: a, region: r, " +
-         (stream_extra.find("ops:") == std::string::npos ? "ops: read, " : "") + stream_extra +
-         "}]\n";
-}
-
-void expect_bound(const std::string& ok_text, const std::string& bad_text, const std::string& key) {
-  auto good = parse_scenario(ok_text, "bound.yaml");
-  EXPECT_TRUE(good.ok()) << ok_text << "\n" << (good.ok() ? "" : good.error().message);
-  auto bad = parse_scenario(bad_text, "bound.yaml");
-  ASSERT_FALSE(bad.ok()) << bad_text;
-  EXPECT_NE(bad.error().message.find(": " + key + ": "), std::string::npos) << bad.error().message;
-}
-
 TEST(ScenarioLoader, BoundsOnBothSides) {
   const std::string s1 = "size: 1, count: 1";
   expect_bound(with("timeout_ms: 1000\n", "1", s1), with("timeout_ms: 999\n", "1", s1),
