@@ -263,11 +263,15 @@ def check_scheduler(folder):
     kill0 = test("kill0", 'test "$FAULTLANE_MUTANT" != 0 && test "$FAULTLANE_MUTANT" != 1', 0.5)
     quick = test("quick", "true", 0.2)
     hang = test("hang", 'if test "$FAULTLANE_MUTANT" = 4; then sleep 60; fi', 0.0)
-    reach = {"slow": {0, 1, 2}, "kill0": {0, 1}, "quick": {0, 1, 2}, "hang": {4}}
-    every = [slow, kill0, quick, hang]
+    # m5: its test runs past the limit once only (a burst of load): survived.
+    once = os.path.join(folder, "once")
+    lag = test("lag", f'if test "$FAULTLANE_MUTANT" = 5 && ! test -e {once}; then touch {once};'
+                      f' sleep 60; fi', 0.0)
+    reach = {"slow": {0, 1, 2}, "kill0": {0, 1}, "quick": {0, 1, 2}, "hang": {4}, "lag": {5}}
+    every = [slow, kill0, quick, hang, lag]
     for t in every:
         t.reached = reach[t.name]
-    tool.limit_for = lambda t: 3.0 if t.name == "hang" else 120.0
+    tool.limit_for = lambda t: 3.0 if t.name in ("hang", "lag") else 120.0
 
     # A test's thread may start late (a loaded machine): here every test
     # but `quick` starts half a second late, so that `quick` ends while the
@@ -290,9 +294,10 @@ def check_scheduler(folder):
         return results
 
     start = time.monotonic()
-    results = schedule([M(0, "a.cpp"), M(2, "b.cpp"), M(3, "b.cpp"), M(4, "c.cpp")], 4)
+    results = schedule([M(0, "a.cpp"), M(2, "b.cpp"), M(3, "b.cpp"), M(4, "c.cpp"),
+                        M(5, "d.cpp")], 4)
     took = time.monotonic() - start
-    want = {0: "killed", 2: "survived", 3: "not_reached", 4: "timed_out"}
+    want = {0: "killed", 2: "survived", 3: "not_reached", 4: "timed_out", 5: "survived"}
     got = {i: r["outcome"] for i, r in results.items()}
     if got != want:
         fail(f"the scheduler's outcomes {got}, want {want}")
