@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "deaf_peer.hpp"
 #include "docs_table.hpp"
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/limits.hpp"
@@ -212,32 +213,6 @@ TEST(transport_hardening, a_source_upgrades_a_segment_opened_from_a_descriptor) 
   EXPECT_TRUE(initiator->shutdown().ok());
   EXPECT_TRUE(target->shutdown().ok());
 }
-
-// A listener whose accept queue is full: Linux drops new SYNs, so a
-// connect to it stays in progress until the queue has room.
-class full_backlog_listener {
- public:
-  full_backlog_listener() : acceptor_(context_), filler_(context_) {
-    asio::ip::tcp::endpoint any(asio::ip::make_address("127.0.0.1"), 0);
-    acceptor_.open(any.protocol());
-    acceptor_.bind(any);
-    acceptor_.listen(0);  // one queued connection fills it
-    filler_.connect(acceptor_.local_endpoint());
-  }
-  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
-  // Makes room: the next retransmitted SYN is answered.
-  void make_room() {
-    asio::ip::tcp::socket s(context_);
-    ASSERT_FALSE(faultlane::testing::accept_within(acceptor_, s)) << "no connection to take";
-    taken_.push_back(std::move(s));
-  }
-
- private:
-  asio::io_context context_;
-  asio::ip::tcp::acceptor acceptor_;
-  asio::ip::tcp::socket filler_;
-  std::vector<asio::ip::tcp::socket> taken_;
-};
 
 // Defect 9: drop_connections() while a lane is connecting cancels that
 // connect: not a connect failure, no cooldown, and the queued work

@@ -82,7 +82,8 @@ TEST(yaml_reader, an_error_is_placed_one_based_with_its_key_and_complaint) {
   EXPECT_EQ(s.place->key, "");
 }
 
-// Rule: a syntax error from yaml-cpp is placed at its mark, 1-based.
+// Rule: a syntax error from yaml-cpp is placed at its mark, 1-based; one
+// without a mark at 1:1.
 TEST(yaml_reader, a_syntax_error_is_placed_at_yaml_cpps_mark) {
   try {
     (void)YAML::Load("a: 1\nb: [\n");
@@ -94,6 +95,9 @@ TEST(yaml_reader, a_syntax_error_is_placed_at_yaml_cpps_mark) {
     EXPECT_EQ(e.place->at.column, ex.mark.column + 1);
     EXPECT_NE(e.message.find(": yaml: "), std::string::npos) << e.message;
   }
+  // An error with no mark is placed at the file's start.
+  const error e = rd.syntax_error(YAML::Exception(YAML::Mark::null_mark(), "no mark"));
+  EXPECT_EQ(e.message, "<test>:1:1: yaml: no mark");
 }
 
 // Rule: a mapping's keys are plain names from the known list, each once.
