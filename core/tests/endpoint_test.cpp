@@ -25,5 +25,14 @@ TEST(endpoint, rejects_each_malformed_form) {
   }
 }
 
+// Rule: a port is at most five digits: a leading zero does not make room for
+// a sixth, and a number that would wrap 32 bits is not taken for a small one.
+TEST(endpoint, a_port_is_at_most_five_digits) {
+  EXPECT_EQ(parse_endpoint("host:65535").value().port, 65535);
+  for (const char* bad : {"host:065535", "host:000080", "host:4294967296", "host:4294967376"}) {
+    EXPECT_FALSE(parse_endpoint(bad).ok()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace faultlane

@@ -223,6 +223,14 @@ TEST(frame, unknown_response_status) {
   }
 }
 
+// Rule: every status up to wire_status_max decodes, the last one included.
+TEST(frame, the_last_known_response_status_decodes) {
+  auto resp = encode(response_frame{static_cast<wire_status>(wire_status_max), 7, 0});
+  auto decoded = decode_response(resp);
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ(static_cast<std::uint16_t>(decoded.value().status), wire_status_max);
+}
+
 TEST(frame, errors_map_to_wire_statuses_and_names) {
   EXPECT_EQ(wire_status_for(decode_error::bad_version), wire_status::bad_version);
   EXPECT_EQ(wire_status_for(decode_error::length_too_large), wire_status::bad_length);
