@@ -6,6 +6,7 @@
 #include <barrier>
 #include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace faultlane {
@@ -71,6 +72,27 @@ TEST(settlement, publishes_after_the_last_reference_with_the_most_severe_status)
   EXPECT_EQ(seen, status::timeout);
   EXPECT_EQ(bytes, 120u);
   EXPECT_TRUE(s.settled());
+}
+
+// Rule: of two outcomes equally severe, the first retired stays (status.hpp,
+// most_severe: "the first on a tie"); and every byte counts, one included.
+TEST(settlement, keeps_the_first_of_equally_severe_outcomes_and_counts_every_byte) {
+  ASSERT_EQ(severity(status::timeout), severity(status::connection_failed));
+  for (const auto& [first, second] : {std::pair{status::timeout, status::connection_failed},
+                                      std::pair{status::connection_failed, status::timeout}}) {
+    status seen = status::ok;
+    std::uint64_t bytes = 0;
+    settlement s(terminal_action([&](status st, std::uint64_t b) {
+                   seen = st;
+                   bytes = b;
+                 }),
+                 3);
+    EXPECT_FALSE(s.retire(status::ok, 1));
+    EXPECT_FALSE(s.retire(first, 1));
+    EXPECT_TRUE(s.retire(second, 0));
+    EXPECT_EQ(seen, first) << to_string(first) << " then " << to_string(second);
+    EXPECT_EQ(bytes, 2u);
+  }
 }
 
 // A timeout and a completion race on two threads; each round exactly one of
