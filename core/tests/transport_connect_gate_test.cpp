@@ -5,7 +5,6 @@
 // stays in progress for as long as the test looks.
 #include <gtest/gtest.h>
 
-#include "deaf_peer.hpp"
 #include "faultlane/testing/transport_fixture.hpp"
 
 namespace faultlane {

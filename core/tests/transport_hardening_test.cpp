@@ -18,7 +18,6 @@
 #include <sstream>
 #include <thread>
 
-#include "deaf_peer.hpp"
 #include "docs_table.hpp"
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/limits.hpp"
