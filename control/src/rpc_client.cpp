@@ -164,6 +164,8 @@ void client::impl::pump() {
     return;
   }
   connect();
+  // The connect may outlast the calls' bounds: wake for them as above.
+  if (conn == state::connecting) pump();
 }
 
 void client::impl::connect() {
