@@ -2,7 +2,8 @@
 // (scripted_peer) or a real server: the reconnect cooldown after a reset
 // or a failed connect, a call's overall bound over its attempt bound and
 // over a cooldown, retry_sent and retry_busy, a malformed answer, the
-// answer and request size bounds, and closing with calls in flight.
+// answer and request size bounds, closing with calls in flight, and a
+// connect that never completes against connect_timeout_ms and the call's bound.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -329,6 +330,52 @@ TEST(rpc_client, closing_ends_calls_in_flight_and_calls_made_meanwhile_cancelled
   c.reset();
   std::lock_guard lock(mutex);
   EXPECT_EQ(ended, std::vector<status>(4, status::cancelled));
+}
+
+// Rule: a connect that never completes (a listener that never accepts) is
+// given up at connect_timeout_ms, not before, and counted a connect
+// failure; the call is not ended by it and ends at its own overall bound.
+TEST(rpc_client, a_connect_that_never_completes_ends_at_connect_timeout_ms) {
+  faultlane::testing::full_backlog_listener deaf;
+  client_options o;
+  o.server = {"127.0.0.1", deaf.port()};
+  o.connect_timeout_ms = 300;
+  o.reconnect_cooldown_ms = 20'000;
+  o.overall_timeout_ms = 2'000;
+  auto c = client::create(o).value();
+  std::promise<status> ended;
+  const auto started = clock_type::now();
+  c->call_async("ping", {}, [&](result<std::vector<std::byte>> r) {
+    ended.set_value(r.ok() ? status::ok : r.code());
+  });
+  ASSERT_TRUE(faultlane::testing::eventually([&] { return c->counters().connect_failures == 1; }));
+  EXPECT_GE(clock_type::now() - started, 290ms);  // not before connect_timeout_ms
+  auto end = ended.get_future();
+  ASSERT_EQ(end.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(end.get(), status::timeout);
+  EXPECT_GE(clock_type::now() - started, 1'990ms);  // the call's own bound, after the connect's
+  EXPECT_EQ(c->counters().connect_failures, 1u);    // no second connect inside the cooldown
+  EXPECT_EQ(c->counters().connects, 0u);
+}
+
+// Rule: a call's overall bound ends it while its connect is still in
+// progress: a connect_timeout_ms longer than the bound does not hold it.
+TEST(rpc_client, a_call_ends_at_its_overall_bound_while_its_connect_is_in_progress) {
+  faultlane::testing::full_backlog_listener deaf;
+  client_options o;
+  o.server = {"127.0.0.1", deaf.port()};
+  o.connect_timeout_ms = 30'000;
+  o.overall_timeout_ms = 300;
+  auto c = client::create(o).value();
+  const auto started = clock_type::now();
+  auto r = c->ping();
+  const auto took = clock_type::now() - started;
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.code(), status::timeout);
+  EXPECT_GE(took, 290ms);
+  EXPECT_LT(took, 10s);                           // far from the connect's 30 s
+  EXPECT_EQ(c->counters().connect_failures, 0u);  // the connect had not ended
+  EXPECT_EQ(c->counters().timeouts, 1u);
 }
 
 }  // namespace
