@@ -2,81 +2,17 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <mutex>
 #include <set>
 
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/slice_plan.hpp"
-#include "faultlane/testing/transport_fixture.hpp"
 #include "pipeline_peers.hpp"
+#include "rail_support.hpp"
 
 namespace faultlane {
 namespace {
 
 using namespace testing;
-
-std::vector<std::string> rails(std::size_t n) {
-  std::vector<std::string> out;
-  for (std::size_t i = 1; i <= n; ++i) out.push_back("127.0.0." + std::to_string(i));
-  return out;
-}
-
-transport_config rail_config(std::size_t rail_count, std::size_t lanes) {
-  auto c = loopback_config();
-  c.bind_address = rail_count > 1 ? "" : "127.0.0.1";
-  c.rail_addresses = rails(rail_count);
-  c.connections_per_peer = lanes;
-  c.worker_count = 2;
-  return c;
-}
-
-// Records slices and connections, per task and per lane.
-class rail_observer : public transport_observer {
- public:
-  void slice_dispatched(const slice_event& e) override {
-    std::lock_guard lock(mutex_);
-    slices_[e.task_id].push_back(e);
-  }
-  void lane_connected(const lane_event& e) override {
-    std::lock_guard lock(mutex_);
-    lanes_.push_back(e);
-  }
-  void session_opened(const endpoint& local, const endpoint& remote) override {
-    std::lock_guard lock(mutex_);
-    sessions_.emplace_back(local, remote);
-  }
-  void task_finalized(const task_event& t, status s, std::uint64_t) override {
-    std::lock_guard lock(mutex_);
-    finalized_[t.task_id].push_back(s);
-  }
-  std::vector<slice_event> slices_of_last_task() const {
-    std::lock_guard lock(mutex_);
-    return slices_.empty() ? std::vector<slice_event>{} : slices_.rbegin()->second;
-  }
-  std::map<std::uint64_t, std::vector<slice_event>> slices() const {
-    std::lock_guard lock(mutex_);
-    return slices_;
-  }
-  std::vector<lane_event> lanes() const {
-    std::lock_guard lock(mutex_);
-    return lanes_;
-  }
-  std::vector<std::pair<endpoint, endpoint>> sessions() const {
-    std::lock_guard lock(mutex_);
-    return sessions_;
-  }
-  std::map<std::uint64_t, std::vector<status>> finalized() const {
-    std::lock_guard lock(mutex_);
-    return finalized_;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::map<std::uint64_t, std::vector<slice_event>> slices_;
-  std::vector<lane_event> lanes_;
-  std::vector<std::pair<endpoint, endpoint>> sessions_;
-  std::map<std::uint64_t, std::vector<status>> finalized_;
-};
 
 TEST(rail_config, each_rule_at_its_boundary_and_one_past) {
   auto c = rail_config(4, 4);
@@ -405,142 +341,6 @@ TEST(rail_transport, failed_slice_cancels_its_siblings_and_settles_once) {
   EXPECT_TRUE(target->shutdown().ok());
 }
 #endif
-
-}  // namespace
-}  // namespace faultlane
-
-namespace faultlane {
-namespace {
-
-using namespace testing;
-
-// A source that returns the target's current descriptor, as the control
-// plane will.
-class live_source : public descriptor_source {
- public:
-  explicit live_source(transport& t) : target_(t) {}
-  result<segment_descriptor> fetch() override {
-    ++fetches;
-    return target_.descriptor();
-  }
-  std::atomic<int> fetches{0};
-
- private:
-  transport& target_;
-};
-
-// A buffer re-registered under the same name gets a new id: a stale answer
-// triggers one refresh and one retry, each slice on its own rail; a name
-// that is gone stays stale_registration.
-TEST(rail_transport, stale_registration_refreshes_once_and_retries_on_the_same_rail) {
-  rail_observer seen;
-  auto target = start(rail_config(2, 2));
-  auto config = rail_config(2, 2);
-  config.observer = &seen;
-  auto initiator = start(config);
-  auto memory = pattern(4u << 20, 71);
-  auto old_id =
-      target->register_buffer(memory.data(), memory.size(), permission::remote_read, "blob")
-          .value();
-  auto source = std::make_shared<live_source>(*target);
-  auto seg = initiator->open_segment(source).value();
-  EXPECT_EQ(source->fetches.load(), 1);
-
-  ASSERT_TRUE(target->unregister_buffer(old_id).ok());
-  auto new_id =
-      target->register_buffer(memory.data(), memory.size(), permission::remote_read, "blob")
-          .value();
-  ASSERT_NE(new_id, old_id);
-  std::vector<std::byte> dest(memory.size());
-  auto r = run_one(*initiator, read_req(seg, old_id, 0, dest.data(), dest.size()));
-  EXPECT_EQ(r.code, status::ok);
-  EXPECT_EQ(dest, memory);
-  EXPECT_EQ(initiator->stats().stale_refreshes, 2u);  // one per slice, each at most once
-  EXPECT_EQ(initiator->stats().stale_refresh_attempts, 2u);
-  auto slices = seen.slices_of_last_task();
-  ASSERT_EQ(slices.size(), 4u);  // two slices, each sent twice
-  std::map<std::uint64_t, std::set<std::size_t>> rails_by_offset;
-  for (const auto& s : slices) rails_by_offset[s.offset].insert(s.rail);
-  for (const auto& [offset, used] : rails_by_offset)
-    EXPECT_EQ(used.size(), 1u) << offset;  // never moved
-
-  // A name that is gone: the refresh finds nothing and the task stays stale.
-  ASSERT_TRUE(target->unregister_buffer(new_id).ok());
-  auto gone = run_one(*initiator, read_req(seg, new_id, 0, dest.data(), 4096));
-  EXPECT_EQ(gone.code, status::stale_registration);
-  // The third refresh found no registration of that name: attempted, not
-  // refreshed.
-  EXPECT_EQ(initiator->stats().stale_refresh_attempts, 3u);
-  EXPECT_EQ(initiator->stats().stale_refreshes, 2u);
-  EXPECT_TRUE(initiator->shutdown().ok());
-  EXPECT_TRUE(target->shutdown().ok());
-}
-
-// A source whose next answer the test sets.
-class set_source : public descriptor_source {
- public:
-  result<segment_descriptor> fetch() override {
-    std::lock_guard lock(mutex_);
-    return next_;
-  }
-  void answer(segment_descriptor d) {
-    std::lock_guard lock(mutex_);
-    next_ = std::move(d);
-  }
-
- private:
-  std::mutex mutex_;
-  segment_descriptor next_;
-};
-
-// docs/architecture.md: a stale answer is refreshed once, and the retry
-// goes out only when the fresh descriptor names the buffer at the same
-// endpoints. A refresh that names a buffer already gone again ends stale
-// after one attempt, never a second; one at other endpoints is not
-// trusted.
-TEST(rail_transport, a_stale_refresh_is_tried_once_and_only_at_the_same_endpoints) {
-  auto target = start(loopback_config());
-  auto initiator = start(loopback_config());
-  auto memory = pattern(4096, 72);
-  auto reregister = [&](registration_id old) {
-    EXPECT_TRUE(target->unregister_buffer(old).ok());
-    return target->register_buffer(memory.data(), memory.size(), permission::remote_read, "kv")
-        .value();
-  };
-  auto a = target->register_buffer(memory.data(), memory.size(), permission::remote_read, "kv")
-               .value();
-  auto source = std::make_shared<set_source>();
-  source->answer(target->descriptor());
-  auto seg = initiator->open_segment(source).value();
-  std::vector<std::byte> dest(memory.size());
-  // The fresh descriptor names b, which is gone by the retry: stale again.
-  auto b = reregister(a);
-  source->answer(target->descriptor());
-  auto c = reregister(b);
-  auto r = run_one(*initiator, read_req(seg, a, 0, dest.data(), dest.size()));
-  EXPECT_EQ(r.code, status::stale_registration);
-  EXPECT_EQ(initiator->stats().stale_refresh_attempts, 1u);
-  EXPECT_EQ(initiator->stats().stale_refreshes, 1u);
-  // b's name is known now. The fresh descriptor names d, but at another
-  // port: not retried.
-  auto d = reregister(c);
-  auto moved = target->descriptor();
-  moved.endpoints[0].port = static_cast<std::uint16_t>(moved.endpoints[0].port + 1);
-  source->answer(moved);
-  r = run_one(*initiator, read_req(seg, b, 0, dest.data(), dest.size()));
-  EXPECT_EQ(r.code, status::stale_registration);
-  EXPECT_EQ(initiator->stats().stale_refresh_attempts, 2u);
-  EXPECT_EQ(initiator->stats().stale_refreshes, 1u);
-  // At the same endpoints, d is found and the READ lands.
-  source->answer(target->descriptor());
-  r = run_one(*initiator, read_req(seg, b, 0, dest.data(), dest.size()));
-  EXPECT_EQ(r.code, status::ok);
-  EXPECT_EQ(dest, memory);
-  EXPECT_EQ(initiator->stats().stale_refreshes, 2u);
-  EXPECT_NE(d, b);
-  EXPECT_TRUE(initiator->shutdown().ok());
-  EXPECT_TRUE(target->shutdown().ok());
-}
 
 }  // namespace
 }  // namespace faultlane
