@@ -54,7 +54,7 @@ def time_spent(results):
     """Lines for where the mutant runs' test time went, by outcome."""
     spent = {}
     for r in results:
-        if r.get("seconds"):
+        if "seconds" in r:
             n, total = spent.get(r["outcome"], (0, 0.0))
             spent[r["outcome"]] = (n + 1, total + r["seconds"])
     if not spent:

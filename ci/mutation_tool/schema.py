@@ -91,10 +91,20 @@ def watched(m):
     those `pure`). A forced condition is not evaluated at all, so one with
     effects (an exchange, a decrement, a failpoint's count) changes the run
     where its value does not; and evaluating a comparison of plain operands
-    beside the original in the trace run changes nothing (for && and ||,
-    no operand may need the other as its guard). The others run every test
-    that reaches them."""
+    beside the original in the trace run changes nothing (a && or || is not
+    evaluated mutated at all: sites.py). The others run every test that
+    reaches them."""
     return m.operator in ("if_forced", "relational", "logical") and getattr(m, "pure", False)
+
+
+def _watched_value(m):
+    """What the trace run compares the original value with: the mutated
+    expression, or for a && turned || (or back) the one value where the
+    two can differ, so the mutated form, whose operands may need the
+    other's guard, is never evaluated."""
+    if m.operator == "logical":
+        return m.watch_value
+    return f"static_cast<bool>(({m.replacement}))"
 
 
 def _switched(text, start, end, ms, original):
@@ -108,7 +118,7 @@ def _switched(text, start, end, ms, original):
             orig = orig_fmt.format(orig=original)
             if watching:
                 alternatives = ", ".join(
-                    f"::faultlane_mutation::alternative{{{w.id}, static_cast<bool>(({w.replacement}))}}"
+                    f"::faultlane_mutation::alternative{{{w.id}, {_watched_value(w)}}}"
                     for w in watching)
                 if "\n" in alternatives:  # the text after the range keeps its lines
                     alternatives += f"\n#line {line_of(text, end)}\n"

@@ -50,9 +50,6 @@ SCALAR_TYPES = {TK.BOOL, TK.CHAR_U, TK.UCHAR, TK.CHAR16, TK.CHAR32, TK.USHORT, T
 MACRO_LIKE = re.compile(r"^[A-Z][A-Z0-9_]+$")  # an upper-case name: a macro, most likely
 IMPURE_TOKENS = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", "++", "--",
                  ",", "new", "delete", "co_await", "co_yield", "throw"}
-# Tokens that may need the other operand of a && or || as a guard: a
-# dereference, a subscript, a division.
-GUARDED_TOKENS = {"->", "[", "*", "/", "%"}
 # Nodes whose subtree is evaluated at compile time: no run-time switch fits.
 CONSTANT_CONTEXTS = {K.STATIC_ASSERT, K.ENUM_CONSTANT_DECL, K.TEMPLATE_REF,
                      K.TYPE_REF, K.NAMESPACE_REF, K.TEMPLATE_NON_TYPE_PARAMETER,
@@ -253,11 +250,14 @@ class _Walker:
             operands = (children[0], children[-1])
             self.out[-1].pure = all(self.pure(x) for x in operands)
             if operator == "logical":
-                # `a || b` evaluates `b` where `a && b` did not: an operand
-                # the other guards (`p && p->n`, `i < n && v[i]`, `d && n / d`)
-                # must be safe wherever it is evaluated.
-                self.out[-1].pure = self.out[-1].pure and not any(
-                    tok.spelling in GUARDED_TOKENS for x in operands for tok in self.tokens(x))
+                # The trace run never evaluates the mutated form (`a || b`
+                # would evaluate `b` where `a && b` did not, and `b` may
+                # need `a` as its guard: `p && p->n`, `s < 64 && x >> s`).
+                # `a && b` turned `||` can differ only where the original is
+                # false, `||` turned `&&` only where it is true: infected
+                # there, a superset of where it differs, so never a test
+                # left out that it would change.
+                self.out[-1].watch_value = "true" if SWAPS[op.spelling] == "||" else "false"
 
     def pure(self, c, top=True):
         """Whether evaluating the expression again changes nothing and gives

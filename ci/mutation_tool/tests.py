@@ -76,6 +76,13 @@ class Pacer:
         self.sample = self._read()
         self.sample_at = time.monotonic()
         self.busy = 1.0
+        self.holds = 0  # tests that must run at the floor's load (hold())
+
+    def hold(self, on):
+        """While held, no test starts past the floor: a test run again
+        because it ran out of time runs under the load its limit is from."""
+        with _live_lock:
+            self.holds += 1 if on else -1
 
     def _read(self):
         try:
@@ -95,12 +102,16 @@ class Pacer:
         self.sample, self.sample_at = cur, now
 
     def may_start(self, running):
-        """Whether one more test may start beside `running` ones."""
+        """Whether one more test may start beside `running` ones. Called by
+        one thread only (the scheduler's loop, or paced_map's)."""
         if running < self.floor:
             return True
-        if running >= self.ceiling or self.sample is None:
+        if running >= self.ceiling or self.holds > 0:
             return False
         now = time.monotonic()
+        if self.sample is None:  # a failed read: try again
+            self.sample, self.sample_at = self._read(), now
+            return False
         self._update(now)
         if now - self.last_start < self.settle or self.busy > self.busy_max:
             return False
