@@ -18,6 +18,9 @@ std::uint64_t region_fill_seed(std::uint64_t seed, const region_spec& r, std::ui
 
 // How often quiesce_links looks at a target's leases.
 constexpr auto leases_poll_interval = std::chrono::milliseconds(5);
+// How long quiesce_links lets the resets it sent travel: fifty times the
+// simulated network's largest one-way latency (dsim::network_options).
+constexpr auto resets_in_flight_max = std::chrono::milliseconds(10);
 
 std::string relay_name(const pair_slot& p, std::size_t rail) {
   return fmt::format("{}-{}-r{}", p.initiator, p.target, rail);
@@ -338,6 +341,11 @@ void run_topology::quiesce_links() {
   for (auto& [key, p] : pairs_) {
     for (auto& rail : p->rails) (void)rail.r->reset_connections(std::chrono::seconds(2));
   }
+  // The resets are on their way to the initiators: a lane that takes its
+  // next op before its reset arrives sends it into the reset (a WRITE then
+  // ends ambiguous), and the next phase may be a liveness phase. Loopback
+  // delivers a reset at once; the simulated network after its latency.
+  threads::sleep_for(resets_in_flight_max);  // sleep-ok: a bound of the network, not a race
   const auto until = threads::clock::now() + std::chrono::seconds(5);
   for (auto& [name, t] : transports_) {
     std::shared_lock lock(t->lock);
