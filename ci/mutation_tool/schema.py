@@ -86,7 +86,8 @@ def render(text, mutants, switch_header):
 def watched(m):
     """Whether the trace run records where the mutant infects (its value
     differs from the original's), so that only the tests it infects run
-    for it: a forced condition, a comparison and a && turned || (or back),
+    for it: a forced condition, a comparison, a literal moved inside a
+    comparison (its range is the comparison) and a && turned || (or back),
     each only when what it replaces has no side effects (sites.py marks
     those `pure`). A forced condition is not evaluated at all, so one with
     effects (an exchange, a decrement, a failpoint's count) changes the run
@@ -94,7 +95,8 @@ def watched(m):
     beside the original in the trace run changes nothing (a && or || is not
     evaluated mutated at all: sites.py). The others run every test that
     reaches them."""
-    return m.operator in ("if_forced", "relational", "logical") and getattr(m, "pure", False)
+    return m.operator in ("if_forced", "relational", "logical", "constant") and \
+        getattr(m, "pure", False)
 
 
 def _watched_value(m):
@@ -134,16 +136,21 @@ ERROR = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+):\d+: (?P<what>error|note|w
 
 
 def error_lines(compiler_output, path):
-    """The lines of `path` that each error (with its notes) names: a list of
-    sets, one per error."""
+    """The lines of `path` that each of its errors (with its notes) names: a
+    list of sets, one per error. A build's log holds other files' errors
+    too: an error of another file, and its notes, are not `path`'s."""
     groups = []
+    mine = False
     for row in compiler_output.splitlines():
         m = ERROR.match(row)
         if not m:
             continue
+        here = m.group("file").endswith(path)
         if m.group("what") == "error":
-            groups.append(set())
-        if groups and m.group("file").endswith(path):
+            mine = here
+            if mine:
+                groups.append(set())
+        if mine and here:
             groups[-1].add(int(m.group("line")))
     return groups
 

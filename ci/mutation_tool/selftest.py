@@ -185,6 +185,18 @@ def check_infection(found, text, reached, infected):
     _, turned = at("counter >= 0")
     if turned.id in infected:
         fail("`counter >= 0` as `counter > 0` with counter 2 does not differ: written as infected")
+    # A literal compared is moved inside its comparison, and watched: at
+    # `counter >= 1` (counter 1) `>= 2` differs and `>= 0` does not; at
+    # `counter >= 0` (counter 2) `>= 1` does not.
+    for condition, moved, differs in (("counter >= 1", "counter >= 2", True),
+                                      ("counter >= 1", "counter >= 0", False),
+                                      ("counter >= 0", "counter >= 1", False)):
+        m = [x for x in found if x.operator == "constant" and x.start == text.index(condition)
+             and x.replacement == moved]
+        if len(m) != 1 or not schema.watched(m[0]):
+            fail(f"`{condition}` as `{moved}`: want one watched constant, got {m}")
+        if (m[0].id in infected) != differs:
+            fail(f"`{condition}` as `{moved}`: infected is {m[0].id in infected}, want {differs}")
     # `a == b && a > 0` as `||` can differ where the original is false:
     # watched and infected. `p && *p > 0` as `||` is watched too, and the
     # trace run, which reached it with a null p, never evaluated `*p` (it
@@ -225,6 +237,18 @@ def check_pruning(cxx, found, folder):
     drop = schema.to_drop(errors, "fixture.cpp", everything)
     if drop != {broken.id}:
         fail(f"pruning dropped {drop}, want only {broken.id}")
+    # In a build's log, beside other files' errors: only this file's error
+    # names mutants, and the file with no error keeps all of its own.
+    other = "other.cpp:%d:3: error: no member named 'x'\nother.cpp:%d:1: note: here\n" % (
+        broken.line, broken.line)
+    log = other + errors + other
+    for m in everything:
+        m.outcome = None
+    if schema.to_drop(log, "fixture.cpp", everything) != {broken.id}:
+        fail("pruning from a build's log took another file's errors as the fixture's")
+    names = load_tool().refused_by(log, everything, set())
+    if names != {"fixture.cpp": {broken.id}}:
+        fail(f"a build's log refuses {names}, want only fixture.cpp's {broken.id}")
 
 
 def load_tool():

@@ -135,6 +135,7 @@ class _Walker:
         self.skipped_macro = 0
         self.fn = None
         self.parent = None
+        self.compared = {}  # a literal's span -> the pure comparison it is an operand of
 
     # Text and positions ---------------------------------------------------
     def span(self, cursor):
@@ -249,6 +250,16 @@ class _Walker:
             children = list(c.get_children())
             operands = (children[0], children[-1])
             self.out[-1].pure = all(self.pure(x) for x in operands)
+            if operator == "relational" and self.out[-1].pure:
+                # A literal compared here is moved inside the comparison
+                # (constant), so its value is the comparison's and can be
+                # watched like the comparison's own mutant.
+                for x in operands:
+                    while x.kind == K.UNEXPOSED_EXPR and len(list(x.get_children())) == 1:
+                        x = next(x.get_children())
+                    lit = self.span(x) if x.kind == K.INTEGER_LITERAL else None
+                    if lit is not None:
+                        self.compared[lit] = whole
             if operator == "logical":
                 # The trace run never evaluates the mutated form (`a || b`
                 # would evaluate `b` where `a && b` did not, and `b` may
@@ -308,9 +319,18 @@ class _Walker:
         value = int(m.group(1).replace("'", ""))
         if value >= (1 << 31) - 2:
             return  # one more could change the literal's type, and the switch's with it
-        self.add(c, whole[0], whole[1], f"{value + 1}{suffix}", "constant", function)
-        if value > 0:
-            self.add(c, whole[0], whole[1], f"{value - 1}{suffix}", "constant", function)
+        moved = [f"{value + 1}{suffix}"] + ([f"{value - 1}{suffix}"] if value > 0 else [])
+        outer = self.compared.get(whole)
+        for literal in moved:
+            if outer is None:
+                self.add(c, whole[0], whole[1], literal, "constant", function)
+                continue
+            # The range is the comparison, the literal moved within it.
+            raw = self.raw
+            mutated = (raw[outer[0]:whole[0]] + literal.encode() + raw[whole[1]:outer[1]])
+            self.add_range(c, outer, mutated.decode("latin-1"), "constant", function,
+                           at=whole[0])
+            self.out[-1].pure = True
 
     def in_a_type(self, c, whole):
         """A literal in a type: an array bound or a template argument, which
