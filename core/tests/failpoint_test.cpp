@@ -47,7 +47,7 @@ TEST(failpoint, throw_raises_injected_exception) {
   EXPECT_NO_THROW((void)FAULTLANE_FAILPOINT("test.throw"));
 }
 
-std::vector<bool> schedule(std::uint64_t seed) {
+std::vector<bool> failpoint_schedule(std::uint64_t seed) {
   fp::scoped armed("test.prob",
                    {.act = fp::action::return_error, .probability = 0.5, .seed = seed});
   std::vector<bool> fired;
@@ -56,9 +56,9 @@ std::vector<bool> schedule(std::uint64_t seed) {
 }
 
 TEST(failpoint, probability_is_driven_by_the_seed) {
-  auto a = schedule(7);
-  EXPECT_EQ(a, schedule(7));
-  EXPECT_NE(a, schedule(8));
+  auto a = failpoint_schedule(7);
+  EXPECT_EQ(a, failpoint_schedule(7));
+  EXPECT_NE(a, failpoint_schedule(8));
   auto fires = std::count(a.begin(), a.end(), true);
   EXPECT_GT(fires, 60);
   EXPECT_LT(fires, 140);

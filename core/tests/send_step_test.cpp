@@ -85,10 +85,10 @@ TEST(send_step, a_zero_bound_takes_nothing_and_empty_buffers_no_bytes) {
   EXPECT_EQ(bytes_of(buffers_prefix(out, 4)), 4u);
 }
 
-struct loopback_pair {
+struct socket_pair_fixture {
   asio::io_context context;
   tcp::socket sender{context}, receiver{context};
-  loopback_pair() {
+  socket_pair_fixture() {
     tcp::acceptor acceptor(context, {asio::ip::make_address("127.0.0.1"), 0});
     sender.connect(acceptor.local_endpoint());  // the listener's backlog takes it
     EXPECT_FALSE(testing::accept_within(acceptor, receiver));
@@ -105,14 +105,14 @@ TEST(send_step, send_now_writes_one_step_of_what_the_socket_would_take) {
     // What this kernel takes from one write on a fresh loopback connection
     // (about 4 MiB with Linux's default socket buffers): with less than two
     // steps there is no bound to see.
-    loopback_pair calibration;
+    socket_pair_fixture calibration;
     const auto taken = ::send(calibration.sender.native_handle(), out.data(), out.size(),
                               MSG_DONTWAIT | MSG_NOSIGNAL);
     if (taken <= static_cast<ssize_t>(2 * step)) {
       GTEST_SKIP() << "one write takes " << taken << " bytes here, not more than two steps";
     }
   }
-  loopback_pair pair;
+  socket_pair_fixture pair;
   std::error_code ec;
   const std::size_t first = detail::send_now(pair.sender, asio::buffer(out), ec);
   ASSERT_FALSE(ec) << ec.message();
@@ -141,7 +141,7 @@ TEST(send_step, send_now_writes_one_step_of_what_the_socket_would_take) {
 // A socket that takes nothing more: send_now sends nothing and says no
 // error, so the caller goes on with an asynchronous write.
 TEST(send_step, a_full_socket_takes_nothing_and_is_no_error) {
-  loopback_pair pair;
+  socket_pair_fixture pair;
   std::vector<std::byte> block(std::size_t{1} << 20);
   std::error_code ec;
   std::size_t n = 1;
@@ -161,7 +161,7 @@ TEST(send_step, a_full_socket_takes_nothing_and_is_no_error) {
 // A peer that reset the connection: send_now reports the error, having
 // sent nothing, and does not raise SIGPIPE, which would end this process.
 TEST(send_step, a_reset_connection_is_an_error_not_a_signal) {
-  loopback_pair pair;
+  socket_pair_fixture pair;
   const linger abort_on_close{1, 0};
   ASSERT_EQ(::setsockopt(pair.receiver.native_handle(), SOL_SOCKET, SO_LINGER, &abort_on_close,
                          sizeof abort_on_close),

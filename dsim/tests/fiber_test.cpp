@@ -28,7 +28,7 @@ void sleep(world& w, clock::duration d) {
 
 // Three fibers and a context, each logging four turns; every fiber wakes
 // at the same instants, so the seed alone orders them.
-std::string interleaving(std::uint64_t seed, std::uint64_t* digest) {
+std::string fiber_interleaving(std::uint64_t seed, std::uint64_t* digest) {
   world w(seed);
   asio::io_context ctx;
   w.add_context(ctx, "ctx");
@@ -53,13 +53,13 @@ std::string interleaving(std::uint64_t seed, std::uint64_t* digest) {
 
 TEST(dsim_fiber, fibers_interleave_as_the_seed_picks_and_a_seed_replays_its_order) {
   std::uint64_t d = 0, again = 0;
-  const auto first = interleaving(3, &d);
-  EXPECT_EQ(interleaving(3, &again), first);
+  const auto first = fiber_interleaving(3, &d);
+  EXPECT_EQ(fiber_interleaving(3, &again), first);
   EXPECT_EQ(d, again);
   EXPECT_EQ(std::count(first.begin(), first.end(), 'a'), 4);
   EXPECT_EQ(std::count(first.begin(), first.end(), 'h'), 4);
   std::vector<std::string> orders;
-  for (std::uint64_t seed = 1; seed <= 10; ++seed) orders.push_back(interleaving(seed, &d));
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) orders.push_back(fiber_interleaving(seed, &d));
   std::sort(orders.begin(), orders.end());
   EXPECT_GT(std::unique(orders.begin(), orders.end()) - orders.begin(), 2);
 }

@@ -16,13 +16,13 @@ namespace {
 
 using nlohmann::json;
 
-relay_config raw_defaults() {
+relay_config rules_raw_defaults() {
   relay_config c;
   c.proto = protocol::raw;
   return c;
 }
 
-address listen_of(const json& proxy) {
+address rules_listen_of(const json& proxy) {
   return parse_endpoint(proxy.at("listen").get<std::string>()).value();
 }
 
@@ -31,7 +31,7 @@ address listen_of(const json& proxy) {
 TEST(relay_api_rules, populate_keeps_a_proxy_only_if_listen_and_upstream_both_match) {
   plain_peer peer(plain_peer::mode::echo);
   plain_peer other(plain_peer::mode::echo);
-  api::proxy_set set(raw_defaults());
+  api::proxy_set set(rules_raw_defaults());
   auto a = set.create({{"name", "a"}, {"upstream", peer.where().str()}}).body;
   auto b = set.create({{"name", "b"}, {"upstream", peer.where().str()}}).body;
   set.add_toxic("a", {{"type", "stall"}});
@@ -50,7 +50,7 @@ TEST(relay_api_rules, populate_keeps_a_proxy_only_if_listen_and_upstream_both_ma
 // proxies applied so far, and those stay applied.
 TEST(relay_api_rules, a_populate_that_fails_while_applying_lists_what_it_applied) {
   plain_peer peer(plain_peer::mode::echo);
-  api::proxy_set set(raw_defaults());
+  api::proxy_set set(rules_raw_defaults());
   auto taken = set.create({{"name", "holder"}, {"upstream", peer.where().str()}}).body;
   auto r = set.populate(json::array(
       {{{"name", "first"}, {"upstream", peer.where().str()}},
@@ -67,8 +67,8 @@ TEST(relay_api_rules, a_populate_that_fails_while_applying_lists_what_it_applied
 // holding a live connection's bytes lets them through.
 TEST(relay_api_rules, reset_removes_toxics_from_live_connections) {
   plain_peer peer(plain_peer::mode::echo);
-  api::proxy_set set(raw_defaults());
-  auto at = listen_of(set.create({{"name", "p"}, {"upstream", peer.where().str()}}).body);
+  api::proxy_set set(rules_raw_defaults());
+  auto at = rules_listen_of(set.create({{"name", "p"}, {"upstream", peer.where().str()}}).body);
   ASSERT_EQ(set.add_toxic("p", {{"type", "stall"}, {"stream", "upstream"}}).status, 200);
   client c(at);
   c.send({'a', 'b'});
@@ -82,7 +82,7 @@ TEST(relay_api_rules, reset_removes_toxics_from_live_connections) {
 TEST(relay_api_rules, a_disabled_proxy_stays_disabled_when_moved_or_refused) {
   plain_peer first(plain_peer::mode::echo);
   plain_peer second(plain_peer::mode::echo);
-  api::proxy_set set(raw_defaults());
+  api::proxy_set set(rules_raw_defaults());
   auto made = set.create({{"name", "p"}, {"upstream", first.where().str()}}).body;
   auto other = set.create({{"name", "q"}, {"upstream", first.where().str()}}).body;
   set.update("p", {{"enabled", false}});
@@ -90,20 +90,20 @@ TEST(relay_api_rules, a_disabled_proxy_stays_disabled_when_moved_or_refused) {
   ASSERT_EQ(moved.status, 200) << moved.body.dump();
   EXPECT_EQ(moved.body.at("enabled"), false);
   client refused;
-  EXPECT_THROW(refused.connect(listen_of(made)), std::system_error);
+  EXPECT_THROW(refused.connect(rules_listen_of(made)), std::system_error);
   auto before = set.show("p").body;
   auto onto_taken = set.update("p", {{"listen", other.at("listen")}, {"enabled", true}});
   EXPECT_EQ(onto_taken.status, 500) << onto_taken.body.dump();
   EXPECT_EQ(set.show("p").body, before);  // still disabled, at its old address
   client still_refused;
-  EXPECT_THROW(still_refused.connect(listen_of(made)), std::system_error);
+  EXPECT_THROW(still_refused.connect(rules_listen_of(made)), std::system_error);
 }
 
 // Rule: a proxy created disabled does not listen; a toxic added while it
 // is disabled applies once it is enabled.
 TEST(relay_api_rules, a_proxy_created_disabled_listens_only_once_enabled_with_its_toxics) {
   plain_peer peer(plain_peer::mode::echo);
-  api::proxy_set set(raw_defaults());
+  api::proxy_set set(rules_raw_defaults());
   auto made = set.create({{"name", "p"}, {"upstream", peer.where().str()}, {"enabled", false}});
   ASSERT_EQ(made.status, 201) << made.body.dump();
   EXPECT_EQ(made.body.at("enabled"), false);
@@ -112,7 +112,7 @@ TEST(relay_api_rules, a_proxy_created_disabled_listens_only_once_enabled_with_it
             200);
   auto on = set.update("p", {{"enabled", true}});
   ASSERT_EQ(on.body.at("enabled"), true);
-  client c(listen_of(on.body));
+  client c(rules_listen_of(on.body));
   c.send({'a', 'b'});
   EXPECT_EQ(c.read(1, 10s).data.size(), 1u);
   EXPECT_TRUE(c.read(1, 200ms).data.empty());  // the stall added while disabled
@@ -122,7 +122,7 @@ TEST(relay_api_rules, a_proxy_created_disabled_listens_only_once_enabled_with_it
 // case does not matter.
 TEST(relay_api_rules, toxic_names_refuse_a_slash_and_streams_ignore_case) {
   plain_peer peer(plain_peer::mode::echo);
-  api::proxy_set set(raw_defaults());
+  api::proxy_set set(rules_raw_defaults());
   set.create({{"name", "p"}, {"upstream", peer.where().str()}});
   auto slash = set.add_toxic("p", {{"type", "stall"}, {"name", "a/b"}});
   EXPECT_EQ(slash.status, 400);
@@ -137,8 +137,8 @@ TEST(relay_api_rules, toxic_names_refuse_a_slash_and_streams_ignore_case) {
 // Rule: stop_all stops every relay and leaves the proxies listed, disabled.
 TEST(relay_api_rules, stop_all_leaves_every_proxy_listed_and_disabled) {
   plain_peer peer(plain_peer::mode::echo);
-  api::proxy_set set(raw_defaults());
-  auto at = listen_of(set.create({{"name", "p"}, {"upstream", peer.where().str()}}).body);
+  api::proxy_set set(rules_raw_defaults());
+  auto at = rules_listen_of(set.create({{"name", "p"}, {"upstream", peer.where().str()}}).body);
   set.stop_all();
   ASSERT_EQ(set.list().body.size(), 1u);
   EXPECT_EQ(set.show("p").body.at("enabled"), false);
@@ -151,7 +151,7 @@ struct http_api {
   http_api() {
     api_config c;
     c.http = address{"127.0.0.1", 0};
-    c.proxy_defaults = raw_defaults();
+    c.proxy_defaults = rules_raw_defaults();
     server = api_server::start(c).value();
     auto at = server->endpoint().value();
     http = std::make_unique<httplib::Client>(at.address, at.port);

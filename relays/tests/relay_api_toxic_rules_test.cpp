@@ -13,7 +13,7 @@ using api::toxic;
 using nlohmann::json;
 
 // The complaint about a toxic, or "" if it maps to a fault.
-std::string problem(const std::string& type, json attributes, double toxicity = 1.0) {
+std::string toxic_problem(const std::string& type, json attributes, double toxicity = 1.0) {
   auto f = api::to_fault({"t", type, direction::up, toxicity, std::move(attributes)});
   return f.ok() ? "" : f.error().message;
 }
@@ -21,21 +21,21 @@ std::string problem(const std::string& type, json attributes, double toxicity = 
 // Rule: a Toxiproxy type's needed value may come as Toxiproxy's attribute
 // or as the relay's key (latency's ms, bandwidth's bytes_per_s...).
 TEST(relay_api_toxic_rules, a_needed_value_may_come_as_the_relays_own_key) {
-  EXPECT_EQ(problem("latency", {{"ms", 5}}), "");
-  EXPECT_EQ(problem("bandwidth", {{"bytes_per_s", 1500}}), "");
-  EXPECT_EQ(problem("slicer", {{"size", 10}}), "");
-  EXPECT_EQ(problem("slow_close", {{"ms", 5}}), "");
+  EXPECT_EQ(toxic_problem("latency", {{"ms", 5}}), "");
+  EXPECT_EQ(toxic_problem("bandwidth", {{"bytes_per_s", 1500}}), "");
+  EXPECT_EQ(toxic_problem("slicer", {{"size", 10}}), "");
+  EXPECT_EQ(toxic_problem("slow_close", {{"ms", 5}}), "");
 }
 
 // Rule: each Toxiproxy bound holds at its edge: jitter up to latency,
 // rate and delay from 1, average_size one above size_variation.
 TEST(relay_api_toxic_rules, toxiproxy_bounds_accept_their_edge) {
-  EXPECT_EQ(problem("latency", {{"latency", 5}, {"jitter", 5}}), "");
-  EXPECT_EQ(problem("latency", {{"latency", 1}}), "");
-  EXPECT_EQ(problem("bandwidth", {{"rate", 1}}), "");
-  EXPECT_EQ(problem("slow_close", {{"delay", 1}}), "");
-  EXPECT_EQ(problem("slicer", {{"average_size", 5}, {"size_variation", 4}}), "");
-  EXPECT_EQ(problem("slicer", {{"average_size", 4}, {"size_variation", 5}}),
+  EXPECT_EQ(toxic_problem("latency", {{"latency", 5}, {"jitter", 5}}), "");
+  EXPECT_EQ(toxic_problem("latency", {{"latency", 1}}), "");
+  EXPECT_EQ(toxic_problem("bandwidth", {{"rate", 1}}), "");
+  EXPECT_EQ(toxic_problem("slow_close", {{"delay", 1}}), "");
+  EXPECT_EQ(toxic_problem("slicer", {{"average_size", 5}, {"size_variation", 4}}), "");
+  EXPECT_EQ(toxic_problem("slicer", {{"average_size", 4}, {"size_variation", 5}}),
             "slicer needs average_size above size_variation");
 }
 
@@ -46,18 +46,18 @@ TEST(relay_api_toxic_rules, a_scaled_attribute_takes_the_largest_value_that_fits
   auto f = api::to_fault({"t", "bandwidth", direction::up, 1.0, {{"rate", rate_max}}});
   ASSERT_TRUE(f.ok()) << f.error().message;
   EXPECT_EQ(f.value().bytes_per_s, rate_max * 1000);
-  EXPECT_NE(problem("bandwidth", {{"rate", rate_max + 1}}).find("too large"), std::string::npos);
+  EXPECT_NE(toxic_problem("bandwidth", {{"rate", rate_max + 1}}).find("too large"), std::string::npos);
 }
 
 // Rule: a number is a whole number from 0 to 2^64 - 1: 0 and a float below
 // 2^64 are taken, 2^64 written as a float is refused.
 TEST(relay_api_toxic_rules, a_float_is_taken_below_two_to_the_64_only) {
-  EXPECT_EQ(problem("stall", {{"after_bytes", 0}}), "");
-  EXPECT_EQ(problem("stall", {{"after_bytes", 18446744073709549568.0}}), "");
-  EXPECT_NE(problem("stall", json::parse(R"({"after_bytes": 18446744073709551616})"))
+  EXPECT_EQ(toxic_problem("stall", {{"after_bytes", 0}}), "");
+  EXPECT_EQ(toxic_problem("stall", {{"after_bytes", 18446744073709549568.0}}), "");
+  EXPECT_NE(toxic_problem("stall", json::parse(R"({"after_bytes": 18446744073709551616})"))
                 .find("from 0 to 2^64 - 1"),
             std::string::npos);
-  EXPECT_NE(problem("stall", {{"after_bytes", -1.0}}).find("from 0 to 2^64 - 1"),
+  EXPECT_NE(toxic_problem("stall", {{"after_bytes", -1.0}}).find("from 0 to 2^64 - 1"),
             std::string::npos);
 }
 
@@ -65,7 +65,7 @@ TEST(relay_api_toxic_rules, a_float_is_taken_below_two_to_the_64_only) {
 // toxicity, never as attributes.
 TEST(relay_api_toxic_rules, stream_name_and_toxicity_are_not_attributes) {
   for (const char* key : {"dir", "name", "probability"}) {
-    EXPECT_EQ(problem("stall", {{key, "x"}}),
+    EXPECT_EQ(toxic_problem("stall", {{key, "x"}}),
               fmt::format("attribute {} is set by the toxic's stream, name or toxicity", key));
   }
 }
@@ -79,8 +79,8 @@ TEST(relay_api_toxic_rules, toxicity_is_in_zero_to_one_inclusive) {
   auto always = api::to_fault({"t", "stall", direction::up, 1.0, json::object()});
   ASSERT_TRUE(always.ok());
   EXPECT_EQ(always.value().when.probability, 1.0);
-  EXPECT_EQ(problem("stall", json::object(), -0.1), "toxicity must be in [0, 1], got -0.1");
-  EXPECT_EQ(problem("stall", json::object(), 1.1), "toxicity must be in [0, 1], got 1.1");
+  EXPECT_EQ(toxic_problem("stall", json::object(), -0.1), "toxicity must be in [0, 1], got -0.1");
+  EXPECT_EQ(toxic_problem("stall", json::object(), 1.1), "toxicity must be in [0, 1], got 1.1");
 }
 
 // Rule: a configured fault shows its numbers as numbers and its words as

@@ -15,6 +15,7 @@ namespace faultlane::relays {
 namespace {
 
 using namespace std::chrono_literals;
+namespace ft = ::faultlane::testing;
 
 std::unique_ptr<relay> control_relay(const transport& t, std::vector<fault_spec> faults) {
   relay_config c;
@@ -28,7 +29,7 @@ std::unique_ptr<relay> control_relay(const transport& t, std::vector<fault_spec>
 fault_spec fault(std::string_view text) { return parse_fault(text).value(); }
 
 TEST(relay_control_plane, a_reset_during_describe_is_retried_within_the_bound) {
-  auto target = testing::start(testing::loopback_config());
+  auto target = ft::start(ft::loopback_config());
   std::vector<std::byte> memory(4096);
   (void)target->register_buffer(memory.data(), memory.size(), permission::remote_read, "w");
   // The first answer is cut 30 bytes in: past its header, into its body.
@@ -47,9 +48,9 @@ TEST(relay_control_plane, a_reset_during_describe_is_retried_within_the_bound) {
 }
 
 TEST(relay_control_plane, a_stalled_control_connection_holds_neither_the_data_plane_nor_ping) {
-  auto target = testing::start(testing::loopback_config());
-  auto initiator = testing::start(testing::loopback_config());
-  auto memory = testing::pattern(65536, 5);
+  auto target = ft::start(ft::loopback_config());
+  auto initiator = ft::start(ft::loopback_config());
+  auto memory = ft::pattern(65536, 5);
   auto id =
       target->register_buffer(memory.data(), memory.size(), permission::remote_read, "m").value();
   auto seg = initiator->open_segment(target->descriptor()).value();
@@ -61,11 +62,11 @@ TEST(relay_control_plane, a_stalled_control_connection_holds_neither_the_data_pl
   o.overall_timeout_ms = 700;
   auto c = rpc::client::create(o).value();
   auto held = std::async(std::launch::async, [&] { return c->describe(); });
-  ASSERT_TRUE(testing::eventually([&] { return stalled->counter("stall.down") >= 1; }));
+  ASSERT_TRUE(ft::eventually([&] { return stalled->counter("stall.down") >= 1; }));
   // While the control call is held: the data plane moves bytes, and the
   // control plane answers a direct ping.
   std::vector<std::byte> got(65536);
-  auto read = testing::run_one(*initiator, testing::read_req(seg, id, 0, got.data(), got.size()));
+  auto read = ft::run_one(*initiator, ft::read_req(seg, id, 0, got.data(), got.size()));
   EXPECT_EQ(read.code, status::ok);
   EXPECT_EQ(got, memory);
   rpc::client_options direct;
@@ -82,9 +83,9 @@ TEST(relay_control_plane, a_stalled_control_connection_holds_neither_the_data_pl
 }
 
 TEST(relay_control_plane, a_restarted_peer_is_described_anew_and_its_old_ids_refused) {
-  auto initiator = testing::start(testing::loopback_config());
+  auto initiator = ft::start(ft::loopback_config());
   std::vector<std::byte> memory(8192);
-  auto first = testing::start(testing::loopback_config());
+  auto first = ft::start(ft::loopback_config());
   auto named =
       first->register_buffer(memory.data(), 4096, permission::remote_read, "cache").value();
   auto unnamed =
@@ -94,13 +95,13 @@ TEST(relay_control_plane, a_restarted_peer_is_described_anew_and_its_old_ids_ref
   auto before = control::open_segment(*initiator, address).value();
   std::vector<std::byte> got(4096);
   EXPECT_EQ(
-      testing::run_one(*initiator, testing::read_req(before, named, 0, got.data(), 4096)).code,
+      ft::run_one(*initiator, ft::read_req(before, named, 0, got.data(), 4096)).code,
       status::ok);
   // The peer restarts: a new transport (a new incarnation) behind the same
   // control address, its buffer registered again under the same name.
   ASSERT_TRUE(first->shutdown().ok());
   first.reset();
-  auto second = testing::start(testing::loopback_config());
+  auto second = ft::start(ft::loopback_config());
   auto renamed =
       second->register_buffer(memory.data(), 4096, permission::remote_read, "cache").value();
   ASSERT_TRUE(r->set_upstream(control::endpoint_of(*second).value()).ok());
@@ -111,7 +112,7 @@ TEST(relay_control_plane, a_restarted_peer_is_described_anew_and_its_old_ids_ref
   // not: they name nothing there and touch nothing.
   for (auto old : {named, unnamed}) {
     EXPECT_EQ(
-        testing::run_one(*initiator, testing::read_req(after.value(), old, 0, got.data(), 4096))
+        ft::run_one(*initiator, ft::read_req(after.value(), old, 0, got.data(), 4096))
             .code,
         status::stale_registration);
   }
@@ -123,7 +124,7 @@ TEST(relay_control_plane, a_restarted_peer_is_described_anew_and_its_old_ids_ref
   ASSERT_EQ(found.value().size(), 1u);
   EXPECT_EQ(found.value()[0].id, renamed);
   EXPECT_EQ(
-      testing::run_one(*initiator, testing::read_req(after.value(), renamed, 0, got.data(), 4096))
+      ft::run_one(*initiator, ft::read_req(after.value(), renamed, 0, got.data(), 4096))
           .code,
       status::ok);
 }

@@ -9,13 +9,13 @@
 namespace faultlane::sim {
 namespace {
 
-scenario parse(const std::string& yaml) {
+scenario parse_control(const std::string& yaml) {
   auto s = parse_scenario(yaml, "inline.yaml");
   EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message);
   return s.ok() ? s.value() : scenario{};
 }
 
-run_result run(const scenario& s) {
+run_result run_control(const scenario& s) {
   run_options o;
   o.seed = 1;
   o.child_program = FAULTLANE_SIM_PROGRAM;
@@ -48,7 +48,7 @@ std::string with_allow(const std::string& allow) {
 }
 
 TEST(runner_control, a_call_outcome_the_caller_does_not_allow_fails_the_run) {
-  auto r = run(parse(with_allow("")));
+  auto r = run_control(parse_control(with_allow("")));
   EXPECT_FALSE(r.passed);
   ASSERT_NE(first_failure(r), nullptr) << failure_text(r);
   EXPECT_EQ(first_failure(r)->name, "expectations");
@@ -59,7 +59,7 @@ TEST(runner_control, a_call_outcome_the_caller_does_not_allow_fails_the_run) {
   ASSERT_NE(caller(r, "direct"), nullptr);
   EXPECT_EQ(caller(r, "direct")->by_status.at(status::ok), 5u);
   // Allowed, the same run passes: the stall is the only thing wrong.
-  auto allowed = run(parse(with_allow(", allow: [timeout]")));
+  auto allowed = run_control(parse_control(with_allow(", allow: [timeout]")));
   EXPECT_TRUE(allowed.passed) << failure_text(allowed);
   ASSERT_NE(caller(allowed, "held"), nullptr);
   EXPECT_EQ(caller(allowed, "held")->by_status.at(status::timeout), 1u);
@@ -69,7 +69,7 @@ TEST(runner_control, a_call_outcome_the_caller_does_not_allow_fails_the_run) {
 }
 
 TEST(runner_control, a_child_serves_its_control_plane_and_a_restart_is_followed) {
-  auto r = run(parse(R"(
+  auto r = run_control(parse_control(R"(
 transports: [{name: server, process: child}]
 regions:
   - {name: data, transport: server, size: 4KiB}
@@ -102,7 +102,7 @@ events:
 // refused. The liveness probe takes fresh ids and is served by the second
 // incarnation through the segment opened again.
 TEST(runner_control, a_segment_opened_by_address_is_opened_again_after_a_restart) {
-  auto r = run(parse(R"(
+  auto r = run_control(parse_control(R"(
 transports: [{name: client}, {name: server}]
 regions:
   - {name: data, transport: server, size: 256KiB}
@@ -128,7 +128,7 @@ expect:
 }
 
 TEST(runner_control, a_counted_region_is_registered_under_its_names) {
-  auto r = run(parse(R"(
+  auto r = run_control(parse_control(R"(
 transports: [{name: server}]
 regions:
   - {name: keys, transport: server, size: 64, perm: remote_read, count: 5000}
@@ -150,7 +150,7 @@ expect:
 TEST(runner_control, a_describe_over_a_mebibyte_is_read_for_its_head) {
   // 40 000 names of 12 bytes: about 1.2 MB of answer, past the size the
   // runner decodes whole.
-  auto r = run(parse(R"(
+  auto r = run_control(parse_control(R"(
 transports: [{name: server}]
 regions:
   - {name: keys, transport: server, size: 64, perm: remote_read, count: 40000}
@@ -169,14 +169,14 @@ expect:
 }
 
 TEST(runner_control, a_timing_scenario_runs_only_where_its_bounds_mean_something) {
-  auto s = parse(R"(
+  auto s = parse_control(R"(
 timing: true
 transports: [{name: server}]
 phases: [{name: only}]
 control: [{name: pinger, target: server, method: ping, count: 3}]
 expect: {control: {pinger.ok: 3}}
 )");
-  auto r = run(s);
+  auto r = run_control(s);
   EXPECT_TRUE(r.passed) << failure_text(r);
   EXPECT_EQ(r.skipped, !timing_available());
   if (r.skipped) {

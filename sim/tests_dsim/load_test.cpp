@@ -16,7 +16,7 @@
 namespace faultlane::sim {
 namespace {
 
-scenario library(const std::string& name) {
+scenario library_scenario(const std::string& name) {
   auto s = load_scenario(std::string(FAULTLANE_SOURCE_DIR) + "/sim/scenarios/" + name + ".yaml");
   EXPECT_TRUE(s.ok()) << s.error().message;
   return s.ok() ? s.value() : scenario{};
@@ -32,7 +32,7 @@ struct margin_case {
 class sim_on_world_load : public testing::TestWithParam<margin_case> {};
 
 TEST_P(sim_on_world_load, the_stated_load_passes_and_a_load_past_the_margin_fails_and_replays) {
-  const auto stated = library(GetParam().name);
+  const auto stated = library_scenario(GetParam().name);
   ASSERT_TRUE(stated.load.has_value()) << "the file states no load";
   ASSERT_GT(stated.load->hiccup_ms, 0u);
   const auto deadline = stated.transports.front().config.progress_timeout_ms;
