@@ -64,6 +64,7 @@ void socket::open(const protocol_type& p) {
 void socket::adopt(std::shared_ptr<detail::socket_state> state) { state_ = std::move(state); }
 
 void socket::bind(const endpoint& at, std::error_code& ec) {
+  ec.clear();  // an open socket's bind says nothing of an earlier call's error
   if (!is_open()) open(asio::ip::tcp::v4(), ec);
   if (ec) return;
   auto& net = *state_->net;
