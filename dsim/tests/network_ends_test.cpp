@@ -1,0 +1,372 @@
+// The simulated network's ends, as network.hpp and socket.hpp state them:
+// a connection joins the client's ephemeral endpoint on its node to the
+// listener's; ephemeral ports count up from 32768, skip ports in use and
+// wrap after 65535, per node; a listening port and both ends of a live
+// connection are in use until they go; the network counts connections
+// opened and those open at both ends; and each misuse of a socket or an
+// acceptor ends with the error code Asio gives it.
+#include <gtest/gtest.h>
+
+#include <asio/error.hpp>
+
+#include <vector>
+
+#include "network_fixture.hpp"
+
+namespace faultlane::dsim {
+namespace {
+
+using namespace testing;
+
+const auto third_node = asio::ip::make_address("127.0.0.3");
+
+// Runs the world until nothing is left to do.
+void settle(two_nodes& t) {
+  EXPECT_EQ(t.w.run_until([] { return false; }), world::wait_result::idle);
+}
+
+TEST(dsim_network_ends, a_connection_joins_the_clients_ephemeral_endpoint_to_the_listeners) {
+  two_nodes t(41);
+  acceptor a(t.server_ctx);
+  const auto at = t.listen(a);
+  EXPECT_EQ(at.address(), server_node);
+  auto pair = t.connect_pair(a, at);
+  auto& client = pair.first;
+  auto& server = pair.second;
+  const auto mine = client.local_endpoint();
+  EXPECT_EQ(mine.address(), client_node) << "a placed context connects from its node";
+  EXPECT_GE(mine.port(), 32768);
+  EXPECT_EQ(client.remote_endpoint(), at);
+  EXPECT_EQ(server.local_endpoint(), at);
+  EXPECT_EQ(server.remote_endpoint(), mine);
+}
+
+TEST(dsim_network_ends, a_socket_on_an_unplaced_context_connects_from_127_0_0_1) {
+  two_nodes t(42);
+  acceptor a(t.server_ctx);
+  const auto at = t.listen(a);
+  asio::io_context unplaced;
+  t.w.add_context(unplaced, "unplaced");
+  EXPECT_EQ(t.net.node_of(unplaced), asio::ip::make_address("127.0.0.1"));
+  EXPECT_EQ(t.net.node_of(t.client_ctx), client_node);
+  {
+    socket s(unplaced);
+    bool connected = false;
+    s.async_connect(at, [&](std::error_code ec) { connected = !ec; });
+    ASSERT_EQ(t.w.run_until([&] { return connected; }), world::wait_result::met);
+    EXPECT_EQ(s.local_endpoint().address(), asio::ip::make_address("127.0.0.1"));
+  }
+  settle(t);
+  t.w.remove_context(unplaced);
+}
+
+// A socket bound before it connects connects from that endpoint.
+TEST(dsim_network_ends, a_bound_socket_connects_from_the_endpoint_it_bound) {
+  two_nodes t(43);
+  acceptor a(t.server_ctx);
+  const auto at = t.listen(a);
+  socket client(t.client_ctx), server(t.server_ctx);
+  std::error_code ec;
+  const endpoint chosen(client_node, 40001);
+  client.bind(chosen, ec);
+  ASSERT_FALSE(ec) << ec.message();
+  bool connected = false, accepted = false;
+  client.async_connect(at, [&](std::error_code e) { connected = !e; });
+  a.async_accept(t.server_ctx, [&](std::error_code e, socket s) {
+    accepted = !e;
+    server = std::move(s);
+  });
+  ASSERT_EQ(t.w.run_until([&] { return connected && accepted; }), world::wait_result::met);
+  EXPECT_EQ(client.local_endpoint(), chosen);
+  EXPECT_EQ(server.remote_endpoint(), chosen);
+  socket any(t.client_ctx);
+  any.bind({client_node, 0}, ec);
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_GE(any.local_endpoint().port(), 32768) << "port 0 is an ephemeral port";
+}
+
+// Each node counts its own ports: 32768 up, past a port a listener holds,
+// to 65535, then 32768 again.
+TEST(dsim_network_ends, ephemeral_ports_count_up_skip_ports_in_use_and_wrap_after_65535) {
+  two_nodes t(44);
+  EXPECT_EQ(t.net.ephemeral_port(server_node), 32768);
+  EXPECT_EQ(t.net.ephemeral_port(server_node), 32769);
+  EXPECT_EQ(t.net.ephemeral_port(client_node), 32768) << "one counter for every node";
+  acceptor a(t.server_ctx);
+  std::error_code ec;
+  a.open(asio::ip::tcp::v4(), ec);
+  a.bind({server_node, 32770}, ec);
+  a.listen(4, ec);
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_EQ(t.net.ephemeral_port(server_node), 32771) << "a listening port was handed out";
+  std::uint16_t last = 32771;
+  while (last != 65535) {
+    const auto next = t.net.ephemeral_port(server_node);
+    ASSERT_EQ(next, last + 1);
+    last = next;
+  }
+  EXPECT_EQ(t.net.ephemeral_port(server_node), 32768) << "no wrap after 65535";
+  EXPECT_EQ(t.net.ephemeral_port(server_node), 32769);
+  EXPECT_EQ(t.net.ephemeral_port(server_node), 32771) << "the listening port, after the wrap";
+}
+
+TEST(dsim_network_ends, a_listening_port_is_in_use_until_its_listener_closes) {
+  two_nodes t(45);
+  const endpoint at(server_node, 40002);
+  acceptor first(t.server_ctx), second(t.server_ctx);
+  std::error_code ec;
+  first.open(asio::ip::tcp::v4(), ec);
+  first.bind(at, ec);
+  first.listen(4, ec);
+  ASSERT_FALSE(ec) << ec.message();
+  second.open(asio::ip::tcp::v4(), ec);
+  second.bind(at, ec);
+  EXPECT_EQ(ec, asio::error::address_in_use);
+  socket s(t.client_ctx);
+  s.bind(at, ec);
+  EXPECT_EQ(ec, asio::error::address_in_use) << "a socket took a listening port";
+  s.bind({server_node, 40003}, ec);
+  EXPECT_FALSE(ec) << "a free port: " << ec.message();
+  first.close();
+  second.bind(at, ec);
+  ASSERT_FALSE(ec) << "a closed listener's port: " << ec.message();
+  second.listen(4, ec);
+  ASSERT_FALSE(ec) << ec.message();
+  auto pair = t.connect_pair(second, at);
+  EXPECT_TRUE(pair.second.is_open());
+}
+
+// Both ends of a connection hold their ports (no SO_REUSEADDR here) until
+// the connection is gone: the client's ephemeral one, and the listener's
+// after the listener closed.
+TEST(dsim_network_ends, a_connections_ends_hold_their_ports_until_it_is_gone) {
+  two_nodes t(46);
+  endpoint client_end, listener_end;
+  {
+    acceptor a(t.server_ctx);
+    listener_end = t.listen(a);
+    auto pair = t.connect_pair(a, listener_end);
+    client_end = pair.first.local_endpoint();
+    a.close();
+    std::error_code ec;
+    socket s(t.client_ctx);
+    s.bind(client_end, ec);
+    EXPECT_EQ(ec, asio::error::address_in_use) << "the client's end";
+    acceptor again(t.server_ctx);
+    again.open(asio::ip::tcp::v4(), ec);
+    again.bind(listener_end, ec);
+    EXPECT_EQ(ec, asio::error::address_in_use) << "the accepted end";
+  }
+  settle(t);  // the FINs of the closes, then nothing refers to the connection
+  std::error_code ec;
+  socket s(t.client_ctx);
+  s.bind(client_end, ec);
+  EXPECT_FALSE(ec) << "the client's end, after the connection: " << ec.message();
+  acceptor again(t.server_ctx);
+  again.open(asio::ip::tcp::v4(), ec);
+  again.bind(listener_end, ec);
+  EXPECT_FALSE(ec) << "the accepted end, after the connection: " << ec.message();
+}
+
+// Opened counts every connect that connected; open counts those that
+// neither end closed, whichever end closes first, and none once they are
+// gone. A refused connect opens nothing.
+TEST(dsim_network_ends, the_network_counts_connections_opened_and_open_at_both_ends) {
+  two_nodes t(47);
+  EXPECT_EQ(t.net.connections_opened(), 0u);
+  EXPECT_EQ(t.net.connections_open(), 0u);
+  acceptor a(t.server_ctx);
+  const auto at = t.listen(a);
+  {
+    auto one = t.connect_pair(a, at);
+    EXPECT_EQ(t.net.connections_opened(), 1u);
+    EXPECT_EQ(t.net.connections_open(), 1u);
+    auto two = t.connect_pair(a, at);
+    EXPECT_EQ(t.net.connections_opened(), 2u);
+    EXPECT_EQ(t.net.connections_open(), 2u);
+    one.first.close();  // the connecting end
+    EXPECT_EQ(t.net.connections_open(), 1u) << "a connection its client closed is open";
+    two.second.close();  // the accepted end
+    EXPECT_EQ(t.net.connections_open(), 0u) << "a connection its server closed is open";
+    socket refused(t.client_ctx);
+    bool done = false;
+    refused.async_connect({server_node, static_cast<unsigned short>(at.port() + 1)},
+                          [&](std::error_code) { done = true; });
+    ASSERT_EQ(t.w.run_until([&] { return done; }), world::wait_result::met);
+    EXPECT_EQ(t.net.connections_opened(), 2u) << "a refused connect counted";
+  }
+  settle(t);
+  EXPECT_EQ(t.net.connections_open(), 0u) << "connections gone are counted";
+  EXPECT_EQ(t.net.connections_opened(), 2u);
+}
+
+template <typename E>
+std::error_code code(E e) {
+  return asio::error::make_error_code(e);
+}
+
+// A socket that is open but not connected: reads, writes, its peer and a
+// shutdown say not_connected, at once or through the handler; it counts as
+// a peer gone (the idle lane's check sends nothing on it).
+TEST(dsim_network_ends, a_socket_that_is_not_connected_says_not_connected) {
+  two_nodes t(48);
+  socket s(t.client_ctx);
+  s.open();
+  std::error_code ec;
+  std::byte one[1] = {};
+  s.read_some(asio::buffer(one), ec);
+  EXPECT_EQ(ec, code(asio::error::not_connected)) << "read_some";
+  s.write_some(asio::buffer(one), ec);
+  EXPECT_EQ(ec, code(asio::error::not_connected)) << "write_some";
+  s.remote_endpoint(ec);
+  EXPECT_EQ(ec, code(asio::error::not_connected)) << "remote_endpoint";
+  s.shutdown(socket::shutdown_send, ec);
+  EXPECT_EQ(ec, code(asio::error::not_connected)) << "shutdown";
+  EXPECT_TRUE(s.peer_gone_or_ready());
+  EXPECT_EQ(s.queued(), 0u);
+  std::error_code read_end, write_end;
+  int done = 0;
+  s.async_read_some(asio::buffer(one), [&](std::error_code e, std::size_t) {
+    read_end = e;
+    ++done;
+  });
+  s.async_write_some(asio::buffer(one), [&](std::error_code e, std::size_t) {
+    write_end = e;
+    ++done;
+  });
+  ASSERT_EQ(t.w.run_until([&] { return done == 2; }), world::wait_result::met);
+  EXPECT_EQ(read_end, code(asio::error::not_connected));
+  EXPECT_EQ(write_end, code(asio::error::not_connected));
+  s.open(asio::ip::tcp::v4(), ec);
+  EXPECT_EQ(ec, code(asio::error::already_open));
+}
+
+// A closed socket has no descriptor: everything says bad_descriptor.
+TEST(dsim_network_ends, a_closed_socket_says_bad_descriptor) {
+  two_nodes t(49);
+  acceptor a(t.server_ctx);
+  auto pair = t.connect_pair(a, t.listen(a));
+  auto& s = pair.first;
+  s.close();
+  EXPECT_FALSE(s.is_open());
+  EXPECT_TRUE(s.peer_gone_or_ready()) << "a closed socket's peer is gone";
+  EXPECT_EQ(s.queued(), 0u);
+  std::error_code ec;
+  std::byte one[1] = {};
+  s.read_some(asio::buffer(one), ec);
+  EXPECT_EQ(ec, code(asio::error::bad_descriptor)) << "read_some";
+  s.write_some(asio::buffer(one), ec);
+  EXPECT_EQ(ec, code(asio::error::bad_descriptor)) << "write_some";
+  s.local_endpoint(ec);
+  EXPECT_EQ(ec, code(asio::error::bad_descriptor)) << "local_endpoint";
+  s.available(ec);
+  EXPECT_EQ(ec, code(asio::error::bad_descriptor)) << "available";
+  std::error_code read_end, write_end, wait_end;
+  int done = 0;
+  s.async_read_some(asio::buffer(one), [&](std::error_code e, std::size_t) {
+    read_end = e;
+    ++done;
+  });
+  s.async_write_some(asio::buffer(one), [&](std::error_code e, std::size_t) {
+    write_end = e;
+    ++done;
+  });
+  s.async_wait(socket::wait_read, [&](std::error_code e) {
+    wait_end = e;
+    ++done;
+  });
+  ASSERT_EQ(t.w.run_until([&] { return done == 3; }), world::wait_result::met);
+  EXPECT_EQ(read_end, code(asio::error::bad_descriptor));
+  EXPECT_EQ(write_end, code(asio::error::bad_descriptor));
+  EXPECT_EQ(wait_end, code(asio::error::bad_descriptor));
+}
+
+TEST(dsim_network_ends, connecting_a_connected_socket_says_already_connected) {
+  two_nodes t(50);
+  acceptor a(t.server_ctx);
+  const auto at = t.listen(a);
+  auto pair = t.connect_pair(a, at);
+  std::error_code end;
+  bool done = false;
+  pair.first.async_connect(at, [&](std::error_code e) {
+    end = e;
+    done = true;
+  });
+  ASSERT_EQ(t.w.run_until([&] { return done; }), world::wait_result::met);
+  EXPECT_EQ(end, code(asio::error::already_connected));
+  EXPECT_EQ(t.net.connections_opened(), 1u);
+}
+
+// An acceptor listens only once open and bound; opened twice it says so;
+// closed, its accepts and its endpoint say bad_descriptor.
+TEST(dsim_network_ends, an_acceptor_listens_only_open_and_bound_and_closed_is_bad_descriptor) {
+  two_nodes t(51);
+  std::error_code ec;
+  acceptor unbound(t.server_ctx);
+  unbound.open(asio::ip::tcp::v4(), ec);
+  ASSERT_FALSE(ec);
+  unbound.open(asio::ip::tcp::v4(), ec);
+  EXPECT_EQ(ec, code(asio::error::already_open));
+  unbound.listen(4, ec);
+  EXPECT_EQ(ec, code(asio::error::invalid_argument)) << "listening unbound";
+  acceptor unopened(t.server_ctx);
+  unopened.bind({server_node, 0}, ec);
+  ASSERT_FALSE(ec);
+  unopened.listen(4, ec);
+  EXPECT_EQ(ec, code(asio::error::invalid_argument)) << "listening unopened";
+  acceptor a(t.server_ctx);
+  const auto at = t.listen(a);
+  EXPECT_EQ(a.local_endpoint(ec), at);
+  EXPECT_FALSE(ec);
+  a.close();
+  a.local_endpoint(ec);
+  EXPECT_EQ(ec, code(asio::error::bad_descriptor)) << "local_endpoint";
+  socket s(t.server_ctx);
+  a.accept(s, ec);
+  EXPECT_EQ(ec, code(asio::error::bad_descriptor)) << "accept";
+  std::error_code accept_end;
+  bool done = false;
+  a.async_accept(t.server_ctx, [&](std::error_code e, socket) {
+    accept_end = e;
+    done = true;
+  });
+  ASSERT_EQ(t.w.run_until([&] { return done; }), world::wait_result::met);
+  EXPECT_EQ(accept_end, code(asio::error::bad_descriptor)) << "async_accept";
+}
+
+// A non-blocking accept takes a connection the backlog holds, with the
+// ends a connection has.
+TEST(dsim_network_ends, a_non_blocking_accept_takes_a_queued_connection) {
+  two_nodes t(52);
+  acceptor a(t.server_ctx);
+  const auto at = t.listen(a);
+  socket client(t.client_ctx), server(t.server_ctx);
+  bool connected = false;
+  client.async_connect(at, [&](std::error_code e) { connected = !e; });
+  ASSERT_EQ(t.w.run_until([&] { return connected; }), world::wait_result::met);
+  std::error_code ec;
+  a.accept(server, ec);
+  ASSERT_FALSE(ec) << ec.message();
+  ASSERT_TRUE(server.is_open());
+  EXPECT_EQ(server.remote_endpoint(), client.local_endpoint());
+  socket none(t.server_ctx);
+  a.accept(none, ec);
+  EXPECT_EQ(ec, code(asio::error::would_block)) << "one connect accepted twice";
+}
+
+// A listener on 0.0.0.0 takes its port on every node, a third one too.
+TEST(dsim_network_ends, a_wildcard_listener_takes_its_port_on_a_node_it_was_never_told_of) {
+  two_nodes t(53);
+  acceptor a(t.server_ctx);
+  std::error_code ec;
+  a.open(asio::ip::tcp::v4(), ec);
+  a.bind({asio::ip::address_v4::any(), 0}, ec);
+  a.listen(4, ec);
+  const auto port = a.local_endpoint(ec).port();
+  auto pair = t.connect_pair(a, {third_node, port});
+  EXPECT_EQ(pair.first.remote_endpoint().port(), port);
+  EXPECT_EQ(t.net.connections_open(), 1u);
+}
+
+}  // namespace
+}  // namespace faultlane::dsim
