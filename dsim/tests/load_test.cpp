@@ -6,6 +6,7 @@
 #include <asio/io_context.hpp>
 #include <asio/post.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <functional>
 #include <vector>
@@ -142,6 +143,43 @@ TEST(dsim_load, a_loaded_run_replays_and_the_seed_moves_it) {
   };
   EXPECT_EQ(end_time(7), end_time(7));
   EXPECT_NE(end_time(7).first, end_time(8).first);
+}
+
+// Every hiccup lasts between half its bound and all of it, the draws
+// reaching near both ends; each is a `hiccup` event in the trace, naming
+// the context's slot and the hiccup's length, the gap it made.
+TEST(dsim_load, hiccups_last_half_to_all_of_their_bound_and_each_is_in_the_trace) {
+  world w(6, 1 << 16);
+  w.set_load(hiccups_only(1, 1ms));  // no cost: a gap is its hiccup
+  asio::io_context idle, ctx;
+  w.add_context(idle, "idle");
+  w.add_context(ctx, "ctx");
+  std::vector<clock::time_point> at;
+  chain(ctx, 401, at);
+  EXPECT_EQ(w.run_until([&] { return at.size() == 401; }), world::wait_result::met);
+  clock::duration shortest = 1h, longest{};
+  std::vector<std::uint64_t> gaps;
+  for (std::size_t k = 1; k < at.size(); ++k) {
+    const auto gap = at[k] - at[k - 1];
+    shortest = std::min(shortest, gap);
+    longest = std::max(longest, gap);
+    gaps.push_back(static_cast<std::uint64_t>(gap.count()));
+  }
+  EXPECT_GE(shortest, 500us);
+  EXPECT_LE(longest, 1ms);
+  EXPECT_LE(shortest, 550us);  // the draw reaches near half
+  EXPECT_GE(longest, 950us);   // and near the whole
+  std::vector<std::uint64_t> hiccups;
+  for (const auto& e : w.trace()) {
+    if (e.kind != "hiccup") continue;
+    EXPECT_EQ(e.a, 1u) << "the hiccup names another context's slot";
+    hiccups.push_back(e.b);
+  }
+  ASSERT_EQ(hiccups.size(), 401u);  // the last handler's too
+  hiccups.pop_back();
+  EXPECT_EQ(hiccups, gaps);
+  w.remove_context(idle);
+  w.remove_context(ctx);
 }
 
 }  // namespace
