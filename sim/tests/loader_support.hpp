@@ -1,11 +1,14 @@
 // What the scenario loader's tests share: the directory of their files,
-// loading one that must load, and checking a bound on both sides.
+// loading one that must load, checking a bound on both sides, and files
+// that must fail at a key.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "faultlane/sim/scenario.hpp"
 
@@ -38,6 +41,31 @@ inline void expect_bound(const std::string& ok_text, const std::string& bad_text
   auto bad = parse_scenario(bad_text, "bound.yaml");
   ASSERT_FALSE(bad.ok()) << bad_text;
   EXPECT_NE(bad.error().message.find(": " + key + ": "), std::string::npos) << bad.error().message;
+}
+
+// A file that must fail to load, at `key`, with `what` in its message
+// (when not empty).
+struct bad_value {
+  bad_value(std::string t, std::string k, std::string w = {})
+      : text(std::move(t)), key(std::move(k)), what(std::move(w)) {}
+  std::string text;
+  std::string key;
+  std::string what;
+};
+
+// Each case fails to load, its error (a whole line) names its key, and the
+// same key is in the error's place.
+inline void expect_each_fails_at_its_key(const std::vector<bad_value>& cases) {
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.key + "\n" + c.text);
+    auto s = parse_scenario(c.text, "reads.yaml");
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().code, status::invalid_argument);
+    ASSERT_TRUE(s.error().place.has_value()) << s.error().message;
+    EXPECT_EQ(s.error().place->key, c.key) << s.error().message;
+    EXPECT_NE(s.error().message.find(": " + c.key + ": "), std::string::npos) << s.error().message;
+    EXPECT_NE(s.error().message.find(c.what), std::string::npos) << s.error().message;
+  }
 }
 
 }  // namespace faultlane::sim

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 
 #include "loader_support.hpp"
 
@@ -132,6 +133,37 @@ TEST(scenario_bounds, a_checker_needs_a_reason_only_to_be_turned_off) {
                with("", "1", "size: 1, count: 1") +
                    "expect: {checkers: {bounds: {run: false, reason: \"\"}}}\n",
                "expect.checkers.bounds.reason");
+}
+
+// Rule: a stream's batch is 1..256 and at most its depth: 0 is refused.
+TEST(scenario_bounds, a_batch_is_at_least_one) {
+  expect_bound(with("", "1", "size: 1, count: 1, batch: 1"),
+               with("", "1", "size: 1, count: 1, batch: 0"), "workload[0].batch");
+}
+
+std::string cooldowns(std::uint32_t first_ms, std::uint32_t second_ms) {
+  return "transports: [{name: a, config: {reconnect_cooldown_ms: " + std::to_string(first_ms) +
+         "}}, {name: b, config: {reconnect_cooldown_ms: " + std::to_string(second_ms) +
+         "}}, {name: c}]\n"
+         "regions: [{name: r, transport: b, size: 1}]\n"
+         "workload: [{name: s, from: a, region: r, ops: read, size: 1, count: 1}]\n";
+}
+
+// Rule: the default heal settles for the longest reconnect cooldown of all
+// the transports plus 100 ms, wherever in the list that transport is
+// (docs/scenarios.md, "phases:").
+TEST(scenario_bounds, the_default_heal_waits_out_the_longest_cooldown) {
+  for (auto [first, second, settle] :
+       {std::tuple{5000u, 200u, 5100u}, std::tuple{200u, 5000u, 5100u},
+        std::tuple{1u, 1u, limits::reconnect_cooldown_ms_default + 100}}) {
+    auto s = parse_scenario(cooldowns(first, second), "cooldowns.yaml");
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    ASSERT_EQ(s.value().phases.size(), 3u);
+    EXPECT_TRUE(s.value().phases[1].heal);
+    EXPECT_EQ(s.value().phases[1].settle_ms, settle) << first << " " << second;
+    EXPECT_EQ(s.value().phases[0].settle_ms, 0u);
+    EXPECT_EQ(s.value().phases[2].settle_ms, 0u);
+  }
 }
 
 }  // namespace
