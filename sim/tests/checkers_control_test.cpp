@@ -98,6 +98,25 @@ TEST(callers, p99_moves_to_the_last_call_one_past_a_hundred) {
   EXPECT_EQ(sums[1].max_us, 0u);
 }
 
+// Nearest rank at the small edge: of two calls, half are at or below the
+// faster one, so it is the p50; the p99 is the slower.
+TEST(callers, of_two_calls_the_p50_is_the_faster) {
+  history h;
+  add(h, "pinger", 30);
+  add(h, "pinger", 10);
+  add(h, "looks", 70);
+  auto sums = summarize_callers(callers_scenario(), h);
+  EXPECT_EQ(sums[0].calls, 2u);
+  EXPECT_EQ(sums[0].p50_us, 10u);
+  EXPECT_EQ(sums[0].p99_us, 30u);
+  EXPECT_EQ(sums[0].max_us, 30u);
+  EXPECT_EQ(sums[1].p50_us, 70u);  // one call is every percentile
+  EXPECT_EQ(sums[1].p99_us, 70u);
+  add(h, "pinger", 20);  // three: rank ceil(1.5) = 2
+  sums = summarize_callers(callers_scenario(), h);
+  EXPECT_EQ(sums[0].p50_us, 20u);
+}
+
 TEST(callers, clean_calls_pass_and_each_is_checked) {
   auto r = check_expectations(callers_scenario(), callers_history());
   EXPECT_TRUE(r.passed()) << all(r);

@@ -184,6 +184,90 @@ TEST(no_replay, one_op_executed_under_two_request_ids) {
   EXPECT_TRUE(mentions(check_no_replay(w.h), "request 0x1f000000ff on server#0 at seq"));
 }
 
+// The per-target violation points at the execution that broke the rule:
+// the second one of the request id, not the first that was allowed.
+TEST(no_replay, a_second_execution_is_named_where_it_happened) {
+  auto w = clean_world();
+  auto stray = find(w, event_kind::server_executed, op1_request);
+  stray.request_id = 0x77;
+  stray.seq = 6000;
+  w.h.events.push_back(stray);
+  stray.seq = 7000;
+  w.h.events.push_back(stray);
+  stray.seq = 8000;
+  w.h.events.push_back(stray);
+  auto r = check_no_replay(w.h);
+  EXPECT_TRUE(one_violation(r,
+                            "server#0 executed WRITE request 0x77 3 times (seqs 6000, 7000, "
+                            "8000)",
+                            0, 0x77));
+  ASSERT_EQ(r.violations.size(), 1u);
+  EXPECT_EQ(r.violations[0].seq, 7000u);
+  EXPECT_EQ(r.violations[0].transport, "server");
+}
+
+// A WRITE op the core has no observer events of (its task never seen) is
+// counted, and with nothing dispatched there is nothing sent again.
+TEST(no_replay, a_write_without_a_trace_has_nothing_to_replay) {
+  auto w = clean_world();
+  op_record untraced = w.op(1);
+  untraced.id = w.h.ops.size() + 1;
+  untraced.task_id = 999;
+  untraced.outcome = status::connection_failed;
+  w.h.ops.push_back(untraced);
+  auto r = check_no_replay(w.h);
+  EXPECT_TRUE(r.passed()) << all(r);
+  EXPECT_EQ(r.checked, 3u + 2u);  // WRITE ops, WRITE request frames
+}
+
+// Each per-op violation points at the event that made it one: the second
+// dispatch, the execution of a WRITE that ended a definite failure, the
+// second execution of the op.
+TEST(no_replay, an_op_violation_names_the_event_that_made_it) {
+  auto w = clean_world();
+  auto again = find(w, event_kind::slice_dispatched, op1_request);
+  again.request_id = 0x1f000000ff;
+  again.seq = w.op(1).complete_seq - 2;
+  w.h.events.push_back(again);
+  auto r = check_no_replay(w.h);
+  ASSERT_EQ(r.violations.size(), 1u) << all(r);
+  EXPECT_EQ(r.violations[0].seq, again.seq);
+  EXPECT_EQ(r.violations[0].op_id, 1u);
+
+  w = clean_world();
+  w.op(1).outcome = status::timeout;
+  const auto ran_seq = find(w, event_kind::server_executed, op1_request).seq;
+  r = check_no_replay(w.h);
+  ASSERT_EQ(r.violations.size(), 1u) << all(r);
+  EXPECT_EQ(r.violations[0].seq, ran_seq);
+
+  w = clean_world();
+  auto twice = find(w, event_kind::server_executed, op1_request);
+  twice.incarnation = 1;  // another incarnation: only the per-op rule sees it
+  twice.seq = 5000;
+  w.h.events.push_back(twice);
+  r = check_no_replay(w.h);
+  ASSERT_EQ(r.violations.size(), 1u) << all(r);
+  EXPECT_EQ(r.violations[0].seq, 5000u);
+}
+
+// A WRITE the tap saw twice whose request id no op dispatched is still a
+// violation, naming the request and the initiator.
+TEST(no_replay, a_write_seen_twice_without_an_op_names_its_initiator) {
+  auto w = clean_world();
+  auto stray = up_frame(w, 0, op1_request);
+  stray.request_id = 0x99;
+  w.h.links[0].tap.push_back(stray);
+  stray.connection = 2;
+  w.h.links[0].tap.push_back(stray);
+  auto r = check_no_replay(w.h);
+  EXPECT_TRUE(one_violation(r, "WRITE sent twice: request 0x99 seen 2 times", 0, 0x99));
+  ASSERT_EQ(r.violations.size(), 1u);
+  EXPECT_EQ(r.violations[0].op_id, 0u);
+  EXPECT_EQ(r.violations[0].transport, "client");
+  EXPECT_EQ(r.violations[0].checker, "no_replay");
+}
+
 // Request ids are numbered per initiator: the same id from another
 // initiator's link is another request.
 TEST(no_replay, the_tap_rule_is_per_initiator) {
