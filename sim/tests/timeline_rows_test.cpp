@@ -161,5 +161,30 @@ TEST(timeline_rows, a_relay_connection_spans_open_to_close_with_coloured_frames)
   EXPECT_EQ(items[3].css, "fe");
 }
 
+// Rule: the session rows show only what a target saw, a session opened or a
+// request executed; the initiator's lane and task events have rows of their
+// own elsewhere.
+TEST(timeline_rows, session_rows_hold_only_sessions_and_executions) {
+  history h;
+  for (auto kind : {event_kind::lane_connected, event_kind::slice_dispatched,
+                    event_kind::task_finalized, event_kind::lane_closed}) {
+    h.events.push_back(event_of(h.events.size() + 1, 10, "client", kind));
+  }
+  h.events.push_back(event_of(10, 20, "server", event_kind::session_opened));
+  auto ran = event_of(11, 30, "server", event_kind::server_executed);
+  ran.outcome = status::timeout;
+  h.events.push_back(ran);
+  h.events.push_back(event_of(12, 40, "server", event_kind::lease_acquired));
+  const auto group = tl::session_rows(h, 900);
+  ASSERT_EQ(group.rows.size(), 1u);
+  EXPECT_EQ(group.rows[0].label, "sessions of server i0");
+  const auto& items = group.rows[0].items;
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(items[0].css, "sess");
+  EXPECT_EQ(items[0].start_us, 20u);
+  EXPECT_EQ(items[1].css, "err");  // coloured by how it ended
+  EXPECT_EQ(items[1].start_us, 30u);
+}
+
 }  // namespace
 }  // namespace faultlane::sim
