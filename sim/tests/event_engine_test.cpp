@@ -156,6 +156,27 @@ TEST(event_engine, an_event_that_cannot_act_is_a_run_error_and_a_failed_mark) {
   EXPECT_NE(h.marks[0].text.find(": failed: "), std::string::npos) << h.marks[0].text;
 }
 
+// Rule: a fault added to a link with no relay (a data link needs a stream
+// to relay) cannot act: a run error naming the link, and a failed mark.
+TEST(event_engine, a_fault_added_to_a_link_without_a_relay_is_a_run_error) {
+  scenario s;
+  event_spec e = at_ops("w", 1, "");
+  e.action = event_action::add_fault;
+  e.fault_name.clear();
+  e.added.spec.name = "late";
+  s.events = {e};
+  engine_world world(std::move(s));
+  world.engine.stream_ops("w", 0, 1);
+  const std::string error = world.error.get();
+  EXPECT_EQ(error.rfind("event add_fault nowhere ", 0), 0u) << error;
+  EXPECT_NE(error.find(" failed: no link nowhere (a data link needs a stream to relay)"),
+            std::string::npos)
+      << error;
+  const history h = world.rec.take();
+  ASSERT_EQ(h.marks.size(), 1u);
+  EXPECT_FALSE(h.marks[0].ok);
+}
+
 event_spec failpoint_event(event_action action, std::uint64_t ops) {
   event_spec e;
   e.when = trigger_kind::stream_ops;
