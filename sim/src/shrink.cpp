@@ -55,7 +55,8 @@ scenario without(const scenario& s, const std::vector<part>& drop) {
   return out;
 }
 
-// Smaller numbers, one change per candidate.
+}  // namespace
+
 std::vector<scenario> lowered(const scenario& s) {
   std::vector<scenario> out;
   for (std::size_t i = 0; i < s.streams.size(); ++i) {
@@ -90,8 +91,6 @@ std::vector<scenario> lowered(const scenario& s) {
   }
   return out;
 }
-
-}  // namespace
 
 // Each run of decimal digits, and each 0x with the lowercase hex digits
 // after it, becomes one '#'.

@@ -97,5 +97,132 @@ TEST(shrink, without_the_planted_bug_the_same_schedule_passes) {
   EXPECT_TRUE(r.passed) << failure_text(r);
 }
 
+// A stream of `count` ops, `depth` deep in batches of `batch`, of sizes
+// `size`, and an event after `ops` of them.
+scenario numbers(std::uint64_t count, std::size_t depth, std::size_t batch, size_dist size,
+                 std::uint64_t ops) {
+  scenario s;
+  stream_spec st;
+  st.name = "s";
+  st.count = count;
+  st.depth = depth;
+  st.batch = batch;
+  st.size = std::move(size);
+  s.streams.push_back(st);
+  event_spec e;
+  e.when = trigger_kind::stream_ops;
+  e.stream = "s";
+  e.ops = ops;
+  s.events.push_back(e);
+  return s;
+}
+
+size_dist values(std::vector<std::uint64_t> v) {
+  size_dist d;
+  d.values = std::move(v);
+  return d;
+}
+
+size_dist range(std::uint64_t lo, std::uint64_t hi) {
+  size_dist d;
+  d.range = true;
+  d.lo = lo;
+  d.hi = hi;
+  return d;
+}
+
+// What one candidate changed, in words ("count 5" for a count now 5).
+std::string change(const scenario& from, const scenario& to) {
+  const auto& a = from.streams[0];
+  const auto& b = to.streams[0];
+  std::string out;
+  auto note = [&](const char* what, auto was, auto now) {
+    if (was != now)
+      out += (out.empty() ? "" : ", ") + std::string(what) + " " + std::to_string(now);
+  };
+  note("count", a.count, b.count);
+  note("depth", a.depth, b.depth);
+  note("batch", a.batch, b.batch);
+  note("lo", a.size.lo, b.size.lo);
+  note("hi", a.size.hi, b.size.hi);
+  if (a.size.values != b.size.values) {
+    out += (out.empty() ? "" : ", ") + std::string("values");
+    for (auto v : b.size.values) out += " " + std::to_string(v);
+  }
+  note("ops", from.events[0].ops, to.events[0].ops);
+  return out;
+}
+
+std::vector<std::string> changes(const scenario& s) {
+  std::vector<std::string> out;
+  for (const auto& c : lowered(s)) out.push_back(change(s, c));
+  return out;
+}
+
+using texts = std::vector<std::string>;
+
+// Rule: each lowering step changes one number: a count halves to at least 1,
+// a depth halves to at least 1 and takes the batch down with it, a batch goes
+// to 1, an event's ops halve.
+TEST(shrink, each_lowering_step_halves_one_number) {
+  EXPECT_EQ(changes(numbers(9, 8, 8, values({64}), 9)),
+            (texts{"count 4", "depth 4, batch 4", "batch 1", "ops 4"}));
+  EXPECT_EQ(changes(numbers(3, 3, 2, values({64}), 3)),
+            (texts{"count 1", "depth 1, batch 1", "batch 1", "ops 1"}));
+  EXPECT_EQ(changes(numbers(2, 2, 1, values({64}), 2)), (texts{"count 1", "depth 1", "ops 1"}));
+  EXPECT_EQ(changes(numbers(2, 6, 2, values({64}), 1)), (texts{"count 1", "depth 3", "batch 1"}));
+}
+
+// Rule: nothing is offered at its least: a count, depth and batch of 1, one
+// size, a range of one size, an event after one op.
+TEST(shrink, nothing_at_its_least_is_lowered) {
+  EXPECT_TRUE(lowered(numbers(1, 1, 1, values({64}), 1)).empty());
+  EXPECT_TRUE(lowered(numbers(1, 1, 1, range(7, 7), 1)).empty());
+  // A duration stream (count 0) keeps its duration.
+  EXPECT_TRUE(lowered(numbers(0, 1, 1, values({64}), 1)).empty());
+  // An event of another trigger has no ops to lower.
+  auto s = numbers(1, 1, 1, values({64}), 1);
+  s.events[0].when = trigger_kind::phase_start;
+  s.events[0].ops = 8;
+  EXPECT_TRUE(lowered(s).empty());
+}
+
+// Rule: a size range's top halves towards its bottom; a size list is cut to
+// its first half, or loses its first value.
+TEST(shrink, a_size_range_narrows_and_a_size_list_shrinks) {
+  EXPECT_EQ(changes(numbers(1, 1, 1, range(10, 30), 1)), texts{"hi 20"});
+  EXPECT_EQ(changes(numbers(1, 1, 1, range(10, 11), 1)), texts{"hi 10"});
+  EXPECT_EQ(changes(numbers(1, 1, 1, values({1, 2, 3, 4, 5}), 1)),
+            (texts{"values 1 2", "values 2 3 4 5"}));
+  EXPECT_EQ(changes(numbers(1, 1, 1, values({8, 9}), 1)), (texts{"values 8", "values 9"}));
+  // A range's values are not a list, nor a list's bounds a range.
+  auto s = numbers(1, 1, 1, range(10, 10), 1);
+  s.streams[0].size.values = {1, 2};
+  EXPECT_TRUE(lowered(s).empty());
+  s = numbers(1, 1, 1, values({64}), 1);
+  s.streams[0].size.lo = 1;
+  s.streams[0].size.hi = 64;
+  EXPECT_TRUE(lowered(s).empty());
+}
+
+// Rule: each stream and each event is lowered on its own, in order.
+TEST(shrink, every_stream_and_event_is_lowered_on_its_own) {
+  auto s = numbers(4, 1, 1, values({64}), 1);
+  s.streams.push_back(s.streams[0]);
+  s.streams[1].name = "t";
+  s.streams[1].count = 6;
+  s.events.push_back(s.events[0]);
+  s.events[1].ops = 4;
+  const auto out = lowered(s);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].streams[0].count, 2u);
+  EXPECT_EQ(out[0].streams[1].count, 6u);
+  EXPECT_EQ(out[1].streams[0].count, 4u);
+  EXPECT_EQ(out[1].streams[1].count, 3u);
+  EXPECT_EQ(out[2].events[0].ops, 1u);
+  EXPECT_EQ(out[2].events[1].ops, 2u);
+  EXPECT_EQ(out[2].streams[1].count, 6u);
+}
+
 }  // namespace
 }  // namespace faultlane::sim

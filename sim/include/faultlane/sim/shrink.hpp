@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "faultlane/sim/runner.hpp"
 
@@ -37,6 +38,15 @@ struct shrink_outcome {
 };
 
 shrink_outcome shrink(const scenario& failing, const shrink_options& options);
+
+// The candidates of the lowering step, each `s` with one number lowered:
+// per stream, its count halved (at least 1), its depth halved (at least 1,
+// the batch within it), its batch 1, a size range's top halved towards its
+// bottom, a size list's first half and the list without its first value;
+// per stream_ops event, its ops halved. Nothing is offered that is already
+// at its least (a count, depth or batch of 1, a range of one size, a list
+// of one value, ops 1).
+std::vector<scenario> lowered(const scenario& s);
 
 // The first failing checker of a run, or "" if none failed.
 std::string first_failing_checker(const run_result& r);
