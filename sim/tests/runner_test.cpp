@@ -83,6 +83,28 @@ workload:
   EXPECT_GE(executed, r.ops_total);
 }
 
+// Rule: while a phase runs, the runner samples each transport's stats
+// every 200 ms (stats_interval_us, runner_phases.cpp), for the bounds
+// checker: at least once in a phase of 600 ms, and never more often, so a
+// phase of T ms holds at most T / 200 + 1 samples of each transport.
+TEST(runner, stats_are_sampled_every_200_ms_while_a_phase_runs) {
+  auto s = parse(two_peers + R"(
+workload:
+  - {name: reads, from: client, region: data, ops: read, size: 4KiB, duration_ms: 600}
+phases: [{name: only}]
+)");
+  auto r = run(s);
+  ASSERT_EQ(r.error, "");
+  ASSERT_TRUE(r.hist);
+  ASSERT_EQ(r.hist->phases.size(), 1u);
+  const auto& p = r.hist->phases[0];
+  std::size_t during = 0;
+  for (const auto& st : r.hist->stats) during += st.seq > p.start_seq && st.seq < p.end_seq;
+  const std::uint64_t most = 2 * ((p.end_us - p.start_us) / 200'000 + 1);
+  EXPECT_GE(during, 2u);
+  EXPECT_LE(during, most) << "a phase of " << (p.end_us - p.start_us) << " us";
+}
+
 // The example that opens docs/scenarios.md passes as written.
 TEST(runner, the_docs_opening_example_runs_and_passes) {
   const auto example = test::docs_opening_example(FAULTLANE_SOURCE_DIR);
