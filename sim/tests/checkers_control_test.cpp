@@ -117,6 +117,33 @@ TEST(callers, of_two_calls_the_p50_is_the_faster) {
   EXPECT_EQ(sums[0].p50_us, 20u);
 }
 
+// Rule: a summary lists registrations for describe and list_registrations
+// callers only, and incarnations for describe only; a caller with no calls
+// has 0 for every latency; a call of no caller of the scenario is in no
+// summary and checked by nobody.
+TEST(callers, a_summary_says_what_its_method_can_see) {
+  auto s = callers_scenario();
+  caller_spec lister;
+  lister.name = "lister";
+  lister.target = "server";
+  lister.method = control_method::list_registrations;
+  lister.allow = {status::ok};
+  s.control.push_back(lister);
+  history h;
+  add(h, "lister", 40);
+  h.calls[0].listed = 5;
+  add(h, "stranger", 10, status::busy);
+  const auto sums = summarize_callers(s, h);
+  ASSERT_EQ(sums.size(), 3u);
+  EXPECT_EQ(describe(sums[0]), "pinger (ping): 0 calls; p50 0.000 ms, p99 0.000 ms, max 0.000 ms");
+  EXPECT_EQ(describe(sums[2]),
+            "lister (list_registrations): 1 calls: 1 ok; p50 0.040 ms, p99 0.040 ms, "
+            "max 0.040 ms; 5 listed");
+  const auto r = check_expectations(s, h);
+  EXPECT_TRUE(r.passed()) << all(r);
+  EXPECT_EQ(r.checked, 1u);
+}
+
 TEST(callers, clean_calls_pass_and_each_is_checked) {
   auto r = check_expectations(callers_scenario(), callers_history());
   EXPECT_TRUE(r.passed()) << all(r);

@@ -108,6 +108,68 @@ TEST(ReportTimeline, WithoutHistoryStillAPage) {
   EXPECT_EQ(html.find("class=\"evidence\""), std::string::npos);
 }
 
+// Rule: the header's evidence lists at most 10 violations of the failing
+// checker, then "... and N more"; exactly 10 shows them all.
+TEST(ReportTimeline, EvidenceListsTenViolationsThenHowManyMore) {
+  for (std::size_t total : {10u, 11u}) {
+    auto r = failed_run();
+    auto& violations = r.checkers[1].violations;
+    while (violations.size() < total) violations.push_back(make_violation(9, "again"));
+    const auto html = timeline_html(r);
+    const auto box = html.substr(html.find("<div class=\"evidence\">"));
+    EXPECT_EQ(count_of(box.substr(0, box.find("</div>")), "<li>"), 10u) << box;
+    EXPECT_EQ(html.find("<p>... and 1 more</p>") != std::string::npos, total == 11) << html;
+    EXPECT_EQ(html.find("... and 0 more"), std::string::npos);
+    EXPECT_NE(html.find("<h2>no_replay: " + std::to_string(total) + " violation(s), 3 checked"),
+              std::string::npos);
+  }
+}
+
+// Rule: a run error is the evidence, under its own heading, whatever the
+// checkers said.
+TEST(ReportTimeline, ARunErrorIsTheEvidence) {
+  auto r = failed_run();
+  r.error = "child server#1 did not start";
+  const auto html = timeline_html(r);
+  EXPECT_EQ(check_balanced(html), "");
+  EXPECT_NE(html.find("<div class=\"evidence\"><h2>run error</h2><ul><li>child server#1 did not "
+                      "start</li></ul></div>"),
+            std::string::npos)
+      << html;
+  EXPECT_EQ(html.find("<h2>no_replay"), std::string::npos);
+  EXPECT_NE(html.find("class=\"verdict v-error\">ERROR</span>"), std::string::npos);
+}
+
+// Rule: a violation links to its op's bar only when the op has one.
+TEST(ReportTimeline, OnlyAViolationWithABarIsLinked) {
+  auto r = failed_run();
+  r.checkers[1].violations.push_back(make_violation(7, "an op with no bar"));
+  const auto html = timeline_html(r);
+  EXPECT_EQ(count_of(html, "<a href=\"#op-"), 1u) << html;
+  EXPECT_NE(html.find("<li>op 7 (task 107"), std::string::npos) << html;
+}
+
+// Rule: the header's verdict is coloured by the outcome, and the replay
+// line is there only when there is a command to show.
+TEST(ReportTimeline, VerdictClassAndReplayLine) {
+  EXPECT_NE(timeline_html(failed_run()).find("class=\"verdict v-fail\">FAIL no_replay</span>"),
+            std::string::npos);
+  auto passed = passed_run("plain", 3);
+  EXPECT_NE(timeline_html(passed).find("class=\"verdict v-pass\">PASS</span>"), std::string::npos);
+  EXPECT_EQ(timeline_html(passed).find("replay: <code>"), std::string::npos);
+  EXPECT_NE(timeline_html(skipped_run()).find("class=\"verdict v-skip\">SKIP needs failpoints"),
+            std::string::npos);
+  EXPECT_NE(timeline_html(failed_run())
+                .find("<p class=\"meta\">replay: <code>faultlane-sim run "
+                      "sim/scenarios/lost_ack.yaml --seed 42</code></p>"),
+            std::string::npos);
+  EXPECT_NE(timeline_html(failed_run())
+                .find("<p class=\"meta\">seed 42 | "
+                      "sim/scenarios/lost_ack.yaml | ops 3/3 | faults "
+                      "fired 3 | 1.25 s</p>"),
+            std::string::npos);
+}
+
 std::shared_ptr<const history> big_history(std::uint64_t ops, std::uint64_t faults) {
   auto h = std::make_shared<history>();
   link_record link;
