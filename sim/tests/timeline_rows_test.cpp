@@ -186,5 +186,77 @@ TEST(timeline_rows, session_rows_hold_only_sessions_and_executions) {
   EXPECT_EQ(items[1].start_us, 30u);
 }
 
+core_event lane_event(std::uint64_t seq, std::uint64_t us, event_kind kind, std::size_t lane) {
+  auto e = event_of(seq, us, "c", kind);
+  e.lane = lane;
+  return e;
+}
+
+// Rule: one row per lane (transport, incarnation, segment, lane); a
+// connected lane's span runs to its close (its status in the title), or to
+// the axis end while open; a close with no open spans its own instant; a
+// dispatch of a task no op carries is a bar to the axis end, titled by its
+// task.
+TEST(timeline_rows, a_lane_row_spans_each_connection_and_holds_its_bars) {
+  history h;
+  auto closed = lane_event(2, 50, event_kind::lane_closed, 0);
+  closed.outcome = status::connection_failed;
+  auto slice = lane_event(5, 90, event_kind::slice_dispatched, 0);
+  slice.task_id = 5;
+  slice.request_id = 0x2a;
+  h.events = {lane_event(1, 10, event_kind::lane_connected, 0),
+              closed,
+              lane_event(3, 60, event_kind::lane_closed, 0),  // closed again: no span open
+              lane_event(3, 70, event_kind::lane_closed, 1),
+              lane_event(4, 80, event_kind::lane_connected, 0),
+              slice};
+  const auto group = tl::lane_rows(h, 900);
+  ASSERT_EQ(group.rows.size(), 2u);
+  EXPECT_EQ(group.rows[0].label, "c i0 s0 lane 0");
+  EXPECT_EQ(group.rows[1].label, "c i0 s0 lane 1");
+  const auto& items = group.rows[0].items;
+  ASSERT_EQ(items.size(), 4u);
+  EXPECT_EQ(std::tie(items[0].start_us, items[0].end_us), std::make_tuple(10u, 50u));
+  EXPECT_NE(items[0].title.find("closed (connection_failed) at 0.050 ms"), std::string::npos)
+      << items[0].title;
+  EXPECT_EQ(std::tie(items[1].start_us, items[1].end_us), std::make_tuple(60u, 60u));
+  EXPECT_EQ(std::tie(items[2].start_us, items[2].end_us), std::make_tuple(80u, 900u));
+  EXPECT_EQ(items[3].kind, tl::shape::bar);
+  EXPECT_EQ(std::tie(items[3].start_us, items[3].end_us), std::make_tuple(90u, 900u));
+  EXPECT_EQ(items[3].op_id, 0u);
+  EXPECT_EQ(items[3].title.rfind("task 5 request 0x2a\n", 0), 0u) << items[3].title;
+  const auto& lone = group.rows[1].items;
+  ASSERT_EQ(lone.size(), 1u);
+  EXPECT_EQ(std::tie(lone[0].start_us, lone[0].end_us), std::make_tuple(70u, 70u));
+}
+
+// Rule: a relay connection's row shows each fault, decode error and failed
+// upstream connect in its own shape; a write record is not drawn.
+TEST(timeline_rows, a_relay_row_draws_faults_and_errors_but_not_writes) {
+  history h;
+  h.links.push_back({});
+  auto& tap = h.links[0].tap;
+  auto fault = tap_of(relays::record_kind::fault, 10);
+  fault.fault = "reset.up";
+  auto bad = tap_of(relays::record_kind::decode_error, 20);
+  bad.fault = "bad magic";
+  auto refused = tap_of(relays::record_kind::connect_failed, 30);
+  refused.upstream_remote = "127.0.0.1:9";
+  refused.reason = "refused";
+  tap = {fault, bad, tap_of(relays::record_kind::write, 25), refused};
+  const auto group = tl::relay_rows(h, 900);
+  ASSERT_EQ(group.rows.size(), 1u);
+  const auto& items = group.rows[0].items;
+  ASSERT_EQ(items.size(), 3u);
+  EXPECT_EQ(items[0].kind, tl::shape::fault);
+  EXPECT_EQ(items[0].css, "fault-mark");
+  EXPECT_EQ(items[0].title.rfind("fault reset.up (up)", 0), 0u) << items[0].title;
+  EXPECT_EQ(items[1].kind, tl::shape::decode_error);
+  EXPECT_EQ(items[1].title.rfind("decode error (up): bad magic", 0), 0u) << items[1].title;
+  EXPECT_EQ(items[2].kind, tl::shape::decode_error);
+  EXPECT_EQ(items[2].title.rfind("upstream connect to 127.0.0.1:9 failed: refused", 0), 0u)
+      << items[2].title;
+}
+
 }  // namespace
 }  // namespace faultlane::sim
