@@ -120,7 +120,7 @@ TEST(callers, of_two_calls_the_p50_is_the_faster) {
 // Rule: a summary lists registrations for describe and list_registrations
 // callers only, and incarnations for describe only; a caller with no calls
 // has 0 for every latency; a call of no caller of the scenario is in no
-// summary and checked by nobody.
+// summary and checked by nobody; incarnation 0 (none seen) is not counted.
 TEST(callers, a_summary_says_what_its_method_can_see) {
   auto s = callers_scenario();
   caller_spec lister;
@@ -133,15 +133,18 @@ TEST(callers, a_summary_says_what_its_method_can_see) {
   add(h, "lister", 40);
   h.calls[0].listed = 5;
   add(h, "stranger", 10, status::busy);
+  add(h, "looks", 20, status::ok, 0);  // a describe that saw no incarnation
   const auto sums = summarize_callers(s, h);
   ASSERT_EQ(sums.size(), 3u);
+  EXPECT_EQ(sums[1].incarnations, 0u);
+  EXPECT_EQ(sums[0].incarnations, 0u);
   EXPECT_EQ(describe(sums[0]), "pinger (ping): 0 calls; p50 0.000 ms, p99 0.000 ms, max 0.000 ms");
   EXPECT_EQ(describe(sums[2]),
             "lister (list_registrations): 1 calls: 1 ok; p50 0.040 ms, p99 0.040 ms, "
             "max 0.040 ms; 5 listed");
   const auto r = check_expectations(s, h);
   EXPECT_TRUE(r.passed()) << all(r);
-  EXPECT_EQ(r.checked, 1u);
+  EXPECT_EQ(r.checked, 2u);
 }
 
 TEST(callers, clean_calls_pass_and_each_is_checked) {
