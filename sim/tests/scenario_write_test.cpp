@@ -136,5 +136,28 @@ TEST(scenario_write, a_duration_stream_is_written_with_its_duration) {
   EXPECT_EQ(back.value().streams[0].duration_ms, 1u);
 }
 
+// Rule: a quoted value (a checker's reason, a caller's pattern) is written
+// so that it loads back as it was: quotes, backslashes, line breaks and
+// other control characters included.
+TEST(scenario_write, quoted_text_loads_back_byte_for_byte) {
+  scenario s = load_ok("control.yaml");
+  const std::string reason =
+      "a \"b\" \\ c\td\x01"
+      "e\nf";
+  s.expect.checkers_off["bounds"] = reason;
+  caller_spec lister = s.control.front();
+  lister.name = "lister";
+  lister.method = control_method::list_registrations;
+  lister.pattern = "^r'\\d+\"$";
+  s.control.push_back(lister);
+  const std::string text = to_yaml(s);
+  auto back = parse_scenario(text, s.file);
+  ASSERT_TRUE(back.ok()) << back.error().message << "\n" << text;
+  EXPECT_EQ(back.value().expect.checkers_off.at("bounds"), reason) << text;
+  EXPECT_EQ(back.value().control.back().pattern, "^r'\\d+\"$") << text;
+  EXPECT_NE(text.find("reason: \"a \\\"b\\\" \\\\ c\\x09d\\x01e\\nf\"}"), std::string::npos)
+      << text;
+}
+
 }  // namespace
 }  // namespace faultlane::sim
