@@ -97,6 +97,60 @@ TEST(shrink, without_the_planted_bug_the_same_schedule_passes) {
   EXPECT_TRUE(r.passed) << failure_text(r);
 }
 
+// A scenario that fails its expectations however small it gets (an op
+// done where none may be), with two link faults, an expectation on each,
+// and two events that change nothing it fails for.
+const char* always_failing = R"(
+transports: [{name: a}, {name: b}]
+regions: [{name: r, transport: b, size: 4KiB}]
+workload: [{name: s, from: a, region: r, ops: read, size: 1, count: 4, depth: 2}]
+links:
+  - initiator: a
+    target: b
+    faults:
+      - {type: latency, dir: up, ms: 1, name: lat, optional: true}
+      - {type: latency, dir: down, ms: 1, name: lat2, optional: true}
+phases: [{name: p}]
+events:
+  - {at: {phase: p}, do: arm, failpoint: {name: lane.enqueue, action: delay, delay_ms: 1,
+     optional: true}}
+  - {at: {after_phase: p}, do: disarm, failpoint: lane.enqueue}
+expect:
+  counts: {s.done: 0}
+  faults: {"a-b-r0/lat": ">=0", lat2: ">=0"}
+)";
+
+// Rule: the shrinker drops every part the failure does not need (link
+// faults and events, with the expectations that name a dropped fault, so
+// the candidate still loads), lowers the numbers, and names, seeds and
+// confirms what it kept.
+TEST(shrink, parts_the_failure_does_not_need_are_dropped_with_their_expectations) {
+  if (!failpoints_available()) GTEST_SKIP() << "the scenario arms a failpoint";
+  auto s = parse_scenario(always_failing, "always.yaml");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  ASSERT_TRUE(s.value().needs_failpoints);
+  shrink_options so;
+  so.checker = "expectations";
+  so.runs_per_candidate = 1;
+  so.run.seed = 5;
+  std::size_t logged = 0;
+  so.log = [&](const std::string&) { ++logged; };
+  const auto out = shrink(s.value(), so);
+  ASSERT_TRUE(out.confirmed);
+  EXPECT_TRUE(out.minimal.links.front().faults.empty()) << to_yaml(out.minimal);
+  EXPECT_TRUE(out.minimal.events.empty()) << to_yaml(out.minimal);
+  EXPECT_TRUE(out.minimal.expect.faults.empty()) << to_yaml(out.minimal);
+  EXPECT_EQ(out.minimal.expect.counts.size(), 1u);
+  EXPECT_FALSE(out.minimal.needs_failpoints);
+  EXPECT_EQ(out.minimal.streams.front().count, 1u);
+  EXPECT_EQ(out.minimal.streams.front().depth, 1u);
+  EXPECT_EQ(out.minimal.name, "always.min");
+  EXPECT_EQ(out.minimal.seed, 5u);
+  EXPECT_EQ(logged, out.steps_kept);
+  EXPECT_GE(out.candidates_run, out.steps_kept + 1);
+  EXPECT_TRUE(parse_scenario(to_yaml(out.minimal), "always.min.yaml").ok());
+}
+
 // A stream of `count` ops, `depth` deep in batches of `batch`, of sizes
 // `size`, and an event after `ops` of them.
 scenario numbers(std::uint64_t count, std::size_t depth, std::size_t batch, size_dist size,
