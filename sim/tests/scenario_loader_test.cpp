@@ -377,6 +377,24 @@ TEST(ScenarioLoader, FileNameIsTheDefaultNameAndMustBeOne) {
   EXPECT_FALSE(load_scenario("/nonexistent/dir/none.yaml").ok());
 }
 
+// Rule: the summary is the file's opening comment block: blank lines before
+// it skipped, each line without its "#" and one space (a second space kept),
+// trailing spaces and CRs dropped, up to the first line that is not a
+// comment (a blank one included).
+TEST(ScenarioLoader, TheSummaryIsTheOpeningCommentBlock) {
+  const std::string body = with("", "1", "size: 1, count: 1");
+  auto summary_of = [&](const std::string& head) {
+    auto s = parse_scenario(head + body, "summary.yaml");
+    EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message);
+    return s.ok() ? s.value().summary : std::string("(did not load)");
+  };
+  EXPECT_EQ(summary_of("\n\n# first  \r\n#second\n#   third\n#\n# last\n"),
+            "first\nsecond\n  third\n\nlast");
+  EXPECT_EQ(summary_of("# one\n\n# not the summary\n"), "one");
+  EXPECT_EQ(summary_of("# one\nname: x\n# not the summary\n"), "one");
+  EXPECT_EQ(summary_of(""), "");
+}
+
 // The complete example that opens docs/scenarios.md loads as it stands.
 TEST(ScenarioLoader, DocsExampleLoads) {
   const auto example = test::docs_opening_example((test_dir / ".." / "..").string());
