@@ -395,6 +395,25 @@ TEST(ScenarioLoader, TheSummaryIsTheOpeningCommentBlock) {
   EXPECT_EQ(summary_of(""), "");
 }
 
+// Rule: a scenario is one YAML document: a "---" before its content opens
+// it (and is no content of its own), one after its content (at the start
+// of a line, alone or before a space) is a second document, refused at its
+// line.
+TEST(ScenarioLoader, OneDocumentMarkerBeforeTheContentIsAllowed) {
+  const std::string body = with("", "1", "size: 1, count: 1");
+  EXPECT_TRUE(parse_scenario("# a comment\n---\n" + body, "one.yaml").ok());
+  EXPECT_TRUE(parse_scenario("--- \n" + body, "one.yaml").ok());
+  // A marker is no content: a file of a comment and a marker is empty.
+  auto empty = parse_scenario("# nothing\n---\n", "empty.yaml");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.error().message.find("the file is empty"), std::string::npos)
+      << empty.error().message;
+  auto two = parse_scenario(body + "--- # another\n" + body, "two.yaml");
+  ASSERT_FALSE(two.ok());
+  EXPECT_EQ(two.error().message.rfind("two.yaml:4:1: yaml: more than one YAML document", 0), 0u)
+      << two.error().message;
+}
+
 // The complete example that opens docs/scenarios.md loads as it stands.
 TEST(ScenarioLoader, DocsExampleLoads) {
   const auto example = test::docs_opening_example((test_dir / ".." / "..").string());
