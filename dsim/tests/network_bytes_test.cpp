@@ -25,18 +25,6 @@ namespace {
 using namespace std::chrono_literals;
 using namespace testing;
 
-network_options whole(std::size_t buffer) {
-  network_options o;
-  o.buffer_min = o.buffer_max = buffer;
-  o.partial_write = 0;
-  o.partial_read = 0;
-  return o;
-}
-
-void settle(two_nodes& t) {
-  EXPECT_EQ(t.w.run_until([] { return false; }), world::wait_result::idle);
-}
-
 // The virtual times (after `since`) of the trace's events of `kind`.
 std::vector<std::int64_t> times_of(const world& w, std::string_view kind, clock::time_point since) {
   std::vector<std::int64_t> out;

@@ -22,26 +22,6 @@ namespace {
 
 using namespace testing;
 
-const auto third_node = asio::ip::make_address("127.0.0.3");
-
-network_options whole(std::size_t buffer) {
-  network_options o;
-  o.buffer_min = o.buffer_max = buffer;
-  o.partial_write = 0;
-  o.partial_read = 0;
-  return o;
-}
-
-template <typename E>
-std::error_code code(E e) {
-  return asio::error::make_error_code(e);
-}
-std::error_code eof_code() { return asio::error::make_error_code(asio::error::eof); }
-
-void settle(two_nodes& t) {
-  EXPECT_EQ(t.w.run_until([] { return false; }), world::wait_result::idle);
-}
-
 // What the next read of `s` ends with once the world has settled: eof,
 // connection_reset, or no error when bytes wait.
 std::error_code next_read(two_nodes& t, socket& s) {

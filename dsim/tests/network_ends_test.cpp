@@ -18,13 +18,6 @@ namespace {
 
 using namespace testing;
 
-const auto third_node = asio::ip::make_address("127.0.0.3");
-
-// Runs the world until nothing is left to do.
-void settle(two_nodes& t) {
-  EXPECT_EQ(t.w.run_until([] { return false; }), world::wait_result::idle);
-}
-
 TEST(dsim_network_ends, a_connection_joins_the_clients_ephemeral_endpoint_to_the_listeners) {
   two_nodes t(41);
   acceptor a(t.server_ctx);

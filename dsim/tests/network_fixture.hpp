@@ -1,13 +1,16 @@
 // network_fixture: a world, a network and two contexts on two nodes, for
-// the network's tests (network_test.cpp, network_flow_test.cpp).
+// the network's tests (network_*_test.cpp), and the helpers they share.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <system_error>
 #include <utility>
 #include <vector>
+
+#include <asio/error.hpp>
 
 #include "faultlane/dsim/socket.hpp"
 
@@ -59,5 +62,28 @@ inline std::vector<std::byte> pattern(std::size_t n, std::uint64_t seed) {
   for (std::size_t i = 0; i < n; ++i) out[i] = std::byte((i * 131 + seed * 7) & 0xff);
   return out;
 }
+
+inline const auto third_node = asio::ip::make_address("127.0.0.3");
+
+// Buffers of exactly `buffer` bytes each way, and no partial reads or
+// writes: a test of one rule sees no other draw.
+inline network_options whole(std::size_t buffer) {
+  network_options o;
+  o.buffer_min = o.buffer_max = buffer;
+  o.partial_write = 0;
+  o.partial_read = 0;
+  return o;
+}
+
+// Runs the world until nothing is left to do.
+inline void settle(two_nodes& t) {
+  EXPECT_EQ(t.w.run_until([] { return false; }), world::wait_result::idle);
+}
+
+template <typename E>
+std::error_code code(E e) {
+  return asio::error::make_error_code(e);
+}
+inline std::error_code eof_code() { return asio::error::make_error_code(asio::error::eof); }
 
 }  // namespace faultlane::dsim::testing

@@ -29,25 +29,16 @@ namespace {
 using namespace std::chrono_literals;
 using namespace testing;
 
-network_options whole_buffered(std::size_t buffer) {
-  network_options o;
-  o.buffer_min = o.buffer_max = buffer;
-  o.partial_write = 0;
-  o.partial_read = 0;
-  return o;
-}
-
 enum class ending { fin, close, reset };
 
 std::error_code reset_code() { return asio::error::make_error_code(asio::error::connection_reset); }
-std::error_code eof_code() { return asio::error::make_error_code(asio::error::eof); }
 
 // Five writes at one instant, then the end: the end must reach the reader
 // after all 500 bytes, whatever order the seed gives events due together.
 TEST(dsim_network_rules, a_fin_or_reset_behind_bytes_in_flight_arrives_after_them) {
   for (auto how : {ending::fin, ending::close, ending::reset}) {
     for (std::uint64_t seed = 1; seed <= 20; ++seed) {
-      network_options o = whole_buffered(64 << 10);
+      network_options o = whole(64 << 10);
       o.latency_min = o.latency_max = 50us;  // every chunk due at one instant
       two_nodes t(seed, o);
       acceptor a(t.server_ctx);
@@ -82,7 +73,7 @@ TEST(dsim_network_rules, a_fin_or_reset_behind_bytes_in_flight_arrives_after_the
 // An 8192-byte buffer caps a 256 KiB watermark at 4096: 4095 bytes hold
 // the read, the 4096th meets it.
 TEST(dsim_network_rules, the_watermark_cap_is_half_the_buffer_exactly) {
-  two_nodes t(21, whole_buffered(8192));
+  two_nodes t(21, whole(8192));
   acceptor a(t.server_ctx);
   auto pair = t.connect_pair(a, t.listen(a));
   auto& client = pair.first;
@@ -105,7 +96,7 @@ TEST(dsim_network_rules, the_watermark_cap_is_half_the_buffer_exactly) {
 // stream (a FIN, a reset) gives the reader what arrived.
 TEST(dsim_network_rules, the_end_of_the_stream_releases_a_read_below_its_watermark) {
   for (bool reset : {false, true}) {
-    two_nodes t(22, whole_buffered(64 << 10));
+    two_nodes t(22, whole(64 << 10));
     acceptor a(t.server_ctx);
     auto pair = t.connect_pair(a, t.listen(a));
     auto& client = pair.first;
@@ -138,7 +129,7 @@ TEST(dsim_network_rules, the_end_of_the_stream_releases_a_read_below_its_waterma
 // whichever is less: on a 9000-byte buffer 3000 bytes of room take a write,
 // 2999 do not, unless the write offers no more than the room.
 TEST(dsim_network_rules, a_writer_wakes_for_a_third_of_the_buffer_or_all_it_offers) {
-  two_nodes t(23, whole_buffered(9000));
+  two_nodes t(23, whole(9000));
   acceptor a(t.server_ctx);
   auto pair = t.connect_pair(a, t.listen(a));
   auto& client = pair.first;
@@ -166,7 +157,7 @@ TEST(dsim_network_rules, a_writer_wakes_for_a_third_of_the_buffer_or_all_it_offe
 // A FIN closed the server with nothing unread; the client's next bytes
 // reach a closed socket, which answers them with a reset.
 TEST(dsim_network_rules, bytes_that_reach_a_closed_socket_are_answered_with_a_reset) {
-  two_nodes t(24, whole_buffered(64 << 10));
+  two_nodes t(24, whole(64 << 10));
   acceptor a(t.server_ctx);
   auto pair = t.connect_pair(a, t.listen(a));
   auto& client = pair.first;
@@ -269,7 +260,7 @@ TEST(dsim_network_rules, an_accept_lets_one_held_connect_into_a_full_backlog) {
 // After a shutdown of its sending side a socket cannot write (broken pipe)
 // but still reads what the peer writes; the peer reads end of file.
 TEST(dsim_network_rules, a_half_closed_socket_still_reads_what_its_peer_writes) {
-  two_nodes t(28, whole_buffered(64 << 10));
+  two_nodes t(28, whole(64 << 10));
   acceptor a(t.server_ctx);
   auto pair = t.connect_pair(a, t.listen(a));
   auto& client = pair.first;
@@ -302,7 +293,7 @@ TEST(dsim_network_rules, writes_and_reads_are_cut_as_often_as_asked) {
   for (double partial : {0.5, 0.0}) {
     int short_writes = 0, short_reads = 0;
     for (std::uint64_t seed = 1; seed <= 20; ++seed) {
-      network_options o = whole_buffered(64 << 10);
+      network_options o = whole(64 << 10);
       o.partial_write = o.partial_read = partial;
       two_nodes t(seed, o);
       acceptor a(t.server_ctx);
@@ -334,7 +325,7 @@ TEST(dsim_network_rules, writes_and_reads_are_cut_as_often_as_asked) {
 
 // Data pays the connection's one-way latency: 100 us from write to arrival.
 TEST(dsim_network_rules, bytes_arrive_one_latency_after_their_write) {
-  network_options o = whole_buffered(64 << 10);
+  network_options o = whole(64 << 10);
   o.latency_min = o.latency_max = 100us;
   two_nodes t(29, o);
   acceptor a(t.server_ctx);
@@ -354,7 +345,7 @@ TEST(dsim_network_rules, bytes_arrive_one_latency_after_their_write) {
 // nothing unread.
 TEST(dsim_network_rules, an_idle_peer_is_gone_or_ready_only_after_a_fin_or_a_reset) {
   for (bool reset : {false, true}) {
-    two_nodes t(31, whole_buffered(64 << 10));
+    two_nodes t(31, whole(64 << 10));
     acceptor a(t.server_ctx);
     auto pair = t.connect_pair(a, t.listen(a));
     auto& client = pair.first;
@@ -375,7 +366,7 @@ TEST(dsim_network_rules, an_idle_peer_is_gone_or_ready_only_after_a_fin_or_a_res
 TEST(dsim_network_rules, readiness_waits_complete_when_the_operation_would_not_wait) {
   enum class wakes { byte, fin, reset };
   for (auto how : {wakes::byte, wakes::fin, wakes::reset}) {
-    two_nodes t(32, whole_buffered(64 << 10));
+    two_nodes t(32, whole(64 << 10));
     acceptor a(t.server_ctx);
     auto pair = t.connect_pair(a, t.listen(a));
     auto& client = pair.first;
@@ -392,7 +383,7 @@ TEST(dsim_network_rules, readiness_waits_complete_when_the_operation_would_not_w
     EXPECT_EQ(t.w.run_until([&] { return readable; }), world::wait_result::met)
         << static_cast<int>(how);
   }
-  two_nodes t(33, whole_buffered(9000));
+  two_nodes t(33, whole(9000));
   acceptor a(t.server_ctx);
   auto pair = t.connect_pair(a, t.listen(a));
   auto& client = pair.first;

@@ -8,8 +8,6 @@
 namespace faultlane::sim::test {
 namespace {
 
-constexpr std::uint64_t op1_request = 0x1f00000000;
-
 core_event* find_event(world& w, event_kind k, std::uint64_t task) {
   for (auto& e : w.h.events) {
     if (e.kind == k && e.task_id == task && e.transport == "client") return &e;

@@ -9,22 +9,6 @@
 namespace faultlane::sim::test {
 namespace {
 
-constexpr std::uint64_t op1_request = 0x1f00000000;
-
-core_event& find(world& w, event_kind k, std::uint64_t request) {
-  for (auto& e : w.h.events) {
-    if (e.kind == k && e.request_id == request) return e;
-  }
-  throw std::logic_error("no such event");
-}
-
-relays::tap_record& up_frame(world& w, std::size_t rail, std::uint64_t request) {
-  for (auto& t : w.h.links[rail].tap) {
-    if (t.dir == relays::direction::up && t.request_id == request) return t;
-  }
-  throw std::logic_error("no such frame");
-}
-
 // Only a WRITE run ok twice is a replay: a READ the target ran twice is not.
 TEST(no_replay, a_read_executed_twice_is_no_replay) {
   auto w = clean_world();

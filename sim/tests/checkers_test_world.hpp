@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -326,6 +327,25 @@ inline std::string all(const checker_result& r) {
   std::string out;
   for (const auto& v : r.violations) out += describe(v) + "\n";
   return out;
+}
+
+// The request id of op 1 (its first slice) in the clean world.
+inline constexpr std::uint64_t op1_request = 0x1f00000000;
+
+// The event of kind `k` for `request`, to change in a test.
+inline core_event& find(world& w, event_kind k, std::uint64_t request) {
+  for (auto& e : w.h.events) {
+    if (e.kind == k && e.request_id == request) return e;
+  }
+  throw std::logic_error("no such event");
+}
+
+// The tap's frame going up on `rail` for `request`.
+inline relays::tap_record& up_frame(world& w, std::size_t rail, std::uint64_t request) {
+  for (auto& t : w.h.links[rail].tap) {
+    if (t.dir == relays::direction::up && t.request_id == request) return t;
+  }
+  throw std::logic_error("no such frame");
 }
 
 }  // namespace faultlane::sim::test

@@ -8,22 +8,6 @@
 namespace faultlane::sim::test {
 namespace {
 
-constexpr std::uint64_t wire_op1_request = 0x1f00000000;
-
-core_event& find(world& w, event_kind k, std::uint64_t request) {
-  for (auto& e : w.h.events) {
-    if (e.kind == k && e.request_id == request) return e;
-  }
-  throw std::logic_error("no such event");
-}
-
-relays::tap_record& up_frame(world& w, std::size_t rail, std::uint64_t request) {
-  for (auto& t : w.h.links[rail].tap) {
-    if (t.dir == relays::direction::up && t.request_id == request) return t;
-  }
-  throw std::logic_error("no such frame");
-}
-
 TEST(no_replay, clean_history_passes) {
   auto w = clean_world();
   auto r = check_no_replay(w.h);
@@ -33,7 +17,7 @@ TEST(no_replay, clean_history_passes) {
 
 TEST(no_replay, target_executed_a_request_id_twice) {
   auto w = clean_world();
-  auto again = find(w, event_kind::server_executed, wire_op1_request);
+  auto again = find(w, event_kind::server_executed, op1_request);
   again.seq = 5000;
   w.h.events.push_back(again);
   auto r = check_no_replay(w.h);
@@ -41,14 +25,14 @@ TEST(no_replay, target_executed_a_request_id_twice) {
   EXPECT_TRUE(mentions(r, "server#0 executed WRITE request 0x1f00000000 2 times")) << all(r);
   EXPECT_TRUE(mentions(r, "WRITE executed 2 times by the target")) << all(r);
   EXPECT_EQ(r.violations[0].task_id, 100u);
-  EXPECT_EQ(r.violations[0].request_id, wire_op1_request);
+  EXPECT_EQ(r.violations[0].request_id, op1_request);
 }
 
 // A refusal is not an execution: refused, then run under the same id, the
 // request ran once.
 TEST(no_replay, a_refused_then_executed_request_ran_once) {
   auto w = clean_world();
-  auto refused = find(w, event_kind::server_executed, wire_op1_request);
+  auto refused = find(w, event_kind::server_executed, op1_request);
   refused.outcome = status::stale_registration;
   refused.seq -= 1;
   w.h.events.push_back(refused);
@@ -61,7 +45,7 @@ TEST(no_replay, a_refused_then_executed_request_ran_once) {
 
 TEST(no_replay, per_target_rule_holds_without_an_op) {
   auto w = clean_world();
-  auto stray = find(w, event_kind::server_executed, wire_op1_request);
+  auto stray = find(w, event_kind::server_executed, op1_request);
   stray.request_id = 0x77;
   w.h.events.push_back(stray);
   stray.seq = 6000;
@@ -72,14 +56,14 @@ TEST(no_replay, per_target_rule_holds_without_an_op) {
 
 TEST(no_replay, per_op_rule_across_target_incarnations) {
   auto w = clean_world();
-  auto again = find(w, event_kind::server_executed, wire_op1_request);
+  auto again = find(w, event_kind::server_executed, op1_request);
   again.incarnation = 1;
   again.seq = 5000;
   w.h.events.push_back(again);
   EXPECT_TRUE(one_violation(check_no_replay(w.h),
                             "WRITE executed 2 times by the target: request 0x1f00000000 on "
                             "server#0 at seq",
-                            100, wire_op1_request));
+                            100, op1_request));
 }
 
 // (d) A WRITE the initiator called a definite failure, though the target
@@ -90,45 +74,45 @@ TEST(no_replay, a_definite_failure_the_target_executed) {
   EXPECT_TRUE(one_violation(check_no_replay(w.h),
                             "WRITE ended connection_failed, a definite failure, but the target "
                             "executed request 0x1f00000000",
-                            100, wire_op1_request));
+                            100, op1_request));
   w.op(1).outcome = status::ambiguous_write;
   auto r = check_no_replay(w.h);
   EXPECT_TRUE(r.passed()) << all(r);
   // Refused by the target: definite, and it did not run.
   w.op(1).outcome = status::stale_registration;
-  find(w, event_kind::server_executed, wire_op1_request).outcome = status::stale_registration;
+  find(w, event_kind::server_executed, op1_request).outcome = status::stale_registration;
   r = check_no_replay(w.h);
   EXPECT_TRUE(r.passed()) << all(r);
 }
 
 TEST(no_replay, write_dispatched_again_without_a_rejection) {
   auto w = clean_world();
-  auto again = find(w, event_kind::slice_dispatched, wire_op1_request);
+  auto again = find(w, event_kind::slice_dispatched, op1_request);
   again.request_id = 0x1f000000ff;
   again.seq = w.op(1).complete_seq - 1;
   w.h.events.push_back(again);
   EXPECT_TRUE(one_violation(check_no_replay(w.h),
                             "WRITE dispatched 2 times: request 0x1f00000000 (seq", 100,
-                            wire_op1_request));
+                            op1_request));
 }
 
 TEST(no_replay, write_dispatched_again_after_a_rejection_is_fine) {
   auto w = clean_world();
-  auto again = find(w, event_kind::slice_dispatched, wire_op1_request);
+  auto again = find(w, event_kind::slice_dispatched, op1_request);
   again.request_id = 0x1f000000ff;
   again.seq = w.op(1).complete_seq - 1;
   w.h.events.push_back(again);
   // The target refused the first request (observer side)...
-  find(w, event_kind::server_executed, wire_op1_request).outcome = status::stale_registration;
+  find(w, event_kind::server_executed, op1_request).outcome = status::stale_registration;
   auto r = check_no_replay(w.h);
   EXPECT_TRUE(r.passed()) << all(r);
   // ...or only the tap saw the refusal on its way down.
   std::erase_if(w.h.events, [](const core_event& e) {
-    return e.kind == event_kind::server_executed && e.request_id == wire_op1_request;
+    return e.kind == event_kind::server_executed && e.request_id == op1_request;
   });
   EXPECT_FALSE(check_no_replay(w.h).passed());
   for (auto& t : w.h.links[0].tap) {
-    if (t.request_id == wire_op1_request && !t.request) t.status = 6;
+    if (t.request_id == op1_request && !t.request) t.status = 6;
   }
   r = check_no_replay(w.h);
   EXPECT_TRUE(r.passed()) << all(r);
@@ -139,7 +123,7 @@ TEST(no_replay, write_dispatched_again_after_a_rejection_is_fine) {
 TEST(no_replay, a_refusal_of_the_later_request_does_not_count) {
   for (bool on_tap : {false, true}) {
     auto w = clean_world();
-    auto again = find(w, event_kind::slice_dispatched, wire_op1_request);
+    auto again = find(w, event_kind::slice_dispatched, op1_request);
     again.request_id = 0x1f000000ff;
     again.seq = w.op(1).complete_seq - 1;
     w.h.events.push_back(again);
@@ -149,7 +133,7 @@ TEST(no_replay, a_refusal_of_the_later_request_does_not_count) {
       refusal.status = 6;
       w.h.links[0].tap.push_back(refusal);
     } else {
-      auto refusal = find(w, event_kind::server_executed, wire_op1_request);
+      auto refusal = find(w, event_kind::server_executed, op1_request);
       refusal.request_id = 0x1f000000ff;
       refusal.outcome = status::stale_registration;
       refusal.seq = again.seq;
@@ -157,7 +141,7 @@ TEST(no_replay, a_refusal_of_the_later_request_does_not_count) {
     }
     EXPECT_TRUE(one_violation(check_no_replay(w.h),
                               "WRITE dispatched 2 times: request 0x1f00000000 (seq", 100,
-                              wire_op1_request));
+                              op1_request));
   }
 }
 
@@ -165,22 +149,22 @@ TEST(no_replay, a_refusal_of_the_later_request_does_not_count) {
 // tap saw the first one refused (so sending it again was allowed).
 TEST(no_replay, one_op_executed_under_two_request_ids) {
   auto w = clean_world();
-  auto again = find(w, event_kind::slice_dispatched, wire_op1_request);
+  auto again = find(w, event_kind::slice_dispatched, op1_request);
   again.request_id = 0x1f000000ff;
   again.seq = w.op(1).complete_seq - 2;
   w.h.events.push_back(again);
   for (auto& t : w.h.links[0].tap) {
-    if (t.request_id == wire_op1_request && !t.request) t.status = 6;
+    if (t.request_id == op1_request && !t.request) t.status = 6;
   }
   EXPECT_TRUE(check_no_replay(w.h).passed()) << all(check_no_replay(w.h));
-  auto ran = find(w, event_kind::server_executed, wire_op1_request);
+  auto ran = find(w, event_kind::server_executed, op1_request);
   ran.request_id = 0x1f000000ff;
   ran.seq = w.op(1).complete_seq - 1;
   w.h.events.push_back(ran);
   EXPECT_TRUE(one_violation(check_no_replay(w.h),
                             "WRITE executed 2 times by the target: request 0x1f00000000 on "
                             "server#0 at seq",
-                            100, wire_op1_request));
+                            100, op1_request));
   EXPECT_TRUE(mentions(check_no_replay(w.h), "request 0x1f000000ff on server#0 at seq"));
 }
 
@@ -275,17 +259,17 @@ TEST(no_replay, the_tap_rule_is_per_initiator) {
   auto other = w.h.links[0];
   other.name = "client2-server-r0";
   other.initiator = "client2";
-  other.tap = {up_frame(w, 0, wire_op1_request)};
+  other.tap = {up_frame(w, 0, op1_request)};
   w.h.links.push_back(other);
   EXPECT_TRUE(check_no_replay(w.h).passed()) << all(check_no_replay(w.h));
   w.h.links.back().initiator = "client";
   EXPECT_TRUE(one_violation(check_no_replay(w.h), "WRITE sent twice: request 0x1f00000000", 100,
-                            wire_op1_request));
+                            op1_request));
 }
 
 TEST(no_replay, tap_saw_a_write_sent_twice_on_one_link) {
   auto w = clean_world();
-  auto again = up_frame(w, 0, wire_op1_request);
+  auto again = up_frame(w, 0, op1_request);
   again.connection = 3;
   w.h.links[0].tap.push_back(again);
   auto r = check_no_replay(w.h);
@@ -294,17 +278,17 @@ TEST(no_replay, tap_saw_a_write_sent_twice_on_one_link) {
                                 std::to_string(w.op(1).complete_seq) +
                                 ": WRITE sent twice: request 0x1f00000000 seen 2 times on link "
                                 "client-server-r0 (connections 1 and 3)",
-                            100, wire_op1_request));
+                            100, op1_request));
   EXPECT_EQ(r.checked, 2u + 3u);
 }
 
 TEST(no_replay, tap_saw_a_write_on_two_links) {
   auto w = clean_world();
-  w.h.links[1].tap.push_back(up_frame(w, 0, wire_op1_request));
+  w.h.links[1].tap.push_back(up_frame(w, 0, op1_request));
   EXPECT_TRUE(one_violation(check_no_replay(w.h),
                             "on link client-server-r0 (connection 1); on link client-server-r1 "
                             "(connection 1)",
-                            100, wire_op1_request));
+                            100, op1_request));
 }
 
 TEST(slice_coverage, clean_history_passes) {

@@ -9,7 +9,7 @@
 
 #include "loader_support.hpp"
 
-namespace faultlane::sim {
+namespace faultlane::sim::reads_test {
 namespace {
 
 // The base file every case changes one part of: `b` has a control plane,
@@ -279,4 +279,4 @@ TEST(scenario_reads, a_bad_expectation_value_is_the_error) {
 }
 
 }  // namespace
-}  // namespace faultlane::sim
+}  // namespace faultlane::sim::reads_test

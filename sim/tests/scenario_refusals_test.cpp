@@ -10,7 +10,7 @@
 
 #include "loader_support.hpp"
 
-namespace faultlane::sim {
+namespace faultlane::sim::refusals_test {
 namespace {
 
 const std::string transports =
@@ -215,4 +215,4 @@ TEST(scenario_refusals, expectations) {
 }
 
 }  // namespace
-}  // namespace faultlane::sim
+}  // namespace faultlane::sim::refusals_test
