@@ -18,54 +18,6 @@ namespace {
 
 using namespace test;
 
-// A listener the test answers from by hand: it accepts, reads requests and
-// answers them (or closes, or sends garbage) as each test says.
-class scripted_peer {
- public:
-  scripted_peer() : acceptor_(context_, {asio::ip::make_address("127.0.0.1"), 0}) {}
-  client_options options() const {
-    client_options o;
-    o.server = {"127.0.0.1", acceptor_.local_endpoint().port()};
-    return o;
-  }
-  // The next connection; nullopt when none came within `timeout`.
-  std::optional<tcp::socket> accept(std::chrono::milliseconds timeout = 10s) {
-    tcp::socket s(context_);
-    if (faultlane::testing::accept_within(acceptor_, s, timeout)) return std::nullopt;
-    return s;
-  }
-  struct request {
-    header h;
-    std::string method;
-  };
-  static std::optional<request> read_request(tcp::socket& s) {
-    header_bytes_array head{};
-    if (faultlane::testing::read_within(s, asio::buffer(head))) return std::nullopt;
-    auto h = decode(head, limits::rpc_request_bytes_max);
-    if (!h) return std::nullopt;
-    std::string payload(h.value().payload_length, '\0');
-    if (faultlane::testing::read_within(s, asio::buffer(payload))) return std::nullopt;
-    return request{h.value(), payload.substr(0, h.value().method_length)};
-  }
-  static void answer(tcp::socket& s, std::uint64_t id, std::size_t body_bytes = 0) {
-    const header h{kind::response, 0, rpc_status::ok, id, static_cast<std::uint32_t>(body_bytes)};
-    auto head = encode(h);
-    asio::write(s, asio::buffer(head));
-    std::vector<std::byte> body(body_bytes, std::byte{0x5a});
-    asio::write(s, asio::buffer(body));
-  }
-
- private:
-  asio::io_context context_;
-  tcp::acceptor acceptor_;
-};
-
-// A port nothing listens on (it was free a moment ago).
-std::uint16_t free_port() {
-  faultlane::testing::silent_peer gone;
-  return gone.port();
-}
-
 // Rule: after a reset no new connect starts before reconnect_cooldown_ms,
 // and the call the connection carried is sent again on the next one.
 TEST(rpc_client, a_reset_holds_the_next_connect_for_the_cooldown_and_resends_the_call) {

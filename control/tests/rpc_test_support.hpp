@@ -1,6 +1,7 @@
 // What the control plane's tests share: a gate a handler waits at, a raw
-// connection that speaks the frames by hand, and a server on an io pool of
-// its own with an inline `ping`.
+// connection that speaks the frames by hand, a listener a test answers
+// from by hand (scripted_peer), and a server on an io pool of its own with
+// an inline `ping`.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,11 +12,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "faultlane/control/rpc_client.hpp"
 #include "faultlane/control/rpc_server.hpp"
+#include "faultlane/core/limits.hpp"
 #include "faultlane/testing/read_within.hpp"
+#include "faultlane/testing/transport_fixture.hpp"
 
 namespace faultlane::rpc::test {
 
@@ -118,6 +122,54 @@ class raw_connection {
   asio::io_context context_;
   tcp::socket socket_;
 };
+
+// A listener the test answers from by hand: it accepts, reads requests and
+// answers them (or closes, or sends garbage) as each test says.
+class scripted_peer {
+ public:
+  scripted_peer() : acceptor_(context_, {asio::ip::make_address("127.0.0.1"), 0}) {}
+  client_options options() const {
+    client_options o;
+    o.server = {"127.0.0.1", acceptor_.local_endpoint().port()};
+    return o;
+  }
+  // The next connection; nullopt when none came within `timeout`.
+  std::optional<tcp::socket> accept(std::chrono::milliseconds timeout = 10s) {
+    tcp::socket s(context_);
+    if (faultlane::testing::accept_within(acceptor_, s, timeout)) return std::nullopt;
+    return s;
+  }
+  struct request {
+    header h;
+    std::string method;
+  };
+  static std::optional<request> read_request(tcp::socket& s) {
+    header_bytes_array head{};
+    if (faultlane::testing::read_within(s, asio::buffer(head))) return std::nullopt;
+    auto h = decode(head, limits::rpc_request_bytes_max);
+    if (!h) return std::nullopt;
+    std::string payload(h.value().payload_length, '\0');
+    if (faultlane::testing::read_within(s, asio::buffer(payload))) return std::nullopt;
+    return request{h.value(), payload.substr(0, h.value().method_length)};
+  }
+  static void answer(tcp::socket& s, std::uint64_t id, std::size_t body_bytes = 0) {
+    const header h{kind::response, 0, rpc_status::ok, id, static_cast<std::uint32_t>(body_bytes)};
+    auto head = encode(h);
+    asio::write(s, asio::buffer(head));
+    std::vector<std::byte> body(body_bytes, std::byte{0x5a});
+    asio::write(s, asio::buffer(body));
+  }
+
+ private:
+  asio::io_context context_;
+  tcp::acceptor acceptor_;
+};
+
+// A port nothing listens on (it was free a moment ago).
+inline std::uint16_t free_port() {
+  faultlane::testing::silent_peer gone;
+  return gone.port();
+}
 
 struct served {
   std::unique_ptr<io_pool> pool;
