@@ -222,6 +222,31 @@ TEST(rpc_body, a_count_fits_exactly_what_is_left_and_not_one_more) {
   EXPECT_TRUE(rpc_body_reader(body).fits(1'000'000, 0, "empty items"));
 }
 
+// Rule: after the first failure every read fails and reads nothing, fits()
+// included (even a count that would fit what is left), and finish() names
+// the field that failed first.
+TEST(rpc_body, after_a_failure_every_read_and_fits_fail_and_the_first_field_is_named) {
+  const std::vector<std::byte> body{std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}};
+  rpc_body_reader read_failed(body);
+  EXPECT_EQ(read_failed.u64("first"), 0u);  // 8 bytes wanted, 4 left
+  EXPECT_FALSE(read_failed.fits(1, 1, "count"));
+  EXPECT_FALSE(read_failed.fits(0, 0, "nothing"));
+  EXPECT_EQ(read_failed.u8("next"), 0u);
+  EXPECT_EQ(read_failed.text("name"), "");
+  EXPECT_EQ(read_failed.left(), 4u);
+  ASSERT_FALSE(read_failed.finish().ok());
+  EXPECT_NE(read_failed.finish().error().message.find("first"), std::string::npos);
+  EXPECT_EQ(read_failed.finish().error().message.find("next"), std::string::npos);
+  rpc_body_reader fits_failed(body);
+  EXPECT_FALSE(fits_failed.fits(5, 1, "items"));
+  EXPECT_FALSE(fits_failed.fits(1, 1, "items again"));
+  EXPECT_EQ(fits_failed.u8("after"), 0u);
+  EXPECT_EQ(fits_failed.left(), 4u);
+  ASSERT_FALSE(fits_failed.finish().ok());
+  EXPECT_NE(fits_failed.finish().error().message.find("items: 5 item(s)"), std::string::npos)
+      << fits_failed.finish().error().message;
+}
+
 TEST(rpc_metrics, percentiles_are_within_a_sixteenth_and_the_max_is_exact) {
   latency_histogram h;
   EXPECT_EQ(h.percentile(50), 0u);

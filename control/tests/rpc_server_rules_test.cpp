@@ -2,7 +2,8 @@
 // connections, calls read and not answered on one connection, worker
 // threads, the names unknown methods are counted under; and what it
 // reports: a handler that throws, a stop that a handler outlasts, the
-// latency metrics.
+// latency metrics; the unwritten answers' bound on both sides, and the
+// worker pool released by its own last job.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -10,6 +11,7 @@
 
 #include "faultlane/testing/transport_fixture.hpp"
 #include "rpc_test_support.hpp"
+#include "rpc_worker_pool.hpp"
 
 namespace faultlane::rpc {
 namespace {
@@ -210,6 +212,63 @@ TEST(rpc_server, handler_time_and_queue_wait_count_every_call_and_bound_what_was
     EXPECT_LE(l.p50_us, l.p99_us);
     EXPECT_LE(l.p99_us, l.max_us);
   }
+}
+
+// Three calls to an inline `big` answering 16 MiB (more than loopback
+// buffers hold) on a connection that never reads, with
+// unwritten_bytes_per_connection_max `unwritten_max`: the server answers
+// `read` of them and reads no more while the answers wait; once they
+// leave, the rest is read and answered.
+void expect_reading_stops_after(std::size_t unwritten_max, std::uint64_t read) {
+  constexpr std::size_t answer_bytes = 16u << 20;
+  auto s = serve(1, {.workers = 1, .unwritten_bytes_per_connection_max = unwritten_max});
+  s.srv->add("big", placement::inline_on_io,
+             [](const call&) { return reply::ok(std::vector<std::byte>(answer_bytes)); });
+  raw_connection conn(s.srv->local_endpoint());
+  for (std::uint64_t id = 1; id <= 3; ++id) conn.send_call(id, "big");
+  EXPECT_TRUE(
+      faultlane::testing::eventually([&] { return s.srv->metrics().calls_total() >= read; }));
+  EXPECT_FALSE(
+      faultlane::testing::eventually([&] { return s.srv->metrics().calls_total() > read; }, 300ms))
+      << "bound " << unwritten_max;
+  for (std::uint64_t id = 1; id <= 3; ++id) {
+    auto a = conn.read_answer();
+    EXPECT_EQ(a.h.request_id, id);
+    EXPECT_EQ(a.body.size(), answer_bytes);
+  }
+}
+
+// Rule: a connection is read while its unwritten answers stay below
+// unwritten_bytes_per_connection_max: one 16 MiB answer waiting stops it
+// at a bound of exactly 16 MiB, and not at one byte more (then the second
+// call is read, and the two answers stop it).
+TEST(rpc_server, reading_stops_once_unwritten_answers_reach_their_bound_not_before) {
+  expect_reading_stops_after(16u << 20, 1);
+  expect_reading_stops_after((16u << 20) + 1, 2);
+}
+
+// Rule: a pool released by the last job it ran (on its own worker) stops
+// without joining that worker: the destructor returns there, and the
+// thread finishes on its own.
+TEST(rpc_worker_pool, a_pool_destroyed_on_its_own_worker_lets_that_worker_finish) {
+  struct owner {
+    std::unique_ptr<rpc_worker_pool> pool = std::make_unique<rpc_worker_pool>(2, 4);
+    std::promise<void> gone;
+    ~owner() {
+      pool.reset();  // on a worker: the pool cannot join this thread
+      gone.set_value();
+    }
+  };
+  auto held = std::make_shared<owner>();
+  auto destroyed = held->gone.get_future();
+  std::promise<void> pushed;  // the job holds the pool until try_push returned
+  auto* pool = held->pool.get();
+  const auto queued = pool->try_push(
+      [last = std::move(held), go = pushed.get_future()](bool) mutable { (void)go.wait_for(10s); });
+  ASSERT_EQ(queued, rpc_worker_pool::push_result::queued);
+  pushed.set_value();
+  // The job lets go of the owner on its worker once it returned.
+  ASSERT_EQ(destroyed.wait_for(10s), std::future_status::ready);
 }
 
 }  // namespace
