@@ -2,7 +2,9 @@
 // the walk-throughs in relay_api_test.cpp leave unchecked: what keeps a
 // proxy in /populate, what a failed /populate answers, what /reset does to
 // live connections, disabled proxies that are moved or created, toxic
-// names and streams, stop_all, and the HTTP layer's guards.
+// names and streams, stop_all, and the HTTP layer's guards; 404s on every
+// route, the toxics list, whole numbers, the server's stop, and the
+// received-bytes series.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -211,6 +213,178 @@ TEST(relay_api_rules_http, version_names_toxiproxy_2_12_0_and_faultlane) {
   auto body = json::parse(r->body);
   EXPECT_EQ(body.at("version"), "2.12.0");
   EXPECT_FALSE(body.at("faultlane").get<std::string>().empty());
+}
+
+// One request of `method` to `path`, with a body where the route takes
+// one (a stall toxic for a toxics list, an empty object elsewhere).
+httplib::Result request(httplib::Client& http, const std::string& method, const std::string& path) {
+  const std::string body = path.ends_with("/toxics") ? R"({"type": "stall"})" : "{}";
+  if (method == "GET") return http.Get(path);
+  if (method == "DELETE") return http.Delete(path);
+  if (method == "PATCH") return http.Patch(path, body, "application/json");
+  return http.Post(path, body, "application/json");
+}
+
+// Rule: every route that names a proxy answers 404 "proxy not found" when
+// there is none of that name, every route that names a toxic 404 "toxic
+// not found" when the proxy has none of that name, and neither creates one.
+TEST(relay_api_rules_http, every_route_answers_404_for_an_unknown_proxy_or_toxic) {
+  plain_peer peer(plain_peer::mode::echo);
+  http_api api;
+  auto made = api.http->Post(
+      "/proxies", json{{"name", "p"}, {"upstream", peer.where().str()}}.dump(), "application/json");
+  ASSERT_TRUE(made);
+  ASSERT_EQ(made->status, 201);
+  struct route {
+    const char* method;
+    const char* path;
+    const char* error;
+  };
+  for (const auto& r : {route{"GET", "/proxies/nope", "proxy not found"},
+                        route{"POST", "/proxies/nope", "proxy not found"},
+                        route{"PATCH", "/proxies/nope", "proxy not found"},
+                        route{"DELETE", "/proxies/nope", "proxy not found"},
+                        route{"GET", "/proxies/nope/toxics", "proxy not found"},
+                        route{"POST", "/proxies/nope/toxics", "proxy not found"},
+                        route{"GET", "/proxies/nope/toxics/t", "proxy not found"},
+                        route{"POST", "/proxies/nope/toxics/t", "proxy not found"},
+                        route{"PATCH", "/proxies/nope/toxics/t", "proxy not found"},
+                        route{"DELETE", "/proxies/nope/toxics/t", "proxy not found"},
+                        route{"GET", "/proxies/p/toxics/nope", "toxic not found"},
+                        route{"POST", "/proxies/p/toxics/nope", "toxic not found"},
+                        route{"PATCH", "/proxies/p/toxics/nope", "toxic not found"},
+                        route{"DELETE", "/proxies/p/toxics/nope", "toxic not found"}}) {
+    auto answer = request(*api.http, r.method, r.path);
+    ASSERT_TRUE(answer) << r.method << " " << r.path;
+    EXPECT_EQ(answer->status, 404) << r.method << " " << r.path;
+    EXPECT_EQ(json::parse(answer->body, nullptr, false),
+              (json{{"error", r.error}, {"status", 404}}))
+        << r.method << " " << r.path << ": " << answer->body;
+  }
+  auto all = json::parse(api.http->Get("/proxies")->body);
+  ASSERT_EQ(all.size(), 1u) << all.dump();
+  EXPECT_EQ(all.at("p").at("toxics"), json::array());
+}
+
+// Rule: GET /proxies/{proxy}/toxics lists every toxic in Toxiproxy's shape,
+// the upstream ones first, each stream in the order added, as the proxy
+// shows them.
+TEST(relay_api_rules_http, a_proxys_toxics_are_listed_upstream_first_in_their_shape) {
+  plain_peer peer(plain_peer::mode::echo);
+  http_api api;
+  auto& http = *api.http;
+  auto made = http.Post("/proxies", json{{"name", "p"}, {"upstream", peer.where().str()}}.dump(),
+                        "application/json");
+  ASSERT_TRUE(made);
+  ASSERT_EQ(made->status, 201);
+  for (const char* toxic :
+       {R"({"type": "latency", "attributes": {"latency": 5}})",
+        R"({"type": "stall", "stream": "upstream", "name": "held"})",
+        R"({"type": "slow_close", "name": "late", "attributes": {"delay": 1}})"}) {
+    auto added = http.Post("/proxies/p/toxics", toxic, "application/json");
+    ASSERT_TRUE(added);
+    ASSERT_EQ(added->status, 200) << toxic << ": " << added->body;
+  }
+  const json expected = json::array({{{"name", "held"},
+                                      {"type", "stall"},
+                                      {"stream", "upstream"},
+                                      {"toxicity", 1.0},
+                                      {"attributes", json::object()}},
+                                     {{"name", "latency_downstream"},
+                                      {"type", "latency"},
+                                      {"stream", "downstream"},
+                                      {"toxicity", 1.0},
+                                      {"attributes", {{"latency", 5}, {"jitter", 0}}}},
+                                     {{"name", "late"},
+                                      {"type", "slow_close"},
+                                      {"stream", "downstream"},
+                                      {"toxicity", 1.0},
+                                      {"attributes", {{"delay", 1}}}}});
+  auto listed = http.Get("/proxies/p/toxics");
+  ASSERT_TRUE(listed);
+  EXPECT_EQ(listed->status, 200);
+  EXPECT_EQ(listed->get_header_value("Content-Type"), "application/json");
+  EXPECT_EQ(json::parse(listed->body, nullptr, false), expected) << listed->body;
+  EXPECT_EQ(json::parse(http.Get("/proxies/p")->body).at("toxics"), expected);
+}
+
+// Rule: whole numbers written as floats (1e3, 2.0) show as whole numbers,
+// as typed clients read them, when a toxic is added and when it changes.
+TEST(relay_api_rules, whole_numbers_show_whole_when_a_toxic_is_added_or_changed) {
+  plain_peer peer(plain_peer::mode::echo);
+  api::proxy_set set(raw_defaults());
+  set.create({{"name", "p"}, {"upstream", peer.where().str()}});
+  auto added = set.add_toxic(
+      "p",
+      {{"type", "latency"}, {"name", "l"}, {"attributes", {{"latency", 1e3}, {"jitter", 2.0}}}});
+  ASSERT_EQ(added.status, 200) << added.body.dump();
+  EXPECT_EQ(added.body.at("attributes").dump(), R"({"jitter":2,"latency":1000})");
+  EXPECT_EQ(set.show_toxic("p", "l").body.at("attributes").dump(),
+            R"({"jitter":2,"latency":1000})");
+  auto changed = set.update_toxic("p", "l", {{"attributes", {{"latency", 3e3}}}});
+  ASSERT_EQ(changed.status, 200) << changed.body.dump();
+  EXPECT_EQ(changed.body.at("attributes").dump(), R"({"jitter":2,"latency":3000})");
+  EXPECT_EQ(set.show_toxic("p", "l").body.at("attributes").dump(),
+            R"({"jitter":2,"latency":3000})");
+}
+
+// Rule: stopping the API server stops every proxy: once stop() returned
+// nothing listens at their addresses, and each shows disabled.
+TEST(relay_api_rules_http, stopping_the_server_stops_every_proxy) {
+  plain_peer peer(plain_peer::mode::echo);
+  http_api api;
+  std::vector<address> listening;
+  for (const char* name : {"a", "b"}) {
+    auto made =
+        api.http->Post("/proxies", json{{"name", name}, {"upstream", peer.where().str()}}.dump(),
+                       "application/json");
+    ASSERT_TRUE(made);
+    ASSERT_EQ(made->status, 201);
+    listening.push_back(listen_of(json::parse(made->body)));
+  }
+  api.server->stop();
+  for (const auto& at : listening) {
+    client refused;
+    EXPECT_THROW(refused.connect(at), std::system_error) << at.str();
+  }
+  auto metrics = api.server->metrics();
+  for (const char* line :
+       {"faultlane_relay_enabled{proxy=\"a\"} 0\n", "faultlane_relay_enabled{proxy=\"b\"} 0\n"}) {
+    EXPECT_NE(metrics.find(line), std::string::npos) << line << metrics;
+  }
+}
+
+std::size_t occurrences(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Rule: /metrics has one received-bytes series per direction of a proxy,
+// each with its own count: upstream what clients sent, downstream what
+// the upstream sent.
+TEST(relay_api_rules_http, received_bytes_are_one_series_per_direction_with_its_own_count) {
+  plain_peer source(plain_peer::mode::source, 3000);
+  http_api api;
+  auto made =
+      api.http->Post("/proxies", json{{"name", "p"}, {"upstream", source.where().str()}}.dump(),
+                     "application/json");
+  ASSERT_TRUE(made);
+  {
+    client c(listen_of(json::parse(made->body)));
+    c.send(bytes(1000));
+    EXPECT_EQ(c.read(3001, 10s).data.size(), 3000u);
+  }
+  const std::string up =
+      "faultlane_relay_received_bytes_total{proxy=\"p\",direction=\"upstream\"} 1000\n";
+  const std::string down =
+      "faultlane_relay_received_bytes_total{proxy=\"p\",direction=\"downstream\"} 3000\n";
+  std::string text;
+  EXPECT_TRUE(eventually([&] {
+    text = api.http->Get("/metrics")->body;
+    return text.find(up) != std::string::npos && text.find(down) != std::string::npos;
+  })) << text;
+  EXPECT_EQ(occurrences(text, "\nfaultlane_relay_received_bytes_total{"), 2u) << text;
 }
 
 }  // namespace

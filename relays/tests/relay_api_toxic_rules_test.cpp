@@ -83,6 +83,18 @@ TEST(relay_api_toxic_rules, toxicity_is_in_zero_to_one_inclusive) {
   EXPECT_EQ(toxic_problem("stall", json::object(), 1.1), "toxicity must be in [0, 1], got 1.1");
 }
 
+// Rule: a toxicity below 1 becomes the fault's probability (its text says
+// so); a toxicity of 1 leaves the fault certain, with no probability.
+TEST(relay_api_toxic_rules, a_toxicity_below_one_is_the_faults_probability) {
+  auto some = api::to_fault({"t", "stall", direction::up, 0.75, json::object()});
+  ASSERT_TRUE(some.ok()) << some.error().message;
+  EXPECT_EQ(some.value().when.probability, 0.75);
+  EXPECT_EQ(describe(some.value()), "stall dir=up probability=0.75");
+  auto all = api::to_fault({"t", "stall", direction::up, 1.0, json::object()});
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  EXPECT_EQ(describe(all.value()), "stall dir=up");
+}
+
 // Rule: a configured fault shows its numbers as numbers and its words as
 // words, and its probability as the toxic's toxicity.
 TEST(relay_api_toxic_rules, a_fault_shows_numbers_as_numbers_and_words_as_words) {
