@@ -54,6 +54,34 @@ TEST(relay_config_rules, numbers_take_their_fields_maximum_and_refuse_one_more) 
   EXPECT_EQ(refusal("drop_frame dir=down status=65536"), "status=65536 is too large");
 }
 
+// Rule: a number is decimal digits with no sign and no leading zero ("0"
+// is one); only such digits past 2^64 - 1 are "too large", anything else
+// (trailing junk, a leading zero, even on digits too large) is "not a
+// non-negative integer".
+TEST(relay_config_rules, numbers_are_plain_digits_and_each_refusal_says_why) {
+  EXPECT_EQ(refusal("reset dir=up after_bytes=0"), "");
+  EXPECT_EQ(refusal("reset dir=up after_bytes=18446744073709551615"), "");
+  EXPECT_EQ(refusal("reset dir=up after_bytes=18446744073709551616"),
+            "after_bytes=18446744073709551616 is too large");
+  for (const char* value : {"5x", "05", "x5", "0x5", "018446744073709551616"}) {
+    EXPECT_EQ(refusal(fmt::format("reset dir=up after_bytes={}", value)),
+              fmt::format("after_bytes={} is not a non-negative integer (decimal digits, no sign "
+                          "or leading zero)",
+                          value));
+  }
+}
+
+// Rule: a hex mask is hex digits to its end: trailing junk after a valid
+// byte is refused, not read as the byte before it.
+TEST(relay_config_rules, a_hex_mask_with_trailing_junk_is_refused) {
+  EXPECT_EQ(refusal("corrupt dir=up field=flags mask=0x1f"), "");
+  for (const char* mask : {"0x1g", "0x06z", "0xff_"}) {
+    EXPECT_EQ(
+        refusal(fmt::format("corrupt dir=up field=flags mask={}", mask)),
+        fmt::format("mask={} is not a byte with a bit set (0x01 to 0xff, or 1 to 255)", mask));
+  }
+}
+
 // Rule: probability is in [0, 1], both ends included, in the text and in a
 // spec built in code.
 TEST(relay_config_rules, probability_is_in_zero_to_one_inclusive) {

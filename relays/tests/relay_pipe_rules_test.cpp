@@ -3,9 +3,16 @@
 // through, the fault chain), a dropping direction keeps its socket open,
 // a downed upstream closes the client as configured, per-connection
 // faults count once per connection, refuse takes its triggers, a removed
-// fault keeps its count, and a lasting effect holds its slot while it lasts.
+// fault keeps its count, and a lasting effect holds its slot while it lasts;
+// a direction that cannot splice for want of descriptors copies instead.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <optional>
+
+#include "faultlane/testing/read_within.hpp"
 #include "relay_frames.hpp"
 
 namespace faultlane::relays {
@@ -217,6 +224,89 @@ TEST(relay_pipe_rules, a_fired_stall_holds_a_slot_until_removed) {
   ASSERT_TRUE(eventually([&] { return sink.received() == 100; }));
   EXPECT_TRUE(eventually([&] { return r->active_faults() == 0; }));
   EXPECT_EQ(r->active_faults_peak(), 1u);
+}
+
+// Lowers RLIMIT_NOFILE, while it lives, so that exactly `left`
+// descriptors can still be opened (the lowest free ones).
+class descriptors_left {
+ public:
+  explicit descriptors_left(int left) {
+    ::getrlimit(RLIMIT_NOFILE, &saved_);
+    std::vector<int> lowest;
+    for (int i = 0; i < left; ++i) lowest.push_back(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    for (int fd : lowest) ::close(fd);
+    rlimit low = saved_;
+    low.rlim_cur = static_cast<rlim_t>(lowest.back() + 1);
+    lowered_ = lowest.front() >= 0 && ::setrlimit(RLIMIT_NOFILE, &low) == 0;
+  }
+  ~descriptors_left() { ::setrlimit(RLIMIT_NOFILE, &saved_); }
+  descriptors_left(const descriptors_left&) = delete;
+  descriptors_left& operator=(const descriptors_left&) = delete;
+  bool lowered() const { return lowered_; }
+
+ private:
+  rlimit saved_{};
+  bool lowered_ = false;
+};
+
+// 100 bytes from the client to `upstream` (read there) and back.
+void expect_round_trip(client& c, tcp::socket& upstream, int salt) {
+  const auto data = bytes(100, salt);
+  c.send(data);
+  std::vector<char> got(data.size());
+  ASSERT_FALSE(faultlane::testing::read_within(upstream, asio::buffer(got))) << salt;
+  EXPECT_EQ(got, data);
+  asio::write(upstream, asio::buffer(got));
+  EXPECT_EQ(c.read(data.size(), 10s).data, data) << salt;
+}
+
+// A relay (raw, no fault, no tap: it would splice) in front of a listener
+// the test accepts from, and one connection through it. With
+// `descriptors` set, only that many descriptors are left while the
+// connection is made and carries its first round trip.
+void expect_relayed_both_ways(std::optional<int> descriptors) {
+  asio::io_context io;
+  tcp::acceptor listener(io, {asio::ip::make_address("127.0.0.1"), 0});
+  auto r = start_relay(config_to({"127.0.0.1", listener.local_endpoint().port()}, {}));
+  client c;  // its descriptor before the limit drops
+  tcp::socket upstream(io);
+  {
+    std::optional<descriptors_left> low;
+    if (descriptors) low.emplace(*descriptors);
+    ASSERT_TRUE(!low || low->lowered());
+    c.connect(r->listen_endpoint());
+    // The relay's own accept(2) and pipe2(2) may hold the last descriptor
+    // for a moment (EMFILE here): try again.
+    ASSERT_TRUE(
+        eventually([&] { return !faultlane::testing::accept_within(listener, upstream, 1s); }));
+    expect_round_trip(c, upstream, 1);
+  }
+  expect_round_trip(c, upstream, 2);  // descriptors back: it goes on
+  // Not expect_counters: with no descriptor left the listener's next
+  // accept(2) fails (it takes its descriptor before it looks for a
+  // connection) and counts accept.errors.
+  EXPECT_EQ(r->counter("connections.accepted"), 1u);
+  EXPECT_EQ(r->live_connections(), 1u);
+}
+
+// Rule: a direction that cannot make its splice(2) pipe (no descriptor
+// left) copies instead: every byte still goes both ways, and once
+// descriptors are back the bytes go on.
+TEST(relay_pipe_rules, without_a_descriptor_for_the_splice_pipe_the_bytes_are_copied) {
+  // UBSan's first look at a type probes memory through a pipe, which the
+  // window below could not open: every path it meets is met once before
+  // (the splice path here, the copying one through a decoding relay).
+  {
+    plain_peer echo(plain_peer::mode::echo);
+    auto copying = start_relay(config_for(path::write_through, echo.where()));
+    client c(copying->listen_endpoint());
+    c.send(bytes(100));
+    ASSERT_EQ(c.read(100, 10s).data, bytes(100));
+  }
+  expect_relayed_both_ways(std::nullopt);
+  // The relay's accepted socket, its upstream socket and the test's
+  // accepted one: nothing is left for a pipe's two descriptors.
+  expect_relayed_both_ways(3);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // What a tap records (docs/taps.md): open and close with their addresses,
 // each frame and each firing with where it was, JSON that quotes any name,
-// the queries, and a tap file started afresh or appended to.
+// the queries, and a tap file started afresh or appended to; each kind's
+// JSON line as docs/taps.md shows it.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -121,6 +122,103 @@ TEST(relay_tap_rules, json_quotes_every_name) {
   r.relay = "a\"b\\c\n";
   r.fault = "f";
   EXPECT_NE(to_json(r).find(R"("relay": "a\"b\\c\u000a")"), std::string::npos) << to_json(r);
+}
+
+tap_record record_of(record_kind k, std::uint64_t t_us, const char* relay_name, std::size_t rail,
+                     std::uint64_t conn) {
+  tap_record r;
+  r.kind = k;
+  r.time_us = t_us;
+  r.relay = relay_name;
+  r.rail = rail;
+  r.connection = conn;
+  return r;
+}
+
+// Rule: each kind of record is one JSON line with the fields docs/taps.md
+// gives it, in that order: a request frame its registration, offset and
+// length, a response frame its status and committed bytes (the lines are
+// the docs' examples).
+TEST(relay_tap_rules, each_kind_of_record_is_the_json_line_the_docs_show) {
+  auto open = record_of(record_kind::open, 812, "rail1", 1, 0);
+  open.client_address = "127.0.0.2:40112";
+  open.upstream_local = "127.0.0.2:51290";
+  open.upstream_remote = "127.0.0.2:41877";
+  EXPECT_EQ(to_json(open),
+            R"({"kind": "open", "t_us": 812, "relay": "rail1", "rail": 1, "conn": 0, )"
+            R"("client": "127.0.0.2:40112", "upstream_local": "127.0.0.2:51290", )"
+            R"("upstream_remote": "127.0.0.2:41877"})");
+  auto request = record_of(record_kind::frame, 955, "rail1", 1, 0);
+  request.request_id = 17;
+  request.registration_id = 1523452311;
+  request.remote_offset = 2109497;
+  request.length = 2097153;
+  EXPECT_EQ(to_json(request),
+            R"({"kind": "frame", "t_us": 955, "relay": "rail1", "rail": 1, "conn": 0, )"
+            R"("dir": "up", "frame": 0, "stream_offset": 0, "type": "request", "op": "read", )"
+            R"("request_id": 17, "registration": 1523452311, "offset": 2109497, )"
+            R"("length": 2097153})");
+  auto answer = record_of(record_kind::frame, 960, "rail1", 1, 0);
+  answer.dir = direction::down;
+  answer.frame_index = 2;
+  answer.stream_offset = 64;
+  answer.request = false;
+  answer.op = opcode::write;
+  answer.request_id = 18;
+  answer.status = static_cast<std::uint16_t>(wire::wire_status::stale_registration);
+  answer.length = 16;
+  answer.registration_id = 5;  // a request's fields are not an answer's
+  EXPECT_EQ(to_json(answer),
+            R"({"kind": "frame", "t_us": 960, "relay": "rail1", "rail": 1, "conn": 0, )"
+            R"("dir": "down", "frame": 2, "stream_offset": 64, "type": "response", )"
+            R"("op": "write", "request_id": 18, "status": "stale_registration", )"
+            R"("committed": 16})");
+  auto fault = record_of(record_kind::fault, 1210, "rail0", 0, 0);
+  fault.dir = direction::down;
+  fault.fault = "drop_frame.down";
+  EXPECT_EQ(to_json(fault),
+            R"({"kind": "fault", "t_us": 1210, "relay": "rail0", "rail": 0, "conn": 0, )"
+            R"("dir": "down", "fault": "drop_frame.down", "frame": 0, "stream_offset": 0})");
+  auto write = record_of(record_kind::write, 4390, "relay", 0, 0);
+  write.dir = direction::down;
+  write.stream_offset = 1000;
+  write.length = 97;
+  write.due_us = 4388;
+  EXPECT_EQ(to_json(write),
+            R"({"kind": "write", "t_us": 4390, "relay": "relay", "rail": 0, "conn": 0, )"
+            R"("dir": "down", "stream_offset": 1000, "bytes": 97, "due_us": 4388})");
+}
+
+// Rule: close carries open's addresses and the bytes each way, how long
+// the connection lived and why it closed; connect_failed where it went and
+// the error; decode_error its direction and the error (the docs' examples).
+TEST(relay_tap_rules, close_connect_failed_and_decode_error_lines_carry_their_fields) {
+  auto close = record_of(record_kind::close, 9120, "rail1", 1, 0);
+  close.client_address = "127.0.0.2:40112";
+  close.upstream_local = "127.0.0.2:51290";
+  close.upstream_remote = "127.0.0.2:41877";
+  close.bytes_up = 2097201;
+  close.bytes_down = 2097185;
+  close.duration_us = 8308;
+  close.reason = "both directions ended";
+  EXPECT_EQ(to_json(close),
+            R"({"kind": "close", "t_us": 9120, "relay": "rail1", "rail": 1, "conn": 0, )"
+            R"("client": "127.0.0.2:40112", "upstream_local": "127.0.0.2:51290", )"
+            R"("upstream_remote": "127.0.0.2:41877", "bytes_up": 2097201, )"
+            R"("bytes_down": 2097185, "duration_us": 8308, "reason": "both directions ended"})");
+  auto failed = record_of(record_kind::connect_failed, 9544, "rail1", 1, 1);
+  failed.client_address = "127.0.0.2:40120";
+  failed.upstream_remote = "127.0.0.2:41877";
+  failed.reason = "Connection refused";
+  EXPECT_EQ(to_json(failed),
+            R"({"kind": "connect_failed", "t_us": 9544, "relay": "rail1", "rail": 1, "conn": 1, )"
+            R"("client": "127.0.0.2:40120", "upstream_remote": "127.0.0.2:41877", )"
+            R"("error": "Connection refused"})");
+  auto decode = record_of(record_kind::decode_error, 5, "r", 0, 2);
+  decode.fault = "request 1 at byte 48: bad_magic (byte 0 of the header)";
+  EXPECT_EQ(to_json(decode),
+            R"({"kind": "decode_error", "t_us": 5, "relay": "r", "rail": 0, "conn": 2, )"
+            R"x("dir": "up", "error": "request 1 at byte 48: bad_magic (byte 0 of the header)"})x");
 }
 
 tap_record frame_record(std::size_t rail, bool is_request, opcode op) {
