@@ -3,8 +3,9 @@
 // through, the fault chain), a dropping direction keeps its socket open,
 // a downed upstream closes the client as configured, per-connection
 // faults count once per connection, refuse takes its triggers, a removed
-// fault keeps its count, and a lasting effect holds its slot while it lasts;
-// a direction that cannot splice for want of descriptors copies instead.
+// fault keeps its count, a lasting effect holds its slot while it lasts, a
+// fired stall holds while other faults change, and a direction that cannot
+// splice for want of descriptors copies instead.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -224,6 +225,24 @@ TEST(relay_pipe_rules, a_fired_stall_holds_a_slot_until_removed) {
   ASSERT_TRUE(eventually([&] { return sink.received() == 100; }));
   EXPECT_TRUE(eventually([&] { return r->active_faults() == 0; }));
   EXPECT_EQ(r->active_faults_peak(), 1u);
+}
+
+// Rule: a stall that fired holds its stream until it is itself removed:
+// adding or removing another fault (each change rechecks every live
+// connection) releases nothing.
+TEST(relay_pipe_rules, a_fired_stall_holds_while_other_faults_change) {
+  plain_peer sink(plain_peer::mode::sink);
+  auto r = start_relay(config_to(sink.where(), {}));
+  auto stall = r->add_fault(parse_fault("stall dir=up after_bytes=10").value());
+  client c(r->listen_endpoint());
+  c.send(bytes(100));
+  ASSERT_TRUE(eventually([&] { return sink.received() == 10; }));
+  auto other = r->add_fault(parse_fault("latency dir=down ms=1").value());
+  ASSERT_TRUE(r->remove_fault(other));
+  EXPECT_FALSE(eventually([&] { return sink.received() > 10; }, 300ms));
+  ASSERT_TRUE(r->remove_fault(stall));
+  EXPECT_TRUE(eventually([&] { return sink.received() == 100; }));
+  EXPECT_EQ(sink.received_bytes(), bytes(100));
 }
 
 // Lowers RLIMIT_NOFILE, while it lives, so that exactly `left`
