@@ -312,7 +312,7 @@ TEST(relay_api_rules_http, a_proxys_toxics_are_listed_upstream_first_in_their_sh
 // as typed clients read them, when a toxic is added and when it changes.
 TEST(relay_api_rules, whole_numbers_show_whole_when_a_toxic_is_added_or_changed) {
   plain_peer peer(plain_peer::mode::echo);
-  api::proxy_set set(raw_defaults());
+  api::proxy_set set(rules_raw_defaults());
   set.create({{"name", "p"}, {"upstream", peer.where().str()}});
   auto added = set.add_toxic(
       "p",
@@ -340,7 +340,7 @@ TEST(relay_api_rules_http, stopping_the_server_stops_every_proxy) {
                        "application/json");
     ASSERT_TRUE(made);
     ASSERT_EQ(made->status, 201);
-    listening.push_back(listen_of(json::parse(made->body)));
+    listening.push_back(rules_listen_of(json::parse(made->body)));
   }
   api.server->stop();
   for (const auto& at : listening) {
@@ -371,7 +371,7 @@ TEST(relay_api_rules_http, received_bytes_are_one_series_per_direction_with_its_
                      "application/json");
   ASSERT_TRUE(made);
   {
-    client c(listen_of(json::parse(made->body)));
+    client c(rules_listen_of(json::parse(made->body)));
     c.send(bytes(1000));
     EXPECT_EQ(c.read(3001, 10s).data.size(), 3000u);
   }
