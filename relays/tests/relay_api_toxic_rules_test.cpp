@@ -46,7 +46,8 @@ TEST(relay_api_toxic_rules, a_scaled_attribute_takes_the_largest_value_that_fits
   auto f = api::to_fault({"t", "bandwidth", direction::up, 1.0, {{"rate", rate_max}}});
   ASSERT_TRUE(f.ok()) << f.error().message;
   EXPECT_EQ(f.value().bytes_per_s, rate_max * 1000);
-  EXPECT_NE(toxic_problem("bandwidth", {{"rate", rate_max + 1}}).find("too large"), std::string::npos);
+  EXPECT_NE(toxic_problem("bandwidth", {{"rate", rate_max + 1}}).find("too large"),
+            std::string::npos);
 }
 
 // Rule: a number is a whole number from 0 to 2^64 - 1: 0 and a float below
