@@ -150,7 +150,11 @@ bool write_outcome(network& net, socket_state& s, const std::vector<asio::const_
     const std::size_t k = bytes.size();
     d.in_flight -= k;
     const int to = 1 - from;
-    if (conn->reset_at[to] || conn->reset_at[from]) return;  // dropped with the connection
+    // Dropped with the connection: a receiver already reset, or a sender
+    // reset while its end is open. A crashed end (closed and reset at
+    // once, crash_end) still delivers what it wrote before the crash:
+    // its reset follows those bytes (network.hpp).
+    if (conn->reset_at[to] || (conn->reset_at[from] && !conn->closed[from])) return;
     w_of(net).record("deliver", conn->id, k);
     if (conn->closed[to]) {  // bytes for a closed socket: it answers with a reset
       reset_from(net, conn, to);

@@ -334,16 +334,9 @@ TEST(dsim_network_close, a_crash_leaves_connections_between_other_nodes_open) {
 // peer, then the reset; the peer's own socket is not crashed with it
 // (network.hpp: "A FIN follows the bytes written before it, and so does a
 // reset (..., a crashed node): the reader reads what arrived, then gets
-// the reset"). Disabled: the world breaks this rule. crash_end sets
-// reset_at on the crashed end at once, and a delivery drops bytes from an
-// end with reset_at, so what a killed node wrote last never arrives. The
-// fix (drop them only while that end is open: `reset_at[from] &&
-// !closed[from]` in write_outcome's delivery) passes every dsim test, but
-// moves the runs of the library's swarm so that none of seeds 1-10 fails
-// under hiccups past its deadline (sim/tests_dsim/load_test.cpp's proof
-// of the margin needs a failing seed): it needs that test's seed range
-// looked at too.
-TEST(dsim_network_close, DISABLED_bytes_a_node_wrote_before_its_crash_arrive_before_the_reset) {
+// the reset"). crash_end marks the crashed end reset at once; a delivery
+// from that end must still go through.
+TEST(dsim_network_close, bytes_a_node_wrote_before_its_crash_arrive_before_the_reset) {
   two_nodes t(72, whole(64 << 10));
   acceptor a(t.server_ctx);
   auto pair = t.connect_pair(a, t.listen(a));

@@ -39,7 +39,6 @@ TEST_P(sim_on_world_load, the_stated_load_passes_and_a_load_past_the_margin_fail
   ASSERT_LT(stated.load->hiccup_ms, deadline) << "the stated load leaves no margin";
   auto past = stated;
   past.load->hiccup_ms = deadline * 5 / 2;  // hiccups of 1.25 to 2.5 deadlines
-  std::uint64_t failing = 0;
   for (std::uint64_t seed = 1; seed <= 10; ++seed) {
     run_options o;
     o.seed = seed;
@@ -47,8 +46,13 @@ TEST_P(sim_on_world_load, the_stated_load_passes_and_a_load_past_the_margin_fail
     const auto r = run_scenario(stated, o);
     EXPECT_TRUE(r.passed) << "seed " << seed << " under the stated load\n" << failure_text(r);
     if (seed == 1) EXPECT_NE(r.trace.find(" hiccup "), std::string::npos) << "no hiccup came";
-    o.trace_events = 0;
-    if (failing != 0) continue;  // one failing seed is the proof; the rest need not run
+  }
+  // Past the margin some seed must fail: the seeds run until one does (a
+  // hiccup must land where an exchange waits on it, which a seed may miss).
+  std::uint64_t failing = 0;
+  for (std::uint64_t seed = 1; seed <= 40 && failing == 0; ++seed) {
+    run_options o;
+    o.seed = seed;
     const auto bad = run_scenario(past, o);
     if (!bad.passed) {
       failing = seed;
@@ -56,7 +60,7 @@ TEST_P(sim_on_world_load, the_stated_load_passes_and_a_load_past_the_margin_fail
       EXPECT_EQ(run_scenario(past, o).digest, bad.digest) << "seed " << seed << " replayed";
     }
   }
-  EXPECT_NE(failing, 0u) << "no seed of 1..10 felt hiccups past the deadline";
+  EXPECT_NE(failing, 0u) << "no seed of 1..40 felt hiccups past the deadline";
 }
 
 INSTANTIATE_TEST_SUITE_P(library, sim_on_world_load,
