@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "faultlane/core/assert.hpp"
+#include "faultlane/base/assert.hpp"
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/net.hpp"
 

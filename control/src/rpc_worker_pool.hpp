@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "faultlane/base/unique_function.hpp"
 #include "faultlane/core/net.hpp"
-#include "faultlane/core/unique_function.hpp"
 
 namespace faultlane::rpc {
 

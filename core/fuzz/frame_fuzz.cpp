@@ -10,7 +10,7 @@
 #include <span>
 #include <vector>
 
-#include "faultlane/core/assert.hpp"
+#include "faultlane/base/assert.hpp"
 #include "faultlane/core/frame.hpp"
 
 namespace wire = faultlane::wire;

@@ -1,6 +1,6 @@
 #include "faultlane/core/io_pool.hpp"
 
-#include "faultlane/core/hash.hpp"
+#include "faultlane/base/hash.hpp"
 
 #include <gtest/gtest.h>
 #include <pthread.h>

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "faultlane/core/assert.hpp"
+#include "faultlane/base/assert.hpp"
 
 #include "state.hpp"
 

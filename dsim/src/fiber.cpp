@@ -10,7 +10,7 @@
 #include <exception>
 #include <utility>
 
-#include "faultlane/core/assert.hpp"
+#include "faultlane/base/assert.hpp"
 #include "faultlane/dsim/world.hpp"
 
 #include "fiber_state.hpp"

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "faultlane/core/assert.hpp"
+#include "faultlane/base/assert.hpp"
 #include "state.hpp"
 
 namespace faultlane::dsim {

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "faultlane/core/assert.hpp"
+#include "faultlane/base/assert.hpp"
 #include "state.hpp"
 
 namespace faultlane::dsim {

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <utility>
 
-#include "faultlane/core/assert.hpp"
-#include "faultlane/core/hash.hpp"
+#include "faultlane/base/assert.hpp"
+#include "faultlane/base/hash.hpp"
 #include "fiber_state.hpp"
 
 namespace faultlane::dsim {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "child_digest.hpp"
+#include "faultlane/base/hash.hpp"
 #include "faultlane/core/failpoint.hpp"
-#include "faultlane/core/hash.hpp"
 #include "faultlane/core/transport.hpp"
 #include "faultlane/dsim/socket.hpp"
 

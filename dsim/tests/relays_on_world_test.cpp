@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "faultlane/core/hash.hpp"
+#include "faultlane/base/hash.hpp"
 #include "faultlane/core/transport.hpp"
 #include "faultlane/dsim/network.hpp"
 #include "faultlane/relays/relay.hpp"

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "faultlane/core/assert.hpp"
+#include "faultlane/base/assert.hpp"
 #include "faultlane/core/net.hpp"
 
 namespace faultlane::relays::detail {

@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "connection.hpp"
-#include "faultlane/core/assert.hpp"
-#include "faultlane/core/hash.hpp"
+#include "faultlane/base/assert.hpp"
+#include "faultlane/base/hash.hpp"
 
 namespace faultlane::relays::detail {
 

@@ -25,7 +25,7 @@
 
 #include <fmt/format.h>
 
-#include "faultlane/core/assert.hpp"
+#include "faultlane/base/assert.hpp"
 #include "faultlane/core/frame.hpp"
 #include "faultlane/relays/fault.hpp"
 

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "connection.hpp"
-#include "faultlane/core/assert.hpp"
+#include "faultlane/base/assert.hpp"
 #include "faultlane/core/net.hpp"
 #include "faultlane/relays/limits.hpp"
 

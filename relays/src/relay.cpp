@@ -13,9 +13,9 @@
 #include <future>
 
 #include "connection.hpp"
+#include "faultlane/base/assert.hpp"
+#include "faultlane/base/hash.hpp"
 #include "faultlane/core/accept_loop.hpp"
-#include "faultlane/core/assert.hpp"
-#include "faultlane/core/hash.hpp"
 #include "faultlane/core/net.hpp"
 #include "faultlane/relays/limits.hpp"
 #include "loopback.hpp"

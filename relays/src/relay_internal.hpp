@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "faultlane/core/assert.hpp"
+#include "faultlane/base/assert.hpp"
 #include "faultlane/core/net.hpp"
 #include "faultlane/core/poll_window.hpp"
 #include "faultlane/relays/relay.hpp"

@@ -4,7 +4,7 @@
 #include <asio/write.hpp>
 
 #include "connection.hpp"
-#include "faultlane/core/assert.hpp"
+#include "faultlane/base/assert.hpp"
 #include "faultlane/core/net.hpp"
 #include "faultlane/relays/limits.hpp"
 

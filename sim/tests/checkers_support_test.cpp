@@ -5,7 +5,7 @@
 // or order here blames the wrong op.
 #include <gtest/gtest.h>
 
-#include "checkers_support.hpp"
+#include "checkers/checkers_support.hpp"
 
 namespace faultlane::sim::detail {
 namespace {

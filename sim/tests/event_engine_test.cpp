@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "event_engine.hpp"
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/sim/runner.hpp"
-#include "recorder.hpp"
-#include "run_error.hpp"
-#include "run_topology.hpp"
+#include "runner/event_engine.hpp"
+#include "runner/recorder.hpp"
+#include "runner/run_error.hpp"
+#include "runner/run_topology.hpp"
 
 namespace faultlane::sim {
 namespace {

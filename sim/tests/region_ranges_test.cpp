@@ -9,7 +9,7 @@
 #include <chrono>
 #include <optional>
 
-#include "region_ranges.hpp"
+#include "runner/region_ranges.hpp"
 
 namespace faultlane::sim {
 namespace {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "report_fixtures.hpp"
-#include "run_digest.hpp"
+#include "runner/run_digest.hpp"
 
 namespace faultlane::sim {
 namespace {

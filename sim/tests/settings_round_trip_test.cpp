@@ -5,9 +5,9 @@
 // row added there is covered here with no edit.
 #include <gtest/gtest.h>
 
-#include "child_protocol.hpp"
 #include "faultlane/sim/scenario.hpp"
 #include "faultlane/testing/settings.hpp"
+#include "runner/child_protocol.hpp"
 
 namespace faultlane::sim {
 namespace {

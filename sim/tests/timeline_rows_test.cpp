@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "report_fixtures.hpp"
-#include "timeline.hpp"
+#include "reports/timeline.hpp"
 
 namespace faultlane::sim {
 namespace {

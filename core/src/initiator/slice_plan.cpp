@@ -1,7 +1,7 @@
 // The READ slicing arithmetic; see slice_plan.hpp.
 #include "faultlane/core/slice_plan.hpp"
 
-#include "faultlane/core/assert.hpp"
+#include "faultlane/base/assert.hpp"
 
 namespace faultlane {
 

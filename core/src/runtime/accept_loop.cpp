@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "faultlane/core/assert.hpp"
+#include "faultlane/base/assert.hpp"
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/limits.hpp"
 #include "faultlane/core/net.hpp"

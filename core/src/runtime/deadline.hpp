@@ -17,7 +17,7 @@
 #include <functional>
 #include <memory>
 
-#include "faultlane/core/assert.hpp"
+#include "faultlane/base/assert.hpp"
 #include "faultlane/core/net.hpp"
 
 namespace faultlane::detail {

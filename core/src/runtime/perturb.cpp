@@ -11,8 +11,8 @@
 #include <iterator>
 #include <thread>
 
+#include "faultlane/base/hash.hpp"
 #include "faultlane/core/failpoint.hpp"
-#include "faultlane/core/hash.hpp"
 #include "faultlane/core/net.hpp"
 
 namespace faultlane::failpoint {

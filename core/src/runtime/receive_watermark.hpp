@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cstddef>
 
-#include "faultlane/core/assert.hpp"
+#include "faultlane/base/assert.hpp"
 #include "faultlane/core/net.hpp"
 
 namespace faultlane::detail {

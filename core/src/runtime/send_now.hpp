@@ -23,7 +23,7 @@
 #include <span>
 #include <system_error>
 
-#include "faultlane/core/assert.hpp"
+#include "faultlane/base/assert.hpp"
 #include "faultlane/core/limits.hpp"
 #include "faultlane/core/net.hpp"
 

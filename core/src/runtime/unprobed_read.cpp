@@ -13,7 +13,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "faultlane/core/assert.hpp"
+#include "faultlane/base/assert.hpp"
 #include "faultlane/core/net.hpp"
 
 namespace faultlane::detail {

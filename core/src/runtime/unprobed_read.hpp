@@ -55,8 +55,8 @@
 #include <sys/uio.h>
 #include <system_error>
 
+#include "faultlane/base/unique_function.hpp"
 #include "faultlane/core/net.hpp"
-#include "faultlane/core/unique_function.hpp"
 
 namespace asio::detail {
 class epoll_reactor;

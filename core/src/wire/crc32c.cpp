@@ -3,7 +3,7 @@
 // way a small fraction of a round trip (docs/benchmarks.md).
 #include "faultlane/core/crc32c.hpp"
 
-#include "faultlane/core/assert.hpp"
+#include "faultlane/base/assert.hpp"
 
 #include <array>
 #include <cstring>

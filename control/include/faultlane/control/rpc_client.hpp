@@ -25,11 +25,11 @@
 #include <string_view>
 #include <vector>
 
+#include "faultlane/base/unique_function.hpp"
 #include "faultlane/control/rpc_messages.hpp"
 #include "faultlane/core/endpoint.hpp"
 #include "faultlane/core/status.hpp"
 #include "faultlane/core/transport.hpp"
-#include "faultlane/core/unique_function.hpp"
 
 namespace faultlane::rpc {
 

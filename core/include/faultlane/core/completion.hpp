@@ -17,8 +17,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "faultlane/base/unique_function.hpp"
 #include "faultlane/core/status.hpp"
-#include "faultlane/core/unique_function.hpp"
 
 namespace faultlane {
 

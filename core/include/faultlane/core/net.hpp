@@ -150,7 +150,7 @@ inline std::uint64_t os_random_u64() {
 #include <system_error>
 #include <thread>
 
-#include "faultlane/core/assert.hpp"
+#include "faultlane/base/assert.hpp"
 
 namespace faultlane::net {
 

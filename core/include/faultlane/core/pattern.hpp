@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "faultlane/core/hash.hpp"
+#include "faultlane/base/hash.hpp"
 
 namespace faultlane {
 

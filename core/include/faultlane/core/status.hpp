@@ -15,7 +15,7 @@
 #include <utility>
 #include <variant>
 
-#include "faultlane/core/assert.hpp"
+#include "faultlane/base/assert.hpp"
 
 namespace faultlane {
 

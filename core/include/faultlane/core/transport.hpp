@@ -35,6 +35,7 @@
 #include <string_view>
 #include <vector>
 
+#include "faultlane/base/unique_function.hpp"
 #include "faultlane/core/config.hpp"
 #include "faultlane/core/endpoint.hpp"
 #include "faultlane/core/frame.hpp"
@@ -43,7 +44,6 @@
 #include "faultlane/core/stats.hpp"
 #include "faultlane/core/status.hpp"
 #include "faultlane/core/transport_service.hpp"
-#include "faultlane/core/unique_function.hpp"
 
 namespace faultlane {
 

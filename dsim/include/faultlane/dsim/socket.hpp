@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include "faultlane/core/unique_function.hpp"
+#include "faultlane/base/unique_function.hpp"
 #include "faultlane/dsim/context_alive.hpp"
 #include "faultlane/dsim/network.hpp"
 

@@ -31,7 +31,7 @@
 #include <thread>
 #include <utility>
 
-#include "faultlane/core/assert.hpp"
+#include "faultlane/base/assert.hpp"
 #include "faultlane/dsim/world.hpp"
 
 namespace faultlane::dsim {

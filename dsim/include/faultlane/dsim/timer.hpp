@@ -17,7 +17,7 @@
 #include <system_error>
 #include <utility>
 
-#include "faultlane/core/unique_function.hpp"
+#include "faultlane/base/unique_function.hpp"
 #include "faultlane/dsim/context_alive.hpp"
 #include "faultlane/dsim/world.hpp"
 

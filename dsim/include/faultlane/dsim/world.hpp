@@ -40,8 +40,8 @@
 #include <tuple>
 #include <vector>
 
-#include "faultlane/core/assert.hpp"
-#include "faultlane/core/unique_function.hpp"
+#include "faultlane/base/assert.hpp"
+#include "faultlane/base/unique_function.hpp"
 
 namespace faultlane::dsim {
 
