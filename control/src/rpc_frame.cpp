@@ -27,7 +27,7 @@ std::uint32_t checksum_of(const std::byte* header) noexcept {
 }  // namespace
 
 std::string_view to_string(rpc_status s) noexcept {
-#define FAULTLANE_RPC_STATUS_NAME(name, code) \
+#define FAULTLANE_RPC_STATUS_NAME(name, code, caller, meaning) \
   case rpc_status::name: return #name;
   switch (s) { FAULTLANE_RPC_STATUSES(FAULTLANE_RPC_STATUS_NAME) }
 #undef FAULTLANE_RPC_STATUS_NAME
@@ -50,16 +50,10 @@ std::string_view to_string(rpc_decode_error e) noexcept {
 }
 
 faultlane::status status_for(rpc_status s) noexcept {
-  switch (s) {
-    case rpc_status::ok: return status::ok;
-    case rpc_status::unknown_method:
-    case rpc_status::bad_request:
-    case rpc_status::too_large: return status::invalid_argument;
-    case rpc_status::busy: return status::busy;
-    case rpc_status::shutting_down: return status::shutting_down;
-    case rpc_status::cancelled: return status::cancelled;
-    case rpc_status::internal_error: return status::internal_error;
-  }
+#define FAULTLANE_RPC_STATUS_READ(name, code, caller, meaning) \
+  case rpc_status::name: return status::caller;
+  switch (s) { FAULTLANE_RPC_STATUSES(FAULTLANE_RPC_STATUS_READ) }
+#undef FAULTLANE_RPC_STATUS_READ
   return status::protocol_error;
 }
 

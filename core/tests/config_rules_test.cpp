@@ -7,7 +7,9 @@
 
 #include "faultlane/core/config.hpp"
 
-namespace faultlane {
+// A namespace of its own: the unity build batches this file with
+// config_test.cpp, whose helpers have the same names.
+namespace faultlane::config_rules {
 namespace {
 
 transport_config good() {
@@ -131,4 +133,4 @@ TEST(config_rules, a_file_key_is_a_plain_name) {
 }
 
 }  // namespace
-}  // namespace faultlane
+}  // namespace faultlane::config_rules

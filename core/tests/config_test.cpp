@@ -9,7 +9,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "docs_table.hpp"
+#include "faultlane/testing/docs_table.hpp"
 #include "faultlane/testing/settings.hpp"
 
 namespace faultlane {

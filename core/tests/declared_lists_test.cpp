@@ -9,9 +9,9 @@
 #include <set>
 #include <sstream>
 
-#include "docs_table.hpp"
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/limits.hpp"
+#include "faultlane/testing/docs_table.hpp"
 #include "faultlane/testing/transport_fixture.hpp"
 
 namespace faultlane {

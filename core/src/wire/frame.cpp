@@ -206,7 +206,7 @@ std::string_view to_string(opcode op) noexcept {
 }
 
 std::string_view to_string(wire_status s) noexcept {
-#define FAULTLANE_WIRE_STATUS_NAME(name, code) \
+#define FAULTLANE_WIRE_STATUS_NAME(name, code, initiator, meaning) \
   case wire_status::name: return #name;
   switch (s) { FAULTLANE_WIRE_STATUSES(FAULTLANE_WIRE_STATUS_NAME) }
 #undef FAULTLANE_WIRE_STATUS_NAME
@@ -245,43 +245,27 @@ wire_status wire_status_for(decode_error e) noexcept {
   }
 }
 
-wire_status wire_status_for(faultlane::status s) noexcept {
-  switch (s) {
-    case faultlane::status::ok: return wire_status::ok;
-    case faultlane::status::stale_registration: return wire_status::stale_registration;
-    case faultlane::status::range_rejected: return wire_status::range_rejected;
-    case faultlane::status::permission_denied: return wire_status::permission_denied;
-    case faultlane::status::shutting_down: return wire_status::shutting_down;
-    default: return wire_status::internal_error;
-  }
+faultlane::status status_for(wire_status s) noexcept {
+#define FAULTLANE_WIRE_STATUS_READ(name, code, initiator, meaning) \
+  case wire_status::name: return faultlane::status::initiator;
+  switch (s) { FAULTLANE_WIRE_STATUSES(FAULTLANE_WIRE_STATUS_READ) }
+#undef FAULTLANE_WIRE_STATUS_READ
+  return faultlane::status::protocol_error;
 }
 
 bool is_header_rejection(wire_status s) noexcept {
-  switch (s) {
-    case wire_status::bad_version:
-    case wire_status::bad_opcode:
-    case wire_status::bad_length:
-    case wire_status::bad_frame:
-    case wire_status::bad_checksum: return true;
-    default: return false;
-  }
+  return status_for(s) == faultlane::status::protocol_error;
 }
 
-faultlane::status status_for(wire_status s) noexcept {
-  switch (s) {
-    case wire_status::ok: return faultlane::status::ok;
-    case wire_status::range_rejected: return faultlane::status::range_rejected;
-    case wire_status::permission_denied: return faultlane::status::permission_denied;
-    case wire_status::stale_registration: return faultlane::status::stale_registration;
-    case wire_status::shutting_down: return faultlane::status::shutting_down;
-    case wire_status::internal_error: return faultlane::status::internal_error;
-    case wire_status::bad_version:
-    case wire_status::bad_opcode:
-    case wire_status::bad_length:
-    case wire_status::bad_frame:
-    case wire_status::bad_checksum: return faultlane::status::protocol_error;
-  }
-  return faultlane::status::protocol_error;
+// The one row the initiator reads as `s`, unless that row is a header
+// rejection; internal_error when no row is.
+wire_status wire_status_for(faultlane::status s) noexcept {
+  if (s == faultlane::status::protocol_error) return wire_status::internal_error;
+#define FAULTLANE_WIRE_STATUS_ANSWER(name, code, initiator, meaning) \
+  if (s == faultlane::status::initiator) return wire_status::name;
+  FAULTLANE_WIRE_STATUSES(FAULTLANE_WIRE_STATUS_ANSWER)
+#undef FAULTLANE_WIRE_STATUS_ANSWER
+  return wire_status::internal_error;
 }
 
 }  // namespace faultlane::wire

@@ -12,25 +12,11 @@ struct status_info {
   int severity;
 };
 
-// One row per status, in the enum's order (row i is status i).
-constexpr status_info status_table[] = {
-    {status::ok, "ok", 0},
-    {status::cancelled, "cancelled", 1},
-    {status::busy, "busy", 2},
-    {status::timeout, "timeout", 3},
-    {status::connection_failed, "connection_failed", 3},
-    {status::stale_registration, "stale_registration", 4},
-    {status::range_rejected, "range_rejected", 5},
-    {status::permission_denied, "permission_denied", 5},
-    {status::protocol_error, "protocol_error", 6},
-    {status::invalid_argument, "invalid_argument", 6},
-    {status::sequence_exhausted, "sequence_exhausted", 6},
-    {status::shutting_down, "shutting_down", 7},
-    {status::runtime_failed, "runtime_failed", 8},
-    {status::admission_underflow, "admission_underflow", 9},
-    {status::ambiguous_write, "ambiguous_write", 10},
-    {status::internal_error, "internal_error", 11},
-};
+// FAULTLANE_STATUSES, one row per status in the enum's order (row i is
+// status i).
+#define FAULTLANE_STATUS_ROW(name, severity, meaning) {status::name, #name, (severity)},
+constexpr status_info status_table[] = {FAULTLANE_STATUSES(FAULTLANE_STATUS_ROW)};
+#undef FAULTLANE_STATUS_ROW
 static_assert(std::size(status_table) == static_cast<std::size_t>(status_count),
               "one row per status");
 static_assert(

@@ -25,16 +25,12 @@ result<event_action> read_action(const reader& rd, const YAML::Node& node,
                                  const std::string& path) {
   auto text = rd.text(node, path);
   if (!text.ok()) return text.error();
-  for (auto a : {event_action::restart, event_action::kill, event_action::unregister,
-                 event_action::register_region, event_action::drop_connections,
-                 event_action::add_fault, event_action::remove_fault, event_action::arm,
-                 event_action::disarm, event_action::shutdown}) {
-    if (text.value() == to_string(a)) return a;
+  std::string known;
+  for (const auto& row : event_action_rows) {
+    if (text.value() == row.spelling) return row.action;
+    known += fmt::format("{}{}", known.empty() ? "" : ", ", row.spelling);
   }
-  return rd.fail(node, path,
-                 fmt::format("'{}' is not an action (restart, kill, unregister, register, "
-                             "drop_connections, add_fault, remove_fault, arm, disarm, shutdown)",
-                             text.value()));
+  return rd.fail(node, path, fmt::format("'{}' is not an action ({})", text.value(), known));
 }
 
 // {caller: NAME, calls: N}: after the N-th call of a `control:` caller
@@ -353,21 +349,18 @@ result<void> read_action_keys(builder& b, event_spec& e, const YAML::Node& node,
   return {};
 }
 
+// at:, do: and the action's own keys (its row of FAULTLANE_EVENT_ACTIONS).
 std::vector<std::string_view> action_keys(event_action a) {
-  using A = event_action;
-  switch (a) {
-    case A::restart:
-    case A::shutdown:
-    case A::kill: return {"at", "do", "transport"};
-    case A::drop_connections: return {"at", "do", "transport", "target"};
-    case A::unregister:
-    case A::register_region: return {"at", "do", "region"};
-    case A::add_fault:
-    case A::remove_fault: return {"at", "do", "link", "fault"};
-    case A::arm:
-    case A::disarm: return {"at", "do", "failpoint"};
+  std::vector<std::string_view> keys{"at", "do"};
+  for (const auto& row : event_action_rows) {
+    if (row.action != a) continue;
+    for (std::string_view rest = row.keys; !rest.empty();) {
+      const auto space = rest.find(' ');
+      keys.push_back(rest.substr(0, space));
+      rest = space == std::string_view::npos ? std::string_view{} : rest.substr(space + 1);
+    }
   }
-  return {"at", "do"};
+  return keys;
 }
 
 result<event_spec> read_event(builder& b, const YAML::Node& node, const std::string& path,

@@ -117,17 +117,8 @@ std::uint64_t size_dist::max() const noexcept {
 }
 
 std::string_view to_string(event_action a) noexcept {
-  switch (a) {
-    case event_action::restart: return "restart";
-    case event_action::kill: return "kill";
-    case event_action::unregister: return "unregister";
-    case event_action::register_region: return "register";
-    case event_action::drop_connections: return "drop_connections";
-    case event_action::add_fault: return "add_fault";
-    case event_action::remove_fault: return "remove_fault";
-    case event_action::arm: return "arm";
-    case event_action::disarm: return "disarm";
-    case event_action::shutdown: return "shutdown";
+  for (const auto& row : event_action_rows) {
+    if (row.action == a) return row.spelling;
   }
   return "unknown";
 }

@@ -30,30 +30,25 @@ inline constexpr std::size_t method_length_max = 32;
 
 enum class kind : std::uint8_t { request = 1, response = 2 };
 
-// A response's status, one row a status: X(name, code). Part of the
-// protocol: never renumber, only append. The list generates the enum,
-// rpc_status_max and to_string().
-//   unknown_method  no handler under that name
-//   bad_request     the body does not decode as the method's arguments
-//   busy            the worker queue is full; retry later
-//   shutting_down   the service is stopping
-//   cancelled       queued or running when the service stopped
-//   too_large       the answer would not fit in one frame
-#define FAULTLANE_RPC_STATUSES(X) \
-  X(ok, 0)                        \
-  X(unknown_method, 1)            \
-  X(bad_request, 2)               \
-  X(busy, 3)                      \
-  X(shutting_down, 4)             \
-  X(cancelled, 5)                 \
-  X(too_large, 6)                 \
-  X(internal_error, 7)
+// A response's status, one row a status: X(name, code, what a caller makes
+// of it, meaning). Part of the protocol: never renumber, only append. The
+// list generates the enum, rpc_status_max, to_string() and status_for(),
+// and docs/protocol.md's status table (a test holds the page to it).
+#define FAULTLANE_RPC_STATUSES(X)                                                         \
+  X(ok, 0, ok, "the body is the method's answer")                                         \
+  X(unknown_method, 1, invalid_argument, "no method by that name")                        \
+  X(bad_request, 2, invalid_argument, "the body is not the method's arguments")           \
+  X(busy, 3, busy, "the worker queue is full (`rpc_queue_max`); retry later")             \
+  X(shutting_down, 4, shutting_down, "the service is stopping")                           \
+  X(cancelled, 5, cancelled, "the call was queued, or running, when the service stopped") \
+  X(too_large, 6, invalid_argument, "the answer would exceed 64 MiB")                     \
+  X(internal_error, 7, internal_error, "the handler threw")
 
-#define FAULTLANE_RPC_STATUS_ENUM(name, code) name = (code),
+#define FAULTLANE_RPC_STATUS_ENUM(name, code, caller, meaning) name = (code),
 enum class rpc_status : std::uint8_t { FAULTLANE_RPC_STATUSES(FAULTLANE_RPC_STATUS_ENUM) };
 #undef FAULTLANE_RPC_STATUS_ENUM
 
-#define FAULTLANE_RPC_STATUS_CODE(name, code) (code),
+#define FAULTLANE_RPC_STATUS_CODE(name, code, caller, meaning) (code),
 inline constexpr std::uint8_t rpc_status_codes[] = {
     FAULTLANE_RPC_STATUSES(FAULTLANE_RPC_STATUS_CODE)};
 #undef FAULTLANE_RPC_STATUS_CODE

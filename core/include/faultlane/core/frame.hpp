@@ -33,27 +33,33 @@ enum class opcode : std::uint8_t { read = 1, write = 2 };
 // Request flags: none are defined in version 1, so any set bit is rejected.
 inline constexpr std::uint8_t request_flags_known = 0;
 
-// Status carried in a response, one row a status: X(name, code). Values
-// are part of the protocol: never renumber, only append. The list generates
-// the enum, wire_status_max and to_string().
-#define FAULTLANE_WIRE_STATUSES(X) \
-  X(ok, 0)                         \
-  X(bad_version, 1)                \
-  X(bad_opcode, 2)                 \
-  X(bad_length, 3)                 \
-  X(range_rejected, 4)             \
-  X(permission_denied, 5)          \
-  X(stale_registration, 6)         \
-  X(shutting_down, 7)              \
-  X(internal_error, 8)             \
-  X(bad_frame, 9)                  \
-  X(bad_checksum, 10)
+// Status carried in a response, one row a status: X(name, code, what the
+// initiator makes of it, meaning). Values are part of the protocol: never
+// renumber, only append. The list generates the enum, wire_status_max,
+// to_string(), status_for() and wire_status_for(status), and
+// docs/protocol.md's status table (a test holds the page to it). A row read
+// as protocol_error is a header rejection: a target sends it only for a
+// header it could not decode.
+#define FAULTLANE_WIRE_STATUSES(X)                                                          \
+  X(ok, 0, ok, "done")                                                                      \
+  X(bad_version, 1, protocol_error, "the request's version is not 2")                       \
+  X(bad_opcode, 2, protocol_error, "the opcode is not READ or WRITE")                       \
+  X(bad_length, 3, protocol_error,                                                          \
+    "length is 0, above the target's limit, or offset+length overflows")                    \
+  X(range_rejected, 4, range_rejected, "the range is outside the registration")             \
+  X(permission_denied, 5, permission_denied, "the registration does not allow this access") \
+  X(stale_registration, 6, stale_registration,                                              \
+    "the registration id is unknown (unregistered, or from an earlier incarnation)")        \
+  X(shutting_down, 7, shutting_down, "the target is closing")                               \
+  X(internal_error, 8, internal_error, "the target failed while serving")                   \
+  X(bad_frame, 9, protocol_error, "any other malformed header (magic, flags, reserved)")    \
+  X(bad_checksum, 10, protocol_error, "the header's checksum does not match: it was damaged")
 
-#define FAULTLANE_WIRE_STATUS_ENUM(name, code) name = (code),
+#define FAULTLANE_WIRE_STATUS_ENUM(name, code, initiator, meaning) name = (code),
 enum class wire_status : std::uint16_t { FAULTLANE_WIRE_STATUSES(FAULTLANE_WIRE_STATUS_ENUM) };
 #undef FAULTLANE_WIRE_STATUS_ENUM
 
-#define FAULTLANE_WIRE_STATUS_CODE(name, code) (code),
+#define FAULTLANE_WIRE_STATUS_CODE(name, code, initiator, meaning) (code),
 inline constexpr std::uint16_t wire_status_codes[] = {
     FAULTLANE_WIRE_STATUSES(FAULTLANE_WIRE_STATUS_CODE)};
 #undef FAULTLANE_WIRE_STATUS_CODE
@@ -105,7 +111,8 @@ std::string_view to_string(decode_error e) noexcept;
 // What a target answers for a request it rejects while decoding.
 wire_status wire_status_for(decode_error e) noexcept;
 // True for the statuses a target sends only for a header it could not
-// decode (always with request id 0: it had no id it could trust).
+// decode (always with request id 0: it had no id it could trust): those the
+// initiator reads as protocol_error.
 bool is_header_rejection(wire_status s) noexcept;
 // What the initiator makes of a response status.
 faultlane::status status_for(wire_status s) noexcept;

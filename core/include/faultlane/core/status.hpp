@@ -30,34 +30,41 @@ constexpr bool codes_run_from_zero(const T (&codes)[N]) {
   return true;
 }
 
-enum class status : std::uint16_t {
-  ok = 0,
-  cancelled,            // a sibling slice failed or the caller gave up
-  busy,                 // over an admission or queue bound; retry later
-  timeout,              // connect or progress deadline passed
-  connection_failed,    // could not connect, or the peer closed/reset
-  stale_registration,   // the registration id is unknown to the target
-  range_rejected,       // offset/length outside the registered range
-  permission_denied,    // the registration does not allow this access
-  protocol_error,       // a malformed or unexpected frame
-  invalid_argument,     // a bad configuration value or call argument
-  sequence_exhausted,   // no registration ids left in this incarnation
-  shutting_down,        // the transport or registry is closing
-  runtime_failed,       // an exception escaped a handler; no new work
-  admission_underflow,  // released more than was reserved; fail-closed
-  ambiguous_write,      // a WRITE may have executed; never replayed
-  internal_error,
-};
+// Every status, once, in the enum's order: X(name, severity, meaning). The
+// list generates the enum, status_count, to_string() and severity(), and
+// docs/architecture.md's status table (a test holds the page to it).
+// Severity orders "settle with the most severe": a root cause outranks the
+// cancellations it caused, and an ambiguous WRITE outranks everything a
+// retry policy could act on.
+#define FAULTLANE_STATUSES(X)                                                          \
+  X(ok, 0, "done")                                                                     \
+  X(cancelled, 1, "a sibling slice failed, or the caller gave up")                     \
+  X(busy, 2, "over an admission or queue bound; retry later")                          \
+  X(timeout, 3, "a connect or progress deadline passed")                               \
+  X(connection_failed, 3, "could not connect, or the peer closed or reset")            \
+  X(stale_registration, 4, "the registration id is unknown to the target")             \
+  X(range_rejected, 5, "offset and length fall outside the registered range")          \
+  X(permission_denied, 5, "the registration does not allow this access")               \
+  X(protocol_error, 6, "a malformed or unexpected frame")                              \
+  X(invalid_argument, 6, "a bad configuration value or call argument")                 \
+  X(sequence_exhausted, 6, "no registration ids left in this incarnation")             \
+  X(shutting_down, 7, "the transport or registry is closing")                          \
+  X(runtime_failed, 8, "an exception escaped a handler; no new work is taken")         \
+  X(admission_underflow, 9, "more was released than reserved; admission fails closed") \
+  X(ambiguous_write, 10, "a WRITE may have executed; it is never replayed")            \
+  X(internal_error, 11, "a failure inside faultlane itself")
 
-// internal_error stays last. status.cpp's name table has one row per status
-// in this order, which its static_asserts hold it to.
-inline constexpr int status_count = static_cast<int>(status::internal_error) + 1;
+#define FAULTLANE_STATUS_ENUM(name, severity, meaning) name,
+enum class status : std::uint16_t { FAULTLANE_STATUSES(FAULTLANE_STATUS_ENUM) };
+#undef FAULTLANE_STATUS_ENUM
+
+#define FAULTLANE_STATUS_ONE(name, severity, meaning) +1
+inline constexpr int status_count = 0 FAULTLANE_STATUSES(FAULTLANE_STATUS_ONE);
+#undef FAULTLANE_STATUS_ONE
 
 std::string_view to_string(status code) noexcept;
 
-// Orders statuses for "settle with the most severe": a root cause outranks
-// the cancellations it caused, and an ambiguous WRITE outranks everything a
-// retry policy could act on.
+// The status's severity in FAULTLANE_STATUSES.
 int severity(status code) noexcept;
 
 // The more severe of two statuses (the first on a tie).

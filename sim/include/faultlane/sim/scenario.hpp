@@ -197,18 +197,41 @@ enum class trigger_kind : std::uint8_t {
   caller_calls,  // after the `calls`-th call of control caller `caller` ended
 };
 
-enum class event_action : std::uint8_t {
-  restart,           // shut down the transport and start it again (new incarnation)
-  kill,              // SIGKILL a child transport and start it again
-  unregister,        // unregister `region`
-  register_region,   // register `region` again (new id, same name)
-  drop_connections,  // `transport` drops its lanes to `target`
-  add_fault,         // add `fault` to `link`
-  remove_fault,      // remove the fault named `fault` from `link`
-  arm,               // arm failpoint `failpoint` (in-process transports)
-  disarm,            // disarm failpoint `failpoint`
-  shutdown,          // shut `transport` down for the rest of the run
+// Every event action, once, in the enum's order: X(name, its spelling in
+// `do:`, the keys it takes beside at: and do:, space-separated). The list
+// generates the enum, to_string(), the loader's reading of `do:` and the
+// keys it accepts; docs/scenarios.md's action table has a row for each (a
+// test holds the page to the list). What each does: that table. How its keys
+// are read, written back and run: read_action_keys()
+// (loader/scenario_events.cpp), action_keys() (loader/scenario_write.cpp)
+// and event_engine::run() (runner/event_engine.cpp), each a switch the
+// compiler checks for every action.
+#define FAULTLANE_EVENT_ACTIONS(X)                            \
+  X(restart, "restart", "transport")                          \
+  X(kill, "kill", "transport")                                \
+  X(unregister, "unregister", "region")                       \
+  X(register_region, "register", "region")                    \
+  X(drop_connections, "drop_connections", "transport target") \
+  X(add_fault, "add_fault", "link fault")                     \
+  X(remove_fault, "remove_fault", "link fault")               \
+  X(arm, "arm", "failpoint")                                  \
+  X(disarm, "disarm", "failpoint")                            \
+  X(shutdown, "shutdown", "transport")
+
+#define FAULTLANE_EVENT_ACTION_ENUM(name, spelling, keys) name,
+enum class event_action : std::uint8_t { FAULTLANE_EVENT_ACTIONS(FAULTLANE_EVENT_ACTION_ENUM) };
+#undef FAULTLANE_EVENT_ACTION_ENUM
+
+struct event_action_row {
+  event_action action;
+  std::string_view spelling;  // in `do:`
+  std::string_view keys;      // beside at: and do:, space-separated
 };
+
+#define FAULTLANE_EVENT_ACTION_ROW(name, spelling, keys) {event_action::name, spelling, keys},
+inline constexpr event_action_row event_action_rows[] = {
+    FAULTLANE_EVENT_ACTIONS(FAULTLANE_EVENT_ACTION_ROW)};
+#undef FAULTLANE_EVENT_ACTION_ROW
 
 struct event_spec {
   trigger_kind when = trigger_kind::stream_ops;

@@ -1,6 +1,6 @@
 // Checks that a table generated from a declared-once list (counters,
-// limits, settings) stands in a page of docs/ verbatim. The including test
-// target defines FAULTLANE_SOURCE_DIR.
+// limits, settings, statuses) stands in a page of docs/ verbatim. The
+// including test target defines FAULTLANE_SOURCE_DIR.
 #pragma once
 
 #include <gtest/gtest.h>
