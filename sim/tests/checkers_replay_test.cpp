@@ -51,13 +51,8 @@ TEST(no_replay, only_a_refusing_response_allows_a_second_dispatch) {
                            frame_form{relays::direction::up, false, false},
                            frame_form{relays::direction::down, false, true}}) {
     auto w = clean_world();
-    auto again = find(w, event_kind::slice_dispatched, op1_request);
-    again.request_id = 0x1f000000ff;
-    again.seq = w.op(1).complete_seq - 1;
-    w.h.events.push_back(again);
-    std::erase_if(w.h.events, [](const core_event& e) {
-      return e.kind == event_kind::server_executed && e.request_id == op1_request;
-    });
+    dispatch_op1_again(w, w.op(1).complete_seq - 1);
+    erase_executions(w, op1_request);
     for (auto& t : w.h.links[0].tap) {
       if (t.request_id != op1_request || !t.request) continue;
       t.status = 6;

@@ -348,4 +348,43 @@ inline relays::tap_record& up_frame(world& w, std::size_t rail, std::uint64_t re
   throw std::logic_error("no such frame");
 }
 
+// The request id op 1's WRITE goes out under when the core sends it again.
+inline constexpr std::uint64_t op1_again_request = 0x1f000000ff;
+
+// Op 1's WRITE dispatched a second time, under op1_again_request, at `seq`.
+inline core_event dispatch_op1_again(world& w, std::uint64_t seq) {
+  auto again = find(w, event_kind::slice_dispatched, op1_request);
+  again.request_id = op1_again_request;
+  again.seq = seq;
+  w.h.events.push_back(again);
+  return again;
+}
+
+// The target's executions of `request` gone from the observer's events.
+inline void erase_executions(world& w, std::uint64_t request) {
+  std::erase_if(w.h.events, [request](const core_event& e) {
+    return e.kind == event_kind::server_executed && e.request_id == request;
+  });
+}
+
+// The tap of rail 0 saw the answer to `request` refuse it (status 6).
+inline void refuse_on_tap(world& w, std::uint64_t request) {
+  for (auto& t : w.h.links[0].tap) {
+    if (t.request_id == request && !t.request) t.status = 6;
+  }
+}
+
+// The tap of `rail` never saw `request` going up.
+inline void erase_request_frames(world& w, std::size_t rail, std::uint64_t request) {
+  std::erase_if(w.h.links[rail].tap, [request](const relays::tap_record& t) {
+    return t.request_id == request && t.request;
+  });
+}
+
+// `request` went up on rail 1's link, not on rail 0's.
+inline void move_request_to_rail_1(world& w, std::uint64_t request) {
+  w.h.links[1].tap.push_back(up_frame(w, 0, request));
+  erase_request_frames(w, 0, request);
+}
+
 }  // namespace faultlane::sim::test

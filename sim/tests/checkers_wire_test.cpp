@@ -87,10 +87,7 @@ TEST(no_replay, a_definite_failure_the_target_executed) {
 
 TEST(no_replay, write_dispatched_again_without_a_rejection) {
   auto w = clean_world();
-  auto again = find(w, event_kind::slice_dispatched, op1_request);
-  again.request_id = 0x1f000000ff;
-  again.seq = w.op(1).complete_seq - 1;
-  w.h.events.push_back(again);
+  dispatch_op1_again(w, w.op(1).complete_seq - 1);
   EXPECT_TRUE(one_violation(check_no_replay(w.h),
                             "WRITE dispatched 2 times: request 0x1f00000000 (seq", 100,
                             op1_request));
@@ -98,22 +95,15 @@ TEST(no_replay, write_dispatched_again_without_a_rejection) {
 
 TEST(no_replay, write_dispatched_again_after_a_rejection_is_fine) {
   auto w = clean_world();
-  auto again = find(w, event_kind::slice_dispatched, op1_request);
-  again.request_id = 0x1f000000ff;
-  again.seq = w.op(1).complete_seq - 1;
-  w.h.events.push_back(again);
+  dispatch_op1_again(w, w.op(1).complete_seq - 1);
   // The target refused the first request (observer side)...
   find(w, event_kind::server_executed, op1_request).outcome = status::stale_registration;
   auto r = check_no_replay(w.h);
   EXPECT_TRUE(r.passed()) << all(r);
   // ...or only the tap saw the refusal on its way down.
-  std::erase_if(w.h.events, [](const core_event& e) {
-    return e.kind == event_kind::server_executed && e.request_id == op1_request;
-  });
+  erase_executions(w, op1_request);
   EXPECT_FALSE(check_no_replay(w.h).passed());
-  for (auto& t : w.h.links[0].tap) {
-    if (t.request_id == op1_request && !t.request) t.status = 6;
-  }
+  refuse_on_tap(w, op1_request);
   r = check_no_replay(w.h);
   EXPECT_TRUE(r.passed()) << all(r);
 }
@@ -123,18 +113,15 @@ TEST(no_replay, write_dispatched_again_after_a_rejection_is_fine) {
 TEST(no_replay, a_refusal_of_the_later_request_does_not_count) {
   for (bool on_tap : {false, true}) {
     auto w = clean_world();
-    auto again = find(w, event_kind::slice_dispatched, op1_request);
-    again.request_id = 0x1f000000ff;
-    again.seq = w.op(1).complete_seq - 1;
-    w.h.events.push_back(again);
+    const auto again = dispatch_op1_again(w, w.op(1).complete_seq - 1);
     if (on_tap) {
       auto refusal = w.h.links[0].tap.back();
-      refusal.request_id = 0x1f000000ff;
+      refusal.request_id = op1_again_request;
       refusal.status = 6;
       w.h.links[0].tap.push_back(refusal);
     } else {
       auto refusal = find(w, event_kind::server_executed, op1_request);
-      refusal.request_id = 0x1f000000ff;
+      refusal.request_id = op1_again_request;
       refusal.outcome = status::stale_registration;
       refusal.seq = again.seq;
       w.h.events.push_back(refusal);
@@ -149,16 +136,11 @@ TEST(no_replay, a_refusal_of_the_later_request_does_not_count) {
 // tap saw the first one refused (so sending it again was allowed).
 TEST(no_replay, one_op_executed_under_two_request_ids) {
   auto w = clean_world();
-  auto again = find(w, event_kind::slice_dispatched, op1_request);
-  again.request_id = 0x1f000000ff;
-  again.seq = w.op(1).complete_seq - 2;
-  w.h.events.push_back(again);
-  for (auto& t : w.h.links[0].tap) {
-    if (t.request_id == op1_request && !t.request) t.status = 6;
-  }
+  dispatch_op1_again(w, w.op(1).complete_seq - 2);
+  refuse_on_tap(w, op1_request);
   EXPECT_TRUE(check_no_replay(w.h).passed()) << all(check_no_replay(w.h));
   auto ran = find(w, event_kind::server_executed, op1_request);
-  ran.request_id = 0x1f000000ff;
+  ran.request_id = op1_again_request;
   ran.seq = w.op(1).complete_seq - 1;
   w.h.events.push_back(ran);
   EXPECT_TRUE(one_violation(check_no_replay(w.h),
@@ -209,10 +191,7 @@ TEST(no_replay, a_write_without_a_trace_has_nothing_to_replay) {
 // second execution of the op.
 TEST(no_replay, an_op_violation_names_the_event_that_made_it) {
   auto w = clean_world();
-  auto again = find(w, event_kind::slice_dispatched, op1_request);
-  again.request_id = 0x1f000000ff;
-  again.seq = w.op(1).complete_seq - 2;
-  w.h.events.push_back(again);
+  const auto again = dispatch_op1_again(w, w.op(1).complete_seq - 2);
   auto r = check_no_replay(w.h);
   ASSERT_EQ(r.violations.size(), 1u) << all(r);
   EXPECT_EQ(r.violations[0].seq, again.seq);
@@ -353,10 +332,7 @@ TEST(slice_coverage, a_dispatch_off_the_plan_in_one_field) {
 TEST(slice_coverage, an_unsliced_read_goes_whole_on_whichever_rail_its_lane_has) {
   auto w = clean_world();
   find(w, event_kind::slice_dispatched, 0x1f00000004).rail = 1;  // rotation picked rail 1
-  w.h.links[1].tap.push_back(up_frame(w, 0, 0x1f00000004));      // and its relay
-  std::erase_if(w.h.links[0].tap, [](const relays::tap_record& t) {
-    return t.request_id == 0x1f00000004 && t.request;
-  });
+  move_request_to_rail_1(w, 0x1f00000004);                       // and its relay
   EXPECT_TRUE(check_slice_coverage(w.h).passed()) << all(check_slice_coverage(w.h));
   find(w, event_kind::slice_dispatched, 0x1f00000004).length = 500;  // but never a part of it
   auto r = check_slice_coverage(w.h);
@@ -399,10 +375,7 @@ TEST(slice_coverage, a_tapped_frame_of_the_wrong_length) {
 // dispatch named: seen on another, it is off the plan, and missing on its own.
 TEST(slice_coverage, an_unsliced_read_is_looked_for_on_its_own_rail) {
   auto w = clean_world();
-  w.h.links[1].tap.push_back(up_frame(w, 0, 0x1f00000004));
-  std::erase_if(w.h.links[0].tap, [](const relays::tap_record& t) {
-    return t.request_id == 0x1f00000004 && t.request;
-  });
+  move_request_to_rail_1(w, 0x1f00000004);
   auto r = check_slice_coverage(w.h);
   EXPECT_EQ(r.violations.size(), 2u) << all(r);
   EXPECT_TRUE(mentions(r,
@@ -423,10 +396,7 @@ TEST(slice_coverage, an_unsliced_read_is_looked_for_on_its_own_rail) {
 
 TEST(slice_coverage, a_frame_on_the_wrong_rail) {
   auto w = clean_world();
-  w.h.links[1].tap.push_back(up_frame(w, 0, 0x1f00000002));
-  std::erase_if(w.h.links[0].tap, [](const relays::tap_record& t) {
-    return t.request_id == 0x1f00000002 && t.request;
-  });
+  move_request_to_rail_1(w, 0x1f00000002);
   auto r = check_slice_coverage(w.h);
   EXPECT_EQ(r.violations.size(), 2u) << all(r);
   EXPECT_TRUE(mentions(r, "tap of link client-server-r1 (rail 1) saw READ request 0x1f00000002"))
@@ -437,9 +407,7 @@ TEST(slice_coverage, a_frame_on_the_wrong_rail) {
 
 TEST(slice_coverage, an_ok_read_whose_slice_the_tap_never_saw) {
   auto w = clean_world();
-  std::erase_if(w.h.links[1].tap, [](const relays::tap_record& t) {
-    return t.request_id == 0x1f00000003 && t.request;
-  });
+  erase_request_frames(w, 1, 0x1f00000003);
   EXPECT_TRUE(one_violation(check_slice_coverage(w.h),
                             "READ ended ok but the tapped link of rail 1 never saw its planned "
                             "slice [4096, 8192)",
