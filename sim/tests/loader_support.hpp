@@ -1,6 +1,6 @@
 // What the scenario loader's tests share: the directory of their files,
-// loading one that must load, checking a bound on both sides, and files
-// that must fail at a key.
+// loading one that must load, checking a bound on both sides, texts that
+// must load, and files that must fail at a key.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -41,6 +41,14 @@ inline void expect_bound(const std::string& ok_text, const std::string& bad_text
   auto bad = parse_scenario(bad_text, "bound.yaml");
   ASSERT_FALSE(bad.ok()) << bad_text;
   EXPECT_NE(bad.error().message.find(": " + key + ": "), std::string::npos) << bad.error().message;
+}
+
+// Each text loads.
+inline void expect_each_loads(const std::vector<std::string>& texts) {
+  for (const auto& text : texts) {
+    auto s = parse_scenario(text, "loads.yaml");
+    EXPECT_TRUE(s.ok()) << text << (s.ok() ? "" : s.error().message);
+  }
 }
 
 // A file that must fail to load, at `key`, with `what` in its message

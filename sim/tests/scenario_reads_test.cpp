@@ -29,11 +29,8 @@ std::string stream(const std::string& keys) {
 }
 
 TEST(scenario_reads, the_base_files_load) {
-  for (const auto& text : {base, base + "control: [{name: c, target: b, method: ping, count: 1}]\n",
-                           stream("name: s, from: a, region: r, ops: read, size: 1, count: 1")}) {
-    auto s = parse_scenario(text, "reads.yaml");
-    EXPECT_TRUE(s.ok()) << text << (s.ok() ? "" : s.error().message);
-  }
+  expect_each_loads({base, base + "control: [{name: c, target: b, method: ping, count: 1}]\n",
+                     stream("name: s, from: a, region: r, ops: read, size: 1, count: 1")});
 }
 
 // Rule: the header's values (name, tags, seed, timeout_ms, timing, perturb,
