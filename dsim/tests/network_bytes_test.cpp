@@ -41,24 +41,22 @@ TEST(dsim_network_bytes, writes_of_one_instant_arrive_a_latency_later_one_tick_a
   for (bool reset : {false, true}) {
     network_options o = whole(64 << 10);
     o.latency_min = o.latency_max = 50us;
-    two_nodes t(81, o);
-    acceptor a(t.server_ctx);
-    auto pair = t.connect_pair(a, t.listen(a));
+    connected_nodes t(81, o);
     const auto t0 = t.w.now();
     const auto bytes = pattern(50, 81);
     std::error_code ec;
     for (int i = 0; i < 5; ++i) {
-      ASSERT_EQ(pair.first.write_some(asio::buffer(bytes.data() + 10 * i, 10), ec), 10u);
+      ASSERT_EQ(t.client.write_some(asio::buffer(bytes.data() + 10 * i, 10), ec), 10u);
     }
-    if (reset) pair.first.set_option(asio::socket_base::linger(true, 0));
-    reset ? pair.first.close() : pair.first.shutdown(socket::shutdown_send, ec);
+    if (reset) t.client.set_option(asio::socket_base::linger(true, 0));
+    reset ? t.client.close() : t.client.shutdown(socket::shutdown_send, ec);
     settle(t);
     const std::int64_t l = 50000;
     EXPECT_EQ(times_of(t.w, "deliver", t0),
               (std::vector<std::int64_t>{l, l + 1, l + 2, l + 3, l + 4}));
     EXPECT_EQ(times_of(t.w, reset ? "rst_arrived" : "fin_arrived", t0),
               (std::vector<std::int64_t>{l + 5}));
-    EXPECT_EQ(pair.second.queued(), 50u);
+    EXPECT_EQ(t.server.queued(), 50u);
   }
 }
 
@@ -66,15 +64,13 @@ TEST(dsim_network_bytes, writes_of_one_instant_arrive_a_latency_later_one_tick_a
 TEST(dsim_network_bytes, a_write_after_the_last_arrival_pays_a_whole_latency) {
   network_options o = whole(64 << 10);
   o.latency_min = o.latency_max = 30us;
-  two_nodes t(82, o);
-  acceptor a(t.server_ctx);
-  auto pair = t.connect_pair(a, t.listen(a));
+  connected_nodes t(82, o);
   const auto bytes = pattern(2, 82);
   std::error_code ec;
-  ASSERT_EQ(pair.first.write_some(asio::buffer(bytes.data(), 1), ec), 1u);
+  ASSERT_EQ(t.client.write_some(asio::buffer(bytes.data(), 1), ec), 1u);
   settle(t);
   const auto t1 = t.w.now();
-  ASSERT_EQ(pair.first.write_some(asio::buffer(bytes.data() + 1, 1), ec), 1u);
+  ASSERT_EQ(t.client.write_some(asio::buffer(bytes.data() + 1, 1), ec), 1u);
   settle(t);
   EXPECT_EQ(times_of(t.w, "deliver", t1).back(), 30000);
 }
@@ -87,14 +83,12 @@ TEST(dsim_network_bytes, each_connection_draws_its_latency_within_the_bounds) {
     network_options o = whole(64 << 10);
     o.latency_min = 10us;
     o.latency_max = 20us;
-    two_nodes t(seed, o);
-    acceptor a(t.server_ctx);
-    auto pair = t.connect_pair(a, t.listen(a));
+    connected_nodes t(seed, o);
     const auto t0 = t.w.now();
     const std::byte one[1] = {};
     std::error_code ec;
-    ASSERT_EQ(pair.first.write_some(asio::buffer(one), ec), 1u);
-    ASSERT_EQ(t.w.run_until([&] { return pair.second.queued() == 1; }), world::wait_result::met);
+    ASSERT_EQ(t.client.write_some(asio::buffer(one), ec), 1u);
+    ASSERT_EQ(t.w.run_until([&] { return t.server.queued() == 1; }), world::wait_result::met);
     const auto took = (t.w.now() - t0).count();
     EXPECT_GE(took, 10000) << "seed " << seed;
     EXPECT_LE(took, 20000) << "seed " << seed;
@@ -106,11 +100,9 @@ TEST(dsim_network_bytes, each_connection_draws_its_latency_within_the_bounds) {
 // A buffer of two bytes: a third of it is nothing, so any room takes a
 // write; a full one takes none, and is not writable.
 TEST(dsim_network_bytes, a_tiny_buffer_takes_any_room_there_is_and_none_when_full) {
-  two_nodes t(83, whole(2));
-  acceptor a(t.server_ctx);
-  auto pair = t.connect_pair(a, t.listen(a));
-  auto& client = pair.first;
-  auto& server = pair.second;
+  connected_nodes t(83, whole(2));
+  auto& client = t.client;
+  auto& server = t.server;
   const auto bytes = pattern(8, 83);
   std::error_code ec;
   ASSERT_EQ(client.write_some(asio::buffer(bytes), ec), 2u);
@@ -131,19 +123,17 @@ TEST(dsim_network_bytes, a_tiny_buffer_takes_any_room_there_is_and_none_when_ful
 // The watermark holds a read for what it asks at most: a read of 10 bytes
 // under a watermark of 100 completes on 10.
 TEST(dsim_network_bytes, a_read_asking_less_than_the_watermark_completes_on_what_it_asks) {
-  two_nodes t(84, whole(64 << 10));
-  acceptor a(t.server_ctx);
-  auto pair = t.connect_pair(a, t.listen(a));
-  pair.second.set_option(asio::socket_base::receive_low_watermark(100));
+  connected_nodes t(84, whole(64 << 10));
+  t.server.set_option(asio::socket_base::receive_low_watermark(100));
   std::vector<std::byte> got(10);
   std::size_t read = 0;
-  pair.second.async_read_some(asio::buffer(got), [&](std::error_code, std::size_t k) { read = k; });
+  t.server.async_read_some(asio::buffer(got), [&](std::error_code, std::size_t k) { read = k; });
   const auto bytes = pattern(10, 84);
   std::error_code ec;
-  ASSERT_EQ(pair.first.write_some(asio::buffer(bytes.data(), 9), ec), 9u);
+  ASSERT_EQ(t.client.write_some(asio::buffer(bytes.data(), 9), ec), 9u);
   settle(t);
   EXPECT_EQ(read, 0u) << "9 of 10 asked";
-  ASSERT_EQ(pair.first.write_some(asio::buffer(bytes.data() + 9, 1), ec), 1u);
+  ASSERT_EQ(t.client.write_some(asio::buffer(bytes.data() + 9, 1), ec), 1u);
   settle(t);
   EXPECT_EQ(read, 10u);
 }
@@ -152,17 +142,14 @@ TEST(dsim_network_bytes, a_read_asking_less_than_the_watermark_completes_on_what
 // as it does with no watermark set.
 TEST(dsim_network_bytes, a_watermark_of_zero_or_none_is_met_by_one_byte) {
   for (bool set : {false, true}) {
-    two_nodes t(85, whole(64 << 10));
-    acceptor a(t.server_ctx);
-    auto pair = t.connect_pair(a, t.listen(a));
-    if (set) pair.second.set_option(asio::socket_base::receive_low_watermark(0));
+    connected_nodes t(85, whole(64 << 10));
+    if (set) t.server.set_option(asio::socket_base::receive_low_watermark(0));
     std::vector<std::byte> got(100);
     std::size_t read = 0;
-    pair.second.async_read_some(asio::buffer(got),
-                                [&](std::error_code, std::size_t k) { read = k; });
+    t.server.async_read_some(asio::buffer(got), [&](std::error_code, std::size_t k) { read = k; });
     const std::byte one[1] = {std::byte{9}};
     std::error_code ec;
-    ASSERT_EQ(pair.first.write_some(asio::buffer(one), ec), 1u);
+    ASSERT_EQ(t.client.write_some(asio::buffer(one), ec), 1u);
     settle(t);
     EXPECT_EQ(read, 1u) << (set ? "watermark 0" : "no watermark");
   }
@@ -175,14 +162,12 @@ TEST(dsim_network_bytes, a_cut_read_never_returns_less_than_its_watermark) {
   for (std::uint64_t seed = 1; seed <= 10; ++seed) {
     network_options o = whole(64 << 10);
     o.partial_read = 1;
-    two_nodes t(seed, o);
-    acceptor a(t.server_ctx);
-    auto pair = t.connect_pair(a, t.listen(a));
-    auto& server = pair.second;
+    connected_nodes t(seed, o);
+    auto& server = t.server;
     server.set_option(asio::socket_base::receive_low_watermark(300));
     const auto bytes = pattern(3000, seed);
     std::error_code ec;
-    ASSERT_EQ(pair.first.write_some(asio::buffer(bytes), ec), 3000u);
+    ASSERT_EQ(t.client.write_some(asio::buffer(bytes), ec), 3000u);
     settle(t);
     std::vector<std::byte> got(4000);
     while (server.queued() >= 300) {
@@ -200,14 +185,11 @@ TEST(dsim_network_bytes, a_cut_read_never_returns_less_than_its_watermark) {
 // Reads and writes of no bytes complete at once, with no error: a read
 // with nothing arrived, a write into a full buffer.
 TEST(dsim_network_bytes, reads_and_writes_of_no_bytes_complete_at_once) {
-  two_nodes t(86, whole(9000));
-  acceptor a(t.server_ctx);
-  auto pair = t.connect_pair(a, t.listen(a));
-  auto& client = pair.first;
+  connected_nodes t(86, whole(9000));
+  auto& client = t.client;
   const auto fill = pattern(9000, 86);
+  ASSERT_NO_FATAL_FAILURE(write_all_now(t, client, fill));
   std::error_code ec;
-  ASSERT_EQ(client.write_some(asio::buffer(fill), ec), 9000u);
-  settle(t);
   EXPECT_EQ(client.write_some(asio::buffer(fill.data(), 0), ec), 0u);
   EXPECT_FALSE(ec) << "an empty write into a full buffer: " << ec.message();
   std::byte none[1];
@@ -232,20 +214,18 @@ TEST(dsim_network_bytes, reads_and_writes_of_no_bytes_complete_at_once) {
 // Bytes gathered from several buffers arrive in order and are scattered
 // over several buffers in order, empty buffers skipped.
 TEST(dsim_network_bytes, gathered_writes_and_scattered_reads_keep_the_bytes_in_order) {
-  two_nodes t(87, whole(64 << 10));
-  acceptor a(t.server_ctx);
-  auto pair = t.connect_pair(a, t.listen(a));
+  connected_nodes t(87, whole(64 << 10));
   const auto bytes = pattern(1010, 87);
   const std::array<asio::const_buffer, 3> out = {asio::buffer(bytes.data(), 3),
                                                  asio::buffer(bytes.data() + 3, 0),
                                                  asio::buffer(bytes.data() + 3, 1007)};
   std::error_code ec;
-  ASSERT_EQ(pair.first.write_some(out, ec), 1010u);
+  ASSERT_EQ(t.client.write_some(out, ec), 1010u);
   settle(t);
   std::vector<std::byte> a1(7), a2(0), a3(2000);
   const std::array<asio::mutable_buffer, 3> in = {asio::buffer(a1), asio::buffer(a2),
                                                   asio::buffer(a3)};
-  ASSERT_EQ(pair.second.read_some(in, ec), 1010u) << ec.message();
+  ASSERT_EQ(t.server.read_some(in, ec), 1010u) << ec.message();
   std::vector<std::byte> got(a1);
   got.insert(got.end(), a3.begin(), a3.begin() + 1003);
   EXPECT_TRUE(got == bytes);
@@ -254,13 +234,11 @@ TEST(dsim_network_bytes, gathered_writes_and_scattered_reads_keep_the_bytes_in_o
 // A writer held by a full buffer is woken by a non-blocking read that
 // frees a third of it, not by one that frees less.
 TEST(dsim_network_bytes, a_read_that_frees_a_third_of_the_buffer_wakes_a_held_writer) {
-  two_nodes t(88, whole(9000));
-  acceptor a(t.server_ctx);
-  auto pair = t.connect_pair(a, t.listen(a));
-  auto& server = pair.second;
+  connected_nodes t(88, whole(9000));
+  auto& server = t.server;
   const auto big = pattern(12000, 88);
   bool written = false;
-  asio::async_write(pair.first, asio::buffer(big),
+  asio::async_write(t.client, asio::buffer(big),
                     [&](std::error_code, std::size_t) { written = true; });
   settle(t);
   ASSERT_EQ(server.queued(), 9000u);
@@ -276,18 +254,16 @@ TEST(dsim_network_bytes, a_read_that_frees_a_third_of_the_buffer_wakes_a_held_wr
 
 // A write wait completes on a reset, the buffer full or not.
 TEST(dsim_network_bytes, a_reset_makes_a_full_socket_writable) {
-  two_nodes t(89, whole(9000));
-  acceptor a(t.server_ctx);
-  auto pair = t.connect_pair(a, t.listen(a));
+  connected_nodes t(89, whole(9000));
   const auto fill = pattern(9000, 89);
   std::error_code ec;
-  ASSERT_EQ(pair.first.write_some(asio::buffer(fill), ec), 9000u);
+  ASSERT_EQ(t.client.write_some(asio::buffer(fill), ec), 9000u);
   bool writable = false;
-  pair.first.async_wait(socket::wait_write, [&](std::error_code) { writable = true; });
+  t.client.async_wait(socket::wait_write, [&](std::error_code) { writable = true; });
   settle(t);
   ASSERT_FALSE(writable);
-  pair.second.set_option(asio::socket_base::linger(true, 0));
-  pair.second.close();
+  t.server.set_option(asio::socket_base::linger(true, 0));
+  t.server.close();
   settle(t);
   EXPECT_TRUE(writable) << "a write would fail at once, and waits";
 }
@@ -295,17 +271,15 @@ TEST(dsim_network_bytes, a_reset_makes_a_full_socket_writable) {
 // The bytes waiting are what FIONREAD says and what the idle lane's check
 // sees, a byte or more.
 TEST(dsim_network_bytes, bytes_waiting_are_counted_and_make_a_peer_ready) {
-  two_nodes t(90, whole(64 << 10));
-  acceptor a(t.server_ctx);
-  auto pair = t.connect_pair(a, t.listen(a));
-  auto& server = pair.second;
+  connected_nodes t(90, whole(64 << 10));
+  auto& server = t.server;
   asio::socket_base::bytes_readable readable;
   std::error_code ec;
   server.io_control(readable, ec);
   EXPECT_EQ(readable.get(), 0u);
   EXPECT_FALSE(server.peer_gone_or_ready());
   const auto bytes = pattern(7, 90);
-  ASSERT_EQ(pair.first.write_some(asio::buffer(bytes), ec), 7u);
+  ASSERT_EQ(t.client.write_some(asio::buffer(bytes), ec), 7u);
   settle(t);
   server.io_control(readable, ec);
   EXPECT_FALSE(ec);
@@ -322,21 +296,19 @@ TEST(dsim_network_bytes, each_direction_draws_its_own_buffer_within_the_bounds) 
     network_options o = whole(0);
     o.buffer_min = 1000;
     o.buffer_max = 60000;
-    two_nodes t(seed, o);
-    acceptor a(t.server_ctx);
-    auto pair = t.connect_pair(a, t.listen(a));
+    connected_nodes t(seed, o);
     const auto big = pattern(70000, seed);
     std::error_code ec;
-    const auto up = pair.first.write_some(asio::buffer(big), ec);
-    const auto down = pair.second.write_some(asio::buffer(big), ec);
+    const auto up = t.client.write_some(asio::buffer(big), ec);
+    const auto down = t.server.write_some(asio::buffer(big), ec);
     EXPECT_GE(up, 1000u);
     EXPECT_LE(up, 60000u);
     EXPECT_GE(down, 1000u);
     EXPECT_LE(down, 60000u);
     differ += up != down ? 1 : 0;
     settle(t);
-    EXPECT_EQ(pair.second.queued(), up);
-    EXPECT_EQ(pair.first.queued(), down);
+    EXPECT_EQ(t.server.queued(), up);
+    EXPECT_EQ(t.client.queued(), down);
   }
   EXPECT_GT(differ, 0) << "both directions always drew one buffer";
 }

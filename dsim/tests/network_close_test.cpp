@@ -56,15 +56,10 @@ struct pending_four {
 // A cancel aborts every pending operation and leaves the socket open and
 // connected; a close aborts them too.
 TEST(dsim_network_close, a_cancel_or_a_close_aborts_every_pending_operation) {
-  two_nodes t(61, whole(9000));
-  acceptor a(t.server_ctx);
-  auto pair = t.connect_pair(a, t.listen(a));
-  auto& client = pair.first;
-  auto& server = pair.second;
-  const auto fill = pattern(9000, 61);
+  connected_nodes t(61, whole(9000));
+  auto& client = t.client;
+  ASSERT_NO_FATAL_FAILURE(write_all_now(t, client, pattern(9000, 61)));
   std::error_code ec;
-  ASSERT_EQ(client.write_some(asio::buffer(fill), ec), 9000u);
-  settle(t);
   for (bool close : {false, true}) {
     pending_four p(client);
     settle(t);
@@ -76,19 +71,17 @@ TEST(dsim_network_close, a_cancel_or_a_close_aborts_every_pending_operation) {
                                  << ", " << p.ends[3].message();
     EXPECT_EQ(client.is_open(), !close);
   }
-  EXPECT_EQ(server.queued(), 9000u);
+  EXPECT_EQ(t.server.queued(), 9000u);
 }
 
 // A socket assigned over a connected one closes that connection: its peer
 // reads end of file.
 TEST(dsim_network_close, a_socket_moved_over_a_connected_one_closes_its_connection) {
-  two_nodes t(62, whole(64 << 10));
-  acceptor a(t.server_ctx);
-  auto pair = t.connect_pair(a, t.listen(a));
-  pair.first = socket(t.client_ctx);
-  EXPECT_FALSE(pair.first.is_open());
+  connected_nodes t(62, whole(64 << 10));
+  t.client = socket(t.client_ctx);
+  EXPECT_FALSE(t.client.is_open());
   EXPECT_EQ(t.net.connections_open(), 0u);
-  EXPECT_EQ(next_read(t, pair.second), eof_code());
+  EXPECT_EQ(next_read(t, t.server), eof_code());
 }
 
 // Only linger on with a timeout of zero resets; linger on with a timeout,
@@ -101,12 +94,10 @@ TEST(dsim_network_close, only_linger_on_with_zero_seconds_turns_a_close_into_a_r
   };
   for (const auto& c : {option_case{true, 0, true}, option_case{true, 5, false},
                         option_case{false, 0, false}, option_case{true, 1, false}}) {
-    two_nodes t(63, whole(64 << 10));
-    acceptor a(t.server_ctx);
-    auto pair = t.connect_pair(a, t.listen(a));
-    pair.second.set_option(asio::socket_base::linger(c.on, c.seconds));
-    pair.second.close();
-    EXPECT_EQ(next_read(t, pair.first), c.resets ? code(asio::error::connection_reset) : eof_code())
+    connected_nodes t(63, whole(64 << 10));
+    t.server.set_option(asio::socket_base::linger(c.on, c.seconds));
+    t.server.close();
+    EXPECT_EQ(next_read(t, t.client), c.resets ? code(asio::error::connection_reset) : eof_code())
         << "linger " << c.on << ", " << c.seconds << " s";
   }
 }
@@ -115,11 +106,9 @@ TEST(dsim_network_close, only_linger_on_with_zero_seconds_turns_a_close_into_a_r
 // shutdown(receive) sends nothing, and the socket still writes.
 TEST(dsim_network_close, shutdown_send_or_both_sends_a_fin_and_shutdown_receive_does_not) {
   for (auto what : {socket::shutdown_send, socket::shutdown_both, socket::shutdown_receive}) {
-    two_nodes t(64, whole(64 << 10));
-    acceptor a(t.server_ctx);
-    auto pair = t.connect_pair(a, t.listen(a));
-    auto& client = pair.first;
-    auto& server = pair.second;
+    connected_nodes t(64, whole(64 << 10));
+    auto& client = t.client;
+    auto& server = t.server;
     std::error_code ec;
     client.shutdown(what, ec);
     EXPECT_FALSE(ec) << ec.message();
@@ -139,13 +128,11 @@ TEST(dsim_network_close, shutdown_send_or_both_sends_a_fin_and_shutdown_receive_
 
 // One FIN per direction: a shutdown repeated, then a close, send one.
 TEST(dsim_network_close, a_direction_carries_one_fin_however_often_it_is_ended) {
-  two_nodes t(65, whole(64 << 10));
-  acceptor a(t.server_ctx);
-  auto pair = t.connect_pair(a, t.listen(a));
+  connected_nodes t(65, whole(64 << 10));
   std::error_code ec;
-  pair.first.shutdown(socket::shutdown_send, ec);
-  pair.first.shutdown(socket::shutdown_both, ec);
-  pair.first.close();
+  t.client.shutdown(socket::shutdown_send, ec);
+  t.client.shutdown(socket::shutdown_both, ec);
+  t.client.close();
   settle(t);
   int fins = 0, arrived = 0;
   for (const auto& e : t.w.trace()) {
@@ -154,44 +141,51 @@ TEST(dsim_network_close, a_direction_carries_one_fin_however_often_it_is_ended) 
   }
   EXPECT_EQ(fins, 1);
   EXPECT_EQ(arrived, 1);
-  EXPECT_EQ(next_read(t, pair.second), eof_code());
+  EXPECT_EQ(next_read(t, t.server), eof_code());
 }
 
 // A reset that reached a socket whose sending side was shut down fails its
 // writes with the reset (as Linux reports the socket's error first).
 TEST(dsim_network_close, a_reset_outranks_a_shutdown_in_what_a_write_says) {
-  two_nodes t(66, whole(64 << 10));
-  acceptor a(t.server_ctx);
-  auto pair = t.connect_pair(a, t.listen(a));
+  connected_nodes t(66, whole(64 << 10));
   std::error_code ec;
-  pair.first.shutdown(socket::shutdown_send, ec);
-  pair.second.set_option(asio::socket_base::linger(true, 0));
-  pair.second.close();
+  t.client.shutdown(socket::shutdown_send, ec);
+  t.server.set_option(asio::socket_base::linger(true, 0));
+  t.server.close();
   settle(t);
   const std::byte one[1] = {};
-  pair.first.write_some(asio::buffer(one), ec);
+  t.client.write_some(asio::buffer(one), ec);
   EXPECT_EQ(ec, code(asio::error::connection_reset));
 }
+
+// A listener with a backlog of one: the connect of `queued` is in it, then
+// that of `held` (from `held_from`) waits for room.
+struct backlog_of_one {
+  backlog_of_one(two_nodes& t, asio::io_context& held_from)
+      : a(t.server_ctx), at(t.listen(a, 1)), queued(t.client_ctx), held(held_from) {
+    queued.async_connect(at, [this](std::error_code e) { queued_end = e; });
+    settle(t);
+    held.async_connect(at, [this](std::error_code e) { held_end = e; });
+    settle(t);
+  }
+  acceptor a;
+  endpoint at;
+  socket queued, held;
+  std::error_code queued_end = code(asio::error::in_progress);
+  std::error_code held_end = code(asio::error::in_progress);
+};
 
 // A listener that closes resets the connections it queued and never
 // accepted, and refuses the connects its full backlog held.
 TEST(dsim_network_close, a_closing_listener_resets_what_it_queued_and_refuses_what_it_held) {
   two_nodes t(67);
-  acceptor a(t.server_ctx);
-  const auto at = t.listen(a, 1);
-  socket queued(t.client_ctx), held(t.client_ctx);
-  std::error_code queued_end = code(asio::error::in_progress);
-  std::error_code held_end = code(asio::error::in_progress);
-  queued.async_connect(at, [&](std::error_code e) { queued_end = e; });
+  backlog_of_one b(t, t.client_ctx);
+  ASSERT_FALSE(b.queued_end) << b.queued_end.message();
+  ASSERT_EQ(b.held_end, code(asio::error::in_progress)) << "a full backlog took a connect";
+  b.a.close();
   settle(t);
-  ASSERT_FALSE(queued_end) << queued_end.message();
-  held.async_connect(at, [&](std::error_code e) { held_end = e; });
-  settle(t);
-  ASSERT_EQ(held_end, code(asio::error::in_progress)) << "a full backlog took a connect";
-  a.close();
-  settle(t);
-  EXPECT_EQ(held_end, code(asio::error::connection_refused));
-  EXPECT_EQ(next_read(t, queued), code(asio::error::connection_reset));
+  EXPECT_EQ(b.held_end, code(asio::error::connection_refused));
+  EXPECT_EQ(next_read(t, b.queued), code(asio::error::connection_reset));
   EXPECT_EQ(t.net.connections_open(), 0u);
 }
 
@@ -236,24 +230,16 @@ TEST(dsim_network_close, a_connect_given_up_on_its_way_opens_no_connection) {
 // A held connect cancelled is given up: the listener never queues it.
 TEST(dsim_network_close, a_connect_cancelled_while_the_backlog_held_it_is_never_accepted) {
   two_nodes t(68);
-  acceptor a(t.server_ctx);
-  const auto at = t.listen(a, 1);
-  socket first(t.client_ctx), second(t.client_ctx);
-  bool first_done = false;
-  std::error_code second_end = code(asio::error::in_progress);
-  first.async_connect(at, [&](std::error_code e) { first_done = !e; });
+  backlog_of_one b(t, t.client_ctx);
+  b.held.cancel();
   settle(t);
-  second.async_connect(at, [&](std::error_code e) { second_end = e; });
+  EXPECT_EQ(b.held_end, code(asio::error::operation_aborted));
+  accept_all all(t, b.a);
   settle(t);
-  second.cancel();
-  settle(t);
-  EXPECT_EQ(second_end, code(asio::error::operation_aborted));
-  accept_all all(t, a);
-  settle(t);
-  EXPECT_TRUE(first_done);
+  EXPECT_FALSE(b.queued_end) << b.queued_end.message();
   EXPECT_EQ(all.accepted, 1) << "a cancelled connect was accepted";
   EXPECT_EQ(t.net.connections_opened(), 1u);
-  a.close();
+  b.a.close();
 }
 
 // A connect held by a full backlog whose node crashes meanwhile is
@@ -264,22 +250,14 @@ TEST(dsim_network_close, a_held_connect_from_a_node_that_went_down_is_refused) {
   t.w.add_context(third, "third");
   t.net.place(third, third_node);
   {
-    acceptor a(t.server_ctx);
-    const auto at = t.listen(a, 1);
-    socket first(t.client_ctx), from_third(third);
-    bool first_done = false;
-    std::error_code third_end = code(asio::error::in_progress);
-    first.async_connect(at, [&](std::error_code e) { first_done = !e; });
-    settle(t);
-    from_third.async_connect(at, [&](std::error_code e) { third_end = e; });
-    settle(t);
+    backlog_of_one b(t, third);
     t.net.crash(third_node);
-    accept_all all(t, a);
+    accept_all all(t, b.a);
     settle(t);
-    EXPECT_TRUE(first_done);
-    EXPECT_EQ(third_end, code(asio::error::connection_refused));
+    EXPECT_FALSE(b.queued_end) << b.queued_end.message();
+    EXPECT_EQ(b.held_end, code(asio::error::connection_refused));
     EXPECT_EQ(all.accepted, 1);
-    a.close();
+    b.a.close();
     settle(t);
   }
   settle(t);
@@ -314,18 +292,16 @@ TEST(dsim_network_close, bytes_and_a_fin_sent_before_the_accept_are_read_after_i
 
 // A crash resets only connections with an end on its node.
 TEST(dsim_network_close, a_crash_leaves_connections_between_other_nodes_open) {
-  two_nodes t(71, whole(64 << 10));
-  acceptor a(t.server_ctx);
-  auto pair = t.connect_pair(a, t.listen(a));
+  connected_nodes t(71, whole(64 << 10));
   t.net.crash(third_node);
   settle(t);
   EXPECT_EQ(t.net.connections_open(), 1u);
   const auto sent = pattern(10, 71);
   std::error_code ec;
-  EXPECT_EQ(pair.first.write_some(asio::buffer(sent), ec), 10u) << ec.message();
+  EXPECT_EQ(t.client.write_some(asio::buffer(sent), ec), 10u) << ec.message();
   settle(t);
   std::vector<std::byte> got(10);
-  asio::read(pair.second, asio::buffer(got), ec);
+  asio::read(t.server, asio::buffer(got), ec);
   EXPECT_FALSE(ec) << ec.message();
   EXPECT_TRUE(got == sent);
 }
@@ -337,31 +313,27 @@ TEST(dsim_network_close, a_crash_leaves_connections_between_other_nodes_open) {
 // the reset"). crash_end marks the crashed end reset at once; a delivery
 // from that end must still go through.
 TEST(dsim_network_close, bytes_a_node_wrote_before_its_crash_arrive_before_the_reset) {
-  two_nodes t(72, whole(64 << 10));
-  acceptor a(t.server_ctx);
-  auto pair = t.connect_pair(a, t.listen(a));
+  connected_nodes t(72, whole(64 << 10));
   const auto sent = pattern(100, 72);
   std::error_code ec;
-  ASSERT_EQ(pair.second.write_some(asio::buffer(sent), ec), 100u);
+  ASSERT_EQ(t.server.write_some(asio::buffer(sent), ec), 100u);
   t.net.crash(server_node);
-  EXPECT_EQ(pair.first.queued(), 0u);
+  EXPECT_EQ(t.client.queued(), 0u);
   settle(t);
   std::vector<std::byte> got(200);
-  EXPECT_EQ(pair.first.read_some(asio::buffer(got), ec), 100u) << ec.message();
+  EXPECT_EQ(t.client.read_some(asio::buffer(got), ec), 100u) << ec.message();
   EXPECT_TRUE(std::equal(sent.begin(), sent.end(), got.begin()));
-  pair.first.read_some(asio::buffer(got), ec);
+  t.client.read_some(asio::buffer(got), ec);
   EXPECT_EQ(ec, code(asio::error::connection_reset));
 }
 
 // An end its node had closed with a FIN before the crash is not crashed
 // again: the peer reads the FIN, not a reset.
 TEST(dsim_network_close, an_end_closed_before_the_crash_leaves_its_peer_the_fin) {
-  two_nodes t(73, whole(64 << 10));
-  acceptor a(t.server_ctx);
-  auto pair = t.connect_pair(a, t.listen(a));
-  pair.second.close();
+  connected_nodes t(73, whole(64 << 10));
+  t.server.close();
   t.net.crash(server_node);
-  EXPECT_EQ(next_read(t, pair.first), eof_code());
+  EXPECT_EQ(next_read(t, t.client), eof_code());
 }
 
 // A node that is down takes no connect, even on a listener opened while
@@ -397,12 +369,8 @@ TEST(dsim_network_close, after_a_crash_the_nodes_next_run_listens_on_its_old_por
   t.net.crash(server_node);
   t.net.revive(server_node);
   acceptor next_run(t.server_ctx);
-  std::error_code ec;
-  next_run.open(asio::ip::tcp::v4(), ec);
-  next_run.bind(at, ec);
+  const auto ec = listen_at(next_run, at, 4);
   ASSERT_FALSE(ec) << "the crashed listener kept its port: " << ec.message();
-  next_run.listen(4, ec);
-  ASSERT_FALSE(ec) << ec.message();
   old_run.close();
   auto pair = t.connect_pair(next_run, at);
   EXPECT_TRUE(pair.second.is_open()) << "closing the old acceptor closed the new listener";

@@ -86,10 +86,7 @@ TEST(dsim_network_ends, ephemeral_ports_count_up_skip_ports_in_use_and_wrap_afte
   EXPECT_EQ(t.net.ephemeral_port(server_node), 32769);
   EXPECT_EQ(t.net.ephemeral_port(client_node), 32768) << "one counter for every node";
   acceptor a(t.server_ctx);
-  std::error_code ec;
-  a.open(asio::ip::tcp::v4(), ec);
-  a.bind({server_node, 32770}, ec);
-  a.listen(4, ec);
+  const auto ec = listen_at(a, {server_node, 32770}, 4);
   ASSERT_FALSE(ec) << ec.message();
   EXPECT_EQ(t.net.ephemeral_port(server_node), 32771) << "a listening port was handed out";
   std::uint16_t last = 32771;
@@ -107,14 +104,9 @@ TEST(dsim_network_ends, a_listening_port_is_in_use_until_its_listener_closes) {
   two_nodes t(45);
   const endpoint at(server_node, 40002);
   acceptor first(t.server_ctx), second(t.server_ctx);
-  std::error_code ec;
-  first.open(asio::ip::tcp::v4(), ec);
-  first.bind(at, ec);
-  first.listen(4, ec);
+  auto ec = listen_at(first, at, 4);
   ASSERT_FALSE(ec) << ec.message();
-  second.open(asio::ip::tcp::v4(), ec);
-  second.bind(at, ec);
-  EXPECT_EQ(ec, asio::error::address_in_use);
+  EXPECT_EQ(listen_at(second, at, 4), asio::error::address_in_use) << "a second listener";
   socket s(t.client_ctx);
   s.bind(at, ec);
   EXPECT_EQ(ec, asio::error::address_in_use) << "a socket took a listening port";
@@ -193,30 +185,15 @@ TEST(dsim_network_ends, the_network_counts_connections_opened_and_open_at_both_e
   EXPECT_EQ(t.net.connections_opened(), 2u);
 }
 
-template <typename E>
-std::error_code code(E e) {
-  return asio::error::make_error_code(e);
-}
-
-// A socket that is open but not connected: reads, writes, its peer and a
-// shutdown say not_connected, at once or through the handler; it counts as
-// a peer gone (the idle lane's check sends nothing on it).
-TEST(dsim_network_ends, a_socket_that_is_not_connected_says_not_connected) {
-  two_nodes t(48);
-  socket s(t.client_ctx);
-  s.open();
+// A read and a write of `s`, at once and through their handlers, end with
+// `expected`.
+void expect_reads_and_writes_end_with(two_nodes& t, socket& s, std::error_code expected) {
   std::error_code ec;
   std::byte one[1] = {};
   s.read_some(asio::buffer(one), ec);
-  EXPECT_EQ(ec, code(asio::error::not_connected)) << "read_some";
+  EXPECT_EQ(ec, expected) << "read_some";
   s.write_some(asio::buffer(one), ec);
-  EXPECT_EQ(ec, code(asio::error::not_connected)) << "write_some";
-  s.remote_endpoint(ec);
-  EXPECT_EQ(ec, code(asio::error::not_connected)) << "remote_endpoint";
-  s.shutdown(socket::shutdown_send, ec);
-  EXPECT_EQ(ec, code(asio::error::not_connected)) << "shutdown";
-  EXPECT_TRUE(s.peer_gone_or_ready());
-  EXPECT_EQ(s.queued(), 0u);
+  EXPECT_EQ(ec, expected) << "write_some";
   std::error_code read_end, write_end;
   int done = 0;
   s.async_read_some(asio::buffer(one), [&](std::error_code e, std::size_t) {
@@ -228,50 +205,46 @@ TEST(dsim_network_ends, a_socket_that_is_not_connected_says_not_connected) {
     ++done;
   });
   ASSERT_EQ(t.w.run_until([&] { return done == 2; }), world::wait_result::met);
-  EXPECT_EQ(read_end, code(asio::error::not_connected));
-  EXPECT_EQ(write_end, code(asio::error::not_connected));
+  EXPECT_EQ(read_end, expected) << "async_read_some";
+  EXPECT_EQ(write_end, expected) << "async_write_some";
+}
+
+// A socket that is open but not connected: reads, writes, its peer and a
+// shutdown say not_connected, at once or through the handler; it counts as
+// a peer gone (the idle lane's check sends nothing on it).
+TEST(dsim_network_ends, a_socket_that_is_not_connected_says_not_connected) {
+  two_nodes t(48);
+  socket s(t.client_ctx);
+  s.open();
+  expect_reads_and_writes_end_with(t, s, code(asio::error::not_connected));
+  std::error_code ec;
+  s.remote_endpoint(ec);
+  EXPECT_EQ(ec, code(asio::error::not_connected)) << "remote_endpoint";
+  s.shutdown(socket::shutdown_send, ec);
+  EXPECT_EQ(ec, code(asio::error::not_connected)) << "shutdown";
+  EXPECT_TRUE(s.peer_gone_or_ready());
+  EXPECT_EQ(s.queued(), 0u);
   s.open(asio::ip::tcp::v4(), ec);
   EXPECT_EQ(ec, code(asio::error::already_open));
 }
 
 // A closed socket has no descriptor: everything says bad_descriptor.
 TEST(dsim_network_ends, a_closed_socket_says_bad_descriptor) {
-  two_nodes t(49);
-  acceptor a(t.server_ctx);
-  auto pair = t.connect_pair(a, t.listen(a));
-  auto& s = pair.first;
+  connected_nodes t(49);
+  auto& s = t.client;
   s.close();
   EXPECT_FALSE(s.is_open());
   EXPECT_TRUE(s.peer_gone_or_ready()) << "a closed socket's peer is gone";
   EXPECT_EQ(s.queued(), 0u);
+  expect_reads_and_writes_end_with(t, s, code(asio::error::bad_descriptor));
   std::error_code ec;
-  std::byte one[1] = {};
-  s.read_some(asio::buffer(one), ec);
-  EXPECT_EQ(ec, code(asio::error::bad_descriptor)) << "read_some";
-  s.write_some(asio::buffer(one), ec);
-  EXPECT_EQ(ec, code(asio::error::bad_descriptor)) << "write_some";
   s.local_endpoint(ec);
   EXPECT_EQ(ec, code(asio::error::bad_descriptor)) << "local_endpoint";
   s.available(ec);
   EXPECT_EQ(ec, code(asio::error::bad_descriptor)) << "available";
-  std::error_code read_end, write_end, wait_end;
-  int done = 0;
-  s.async_read_some(asio::buffer(one), [&](std::error_code e, std::size_t) {
-    read_end = e;
-    ++done;
-  });
-  s.async_write_some(asio::buffer(one), [&](std::error_code e, std::size_t) {
-    write_end = e;
-    ++done;
-  });
-  s.async_wait(socket::wait_read, [&](std::error_code e) {
-    wait_end = e;
-    ++done;
-  });
-  ASSERT_EQ(t.w.run_until([&] { return done == 3; }), world::wait_result::met);
-  EXPECT_EQ(read_end, code(asio::error::bad_descriptor));
-  EXPECT_EQ(write_end, code(asio::error::bad_descriptor));
-  EXPECT_EQ(wait_end, code(asio::error::bad_descriptor));
+  EXPECT_EQ(completion_code(t, [&](auto done) { s.async_wait(socket::wait_read, done); }),
+            code(asio::error::bad_descriptor))
+      << "async_wait";
 }
 
 TEST(dsim_network_ends, connecting_a_connected_socket_says_already_connected) {
@@ -279,14 +252,8 @@ TEST(dsim_network_ends, connecting_a_connected_socket_says_already_connected) {
   acceptor a(t.server_ctx);
   const auto at = t.listen(a);
   auto pair = t.connect_pair(a, at);
-  std::error_code end;
-  bool done = false;
-  pair.first.async_connect(at, [&](std::error_code e) {
-    end = e;
-    done = true;
-  });
-  ASSERT_EQ(t.w.run_until([&] { return done; }), world::wait_result::met);
-  EXPECT_EQ(end, code(asio::error::already_connected));
+  EXPECT_EQ(completion_code(t, [&](auto done) { pair.first.async_connect(at, done); }),
+            code(asio::error::already_connected));
   EXPECT_EQ(t.net.connections_opened(), 1u);
 }
 
@@ -317,14 +284,9 @@ TEST(dsim_network_ends, an_acceptor_listens_only_open_and_bound_and_closed_is_ba
   socket s(t.server_ctx);
   a.accept(s, ec);
   EXPECT_EQ(ec, code(asio::error::bad_descriptor)) << "accept";
-  std::error_code accept_end;
-  bool done = false;
-  a.async_accept(t.server_ctx, [&](std::error_code e, socket) {
-    accept_end = e;
-    done = true;
-  });
-  ASSERT_EQ(t.w.run_until([&] { return done; }), world::wait_result::met);
-  EXPECT_EQ(accept_end, code(asio::error::bad_descriptor)) << "async_accept";
+  EXPECT_EQ(completion_code(t, [&](auto done) { a.async_accept(t.server_ctx, done); }),
+            code(asio::error::bad_descriptor))
+      << "async_accept";
 }
 
 // A non-blocking accept takes a connection the backlog holds, with the
@@ -351,11 +313,7 @@ TEST(dsim_network_ends, a_non_blocking_accept_takes_a_queued_connection) {
 TEST(dsim_network_ends, a_wildcard_listener_takes_its_port_on_a_node_it_was_never_told_of) {
   two_nodes t(53);
   acceptor a(t.server_ctx);
-  std::error_code ec;
-  a.open(asio::ip::tcp::v4(), ec);
-  a.bind({asio::ip::address_v4::any(), 0}, ec);
-  a.listen(4, ec);
-  const auto port = a.local_endpoint(ec).port();
+  const auto port = listen_on_every_node(a);
   auto pair = t.connect_pair(a, {third_node, port});
   EXPECT_EQ(pair.first.remote_endpoint().port(), port);
   EXPECT_EQ(t.net.connections_open(), 1u);

@@ -1,5 +1,6 @@
-// network_fixture: a world, a network and two contexts on two nodes, for
-// the network's tests (network_*_test.cpp), and the helpers they share.
+// network_fixture: a world, a network and two contexts on two nodes (and
+// one connection between them), for the network's tests
+// (network_*_test.cpp), and the helpers they share.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -19,6 +20,15 @@ namespace faultlane::dsim::testing {
 inline const auto server_node = asio::ip::make_address("127.0.0.1");
 inline const auto client_node = asio::ip::make_address("127.0.0.2");
 
+// Opens `a`, binds it to `at` and listens: the first step's error, or none.
+inline std::error_code listen_at(acceptor& a, const endpoint& at, int backlog) {
+  std::error_code ec;
+  a.open(asio::ip::tcp::v4(), ec);
+  if (!ec) a.bind(at, ec);
+  if (!ec) a.listen(backlog, ec);
+  return ec;
+}
+
 // A world, a network and two contexts on two nodes.
 struct two_nodes {
   explicit two_nodes(std::uint64_t seed, network_options o = {}) : w(seed), net(w, o) {
@@ -33,10 +43,7 @@ struct two_nodes {
   }
   // Listens on the server node at an ephemeral port.
   endpoint listen(acceptor& a, int backlog = 16) {
-    std::error_code ec;
-    a.open(asio::ip::tcp::v4(), ec);
-    a.bind({server_node, 0}, ec);
-    a.listen(backlog, ec);
+    auto ec = listen_at(a, {server_node, 0}, backlog);
     EXPECT_FALSE(ec) << ec.message();
     return a.local_endpoint(ec);
   }
@@ -55,6 +62,39 @@ struct two_nodes {
   world w;
   network net;
   asio::io_context server_ctx, client_ctx;
+};
+
+// The error code an operation's handler gets: `start` begins the
+// operation with the handler it is given, and the world runs until that
+// handler ran (in_progress if it never does).
+template <typename Start>
+std::error_code completion_code(two_nodes& t, Start start) {
+  std::error_code end = asio::error::in_progress;
+  bool done = false;
+  start([&end, &done](std::error_code e, auto&&...) {
+    end = e;
+    done = true;
+  });
+  EXPECT_EQ(t.w.run_until([&] { return done; }), world::wait_result::met) << "no handler ran";
+  return end;
+}
+
+// Listens on 0.0.0.0, every node's address, at an ephemeral port: that port.
+inline std::uint16_t listen_on_every_node(acceptor& a) {
+  auto ec = listen_at(a, {asio::ip::address_v4::any(), 0}, 4);
+  EXPECT_FALSE(ec) << ec.message();
+  return a.local_endpoint(ec).port();
+}
+
+// Two nodes joined by one connection, accepted from a listener on the
+// server node.
+struct connected_nodes : two_nodes {
+  explicit connected_nodes(std::uint64_t seed, network_options o = {})
+      : two_nodes(seed, o), ends(connect_pair(listener, listen(listener))) {}
+  acceptor listener{server_ctx};
+  std::pair<socket, socket> ends;
+  socket& client = ends.first;
+  socket& server = ends.second;
 };
 
 inline std::vector<std::byte> pattern(std::size_t n, std::uint64_t seed) {
@@ -78,6 +118,14 @@ inline network_options whole(std::size_t buffer) {
 // Runs the world until nothing is left to do.
 inline void settle(two_nodes& t) {
   EXPECT_EQ(t.w.run_until([] { return false; }), world::wait_result::idle);
+}
+
+// `s` writes all of `bytes` at once (they fit the room its buffer has),
+// then the world settles.
+inline void write_all_now(two_nodes& t, socket& s, const std::vector<std::byte>& bytes) {
+  std::error_code ec;
+  ASSERT_EQ(s.write_some(asio::buffer(bytes), ec), bytes.size()) << ec.message();
+  settle(t);
 }
 
 template <typename E>

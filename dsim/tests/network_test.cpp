@@ -212,11 +212,7 @@ TEST(dsim_network, a_connect_closed_while_the_backlog_held_it_is_never_accepted)
 TEST(dsim_network, a_wildcard_listener_takes_connects_to_any_node) {
   two_nodes t(12);
   acceptor a(t.server_ctx);
-  std::error_code ec;
-  a.open(asio::ip::tcp::v4(), ec);
-  a.bind({asio::ip::address_v4::any(), 0}, ec);
-  a.listen(4, ec);
-  const auto port = a.local_endpoint(ec).port();
+  const auto port = listen_on_every_node(a);
   auto pair = t.connect_pair(a, {server_node, port});
   EXPECT_TRUE(pair.second.is_open());
 }
