@@ -86,20 +86,26 @@ TEST(relay_pipe_rules, a_black_hole_keeps_the_fin_too) {
   expect_counters(*r, {{"blackhole.up", 1}}, 1);
 }
 
+// A sink behind a relay whose up direction stalls after 10 bytes (a
+// fault added once the relay runs), and a client of the relay.
+struct up_stall_at_10 {
+  plain_peer sink{plain_peer::mode::sink};
+  std::unique_ptr<relay> r = start_relay(config_to(sink.where(), {}));
+  fault_id stall = r->add_fault(parse_fault("stall dir=up after_bytes=10").value());
+  client c{r->listen_endpoint()};
+};
+
 // Rule: bytes that arrive with a FIN behind a stall wait with it; removing
 // the stall lets the bytes and then the FIN through.
 TEST(relay_pipe_rules, a_stall_holds_the_fin_behind_its_bytes_until_removed) {
-  plain_peer sink(plain_peer::mode::sink);
-  auto r = start_relay(config_to(sink.where(), {}));
-  auto stall = r->add_fault(parse_fault("stall dir=up after_bytes=10").value());
-  client c(r->listen_endpoint());
-  c.send(bytes(100));
-  c.send_fin();
-  ASSERT_TRUE(eventually([&] { return sink.received() == 10; }));
-  ASSERT_TRUE(r->remove_fault(stall));
-  ASSERT_TRUE(eventually([&] { return sink.saw_eof(); }));
-  EXPECT_EQ(sink.received_bytes(), bytes(100));
-  expect_counters(*r, {{"stall.up", 1}}, 1);
+  up_stall_at_10 s;
+  s.c.send(bytes(100));
+  s.c.send_fin();
+  ASSERT_TRUE(eventually([&] { return s.sink.received() == 10; }));
+  ASSERT_TRUE(s.r->remove_fault(s.stall));
+  ASSERT_TRUE(eventually([&] { return s.sink.saw_eof(); }));
+  EXPECT_EQ(s.sink.received_bytes(), bytes(100));
+  expect_counters(*s.r, {{"stall.up", 1}}, 1);
 }
 
 address dead_port() {
@@ -214,35 +220,29 @@ TEST(relay_pipe_rules, corrupt_flips_the_low_order_byte_of_its_field) {
 
 // Rule: a stall that fired holds one active-fault slot until it is removed.
 TEST(relay_pipe_rules, a_fired_stall_holds_a_slot_until_removed) {
-  plain_peer sink(plain_peer::mode::sink);
-  auto r = start_relay(config_to(sink.where(), {}));
-  auto stall = r->add_fault(parse_fault("stall dir=up after_bytes=10").value());
-  client c(r->listen_endpoint());
-  c.send(bytes(100));
-  ASSERT_TRUE(eventually([&] { return sink.received() == 10; }));
-  EXPECT_EQ(r->active_faults(), 1u);
-  ASSERT_TRUE(r->remove_fault(stall));
-  ASSERT_TRUE(eventually([&] { return sink.received() == 100; }));
-  EXPECT_TRUE(eventually([&] { return r->active_faults() == 0; }));
-  EXPECT_EQ(r->active_faults_peak(), 1u);
+  up_stall_at_10 s;
+  s.c.send(bytes(100));
+  ASSERT_TRUE(eventually([&] { return s.sink.received() == 10; }));
+  EXPECT_EQ(s.r->active_faults(), 1u);
+  ASSERT_TRUE(s.r->remove_fault(s.stall));
+  ASSERT_TRUE(eventually([&] { return s.sink.received() == 100; }));
+  EXPECT_TRUE(eventually([&] { return s.r->active_faults() == 0; }));
+  EXPECT_EQ(s.r->active_faults_peak(), 1u);
 }
 
 // Rule: a stall that fired holds its stream until it is itself removed:
 // adding or removing another fault (each change rechecks every live
 // connection) releases nothing.
 TEST(relay_pipe_rules, a_fired_stall_holds_while_other_faults_change) {
-  plain_peer sink(plain_peer::mode::sink);
-  auto r = start_relay(config_to(sink.where(), {}));
-  auto stall = r->add_fault(parse_fault("stall dir=up after_bytes=10").value());
-  client c(r->listen_endpoint());
-  c.send(bytes(100));
-  ASSERT_TRUE(eventually([&] { return sink.received() == 10; }));
-  auto other = r->add_fault(parse_fault("latency dir=down ms=1").value());
-  ASSERT_TRUE(r->remove_fault(other));
-  EXPECT_FALSE(eventually([&] { return sink.received() > 10; }, 300ms));
-  ASSERT_TRUE(r->remove_fault(stall));
-  EXPECT_TRUE(eventually([&] { return sink.received() == 100; }));
-  EXPECT_EQ(sink.received_bytes(), bytes(100));
+  up_stall_at_10 s;
+  s.c.send(bytes(100));
+  ASSERT_TRUE(eventually([&] { return s.sink.received() == 10; }));
+  auto other = s.r->add_fault(parse_fault("latency dir=down ms=1").value());
+  ASSERT_TRUE(s.r->remove_fault(other));
+  EXPECT_FALSE(eventually([&] { return s.sink.received() > 10; }, 300ms));
+  ASSERT_TRUE(s.r->remove_fault(s.stall));
+  EXPECT_TRUE(eventually([&] { return s.sink.received() == 100; }));
+  EXPECT_EQ(s.sink.received_bytes(), bytes(100));
 }
 
 // Lowers RLIMIT_NOFILE, while it lives, so that exactly `left`

@@ -126,12 +126,14 @@ TEST(relay_tap_rules, json_quotes_every_name) {
 
 tap_record record_of(record_kind k, std::uint64_t t_us, const char* relay_name, std::size_t rail,
                      std::uint64_t conn) {
-  tap_record r;
-  r.kind = k;
-  r.time_us = t_us;
-  r.relay = relay_name;
-  r.rail = rail;
-  r.connection = conn;
+  return {.kind = k, .time_us = t_us, .relay = relay_name, .rail = rail, .connection = conn};
+}
+
+// `r` with the addresses of the docs' open and close examples.
+tap_record with_docs_addresses(tap_record r) {
+  r.client_address = "127.0.0.2:40112";
+  r.upstream_local = "127.0.0.2:51290";
+  r.upstream_remote = "127.0.0.2:41877";
   return r;
 }
 
@@ -140,11 +142,7 @@ tap_record record_of(record_kind k, std::uint64_t t_us, const char* relay_name, 
 // length, a response frame its status and committed bytes (the lines are
 // the docs' examples).
 TEST(relay_tap_rules, each_kind_of_record_is_the_json_line_the_docs_show) {
-  auto open = record_of(record_kind::open, 812, "rail1", 1, 0);
-  open.client_address = "127.0.0.2:40112";
-  open.upstream_local = "127.0.0.2:51290";
-  open.upstream_remote = "127.0.0.2:41877";
-  EXPECT_EQ(to_json(open),
+  EXPECT_EQ(to_json(with_docs_addresses(record_of(record_kind::open, 812, "rail1", 1, 0))),
             R"({"kind": "open", "t_us": 812, "relay": "rail1", "rail": 1, "conn": 0, )"
             R"("client": "127.0.0.2:40112", "upstream_local": "127.0.0.2:51290", )"
             R"("upstream_remote": "127.0.0.2:41877"})");
@@ -193,10 +191,7 @@ TEST(relay_tap_rules, each_kind_of_record_is_the_json_line_the_docs_show) {
 // the connection lived and why it closed; connect_failed where it went and
 // the error; decode_error its direction and the error (the docs' examples).
 TEST(relay_tap_rules, close_connect_failed_and_decode_error_lines_carry_their_fields) {
-  auto close = record_of(record_kind::close, 9120, "rail1", 1, 0);
-  close.client_address = "127.0.0.2:40112";
-  close.upstream_local = "127.0.0.2:51290";
-  close.upstream_remote = "127.0.0.2:41877";
+  auto close = with_docs_addresses(record_of(record_kind::close, 9120, "rail1", 1, 0));
   close.bytes_up = 2097201;
   close.bytes_down = 2097185;
   close.duration_us = 8308;
