@@ -276,6 +276,15 @@ inline run_result failed_run() {
   return r;
 }
 
+// failed_run() whose failing checker (no_replay) has `total` violations:
+// its own, then ones of op 9 "again".
+inline run_result failed_run_with(std::size_t total) {
+  auto r = failed_run();
+  auto& violations = r.checkers[1].violations;
+  while (violations.size() < total) violations.push_back(make_violation(9, "again"));
+  return r;
+}
+
 inline run_result passed_run(std::string name, std::uint64_t seed) {
   run_result r;
   r.scenario = std::move(name);

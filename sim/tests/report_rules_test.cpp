@@ -37,9 +37,7 @@ TEST(report_rules, failure_text_counts_violations_in_singular_and_plural) {
 // shows all with no such line, 11 shows 10 and "1 more".
 TEST(report_rules, failure_text_shows_ten_violations_on_either_side_of_the_cap) {
   for (std::uint64_t total : {10u, 11u}) {
-    auto r = failed_run();
-    auto& violations = r.checkers[1].violations;
-    while (violations.size() < total) violations.push_back(make_violation(9, "again"));
+    const auto r = failed_run_with(total);
     const auto text = failure_text(r);
     std::size_t shown = 0;
     for (const auto& line : lines_of(text)) shown += line.starts_with("  op ") ? 1 : 0;

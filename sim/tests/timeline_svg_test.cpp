@@ -37,6 +37,14 @@ TEST(timeline_svg, the_axis_is_ticked_and_labelled_to_its_end) {
   EXPECT_EQ(count_of(svg_of(m), "<line class=\"grid\""), 10u);
 }
 
+// The model of a run 1 ms long, with `groups`.
+tl::model one_ms_model(std::vector<tl::row_group> groups = {}) {
+  tl::model m;
+  m.end_us = 1000;
+  m.groups = std::move(groups);
+  return m;
+}
+
 tl::item bar(std::uint64_t op, std::uint64_t start_us, std::string title) {
   return {tl::shape::bar, "ok", start_us, start_us + 10, op, std::move(title)};
 }
@@ -45,14 +53,12 @@ tl::item bar(std::uint64_t op, std::uint64_t start_us, std::string title) {
 // a row once; an op a violation names is outlined, and drawn after the
 // row's other items so that none of them covers the outline.
 TEST(timeline_svg, outlined_ops_are_drawn_last_and_every_item_once) {
-  tl::model m;
-  m.end_us = 1000;
-  m.groups.push_back({"lanes",
-                      {{"lane A",
-                        "lane A long",
-                        {bar(1, 0, "first"), bar(2, 100, "second"), bar(0, 200, "third")}}}});
-  m.groups.push_back({"empty", {}});
-  m.groups.push_back({"sessions", {{"row B", "b", {}}, {"row C", "c", {}}}});
+  auto m = one_ms_model({{"lanes",
+                          {{"lane A",
+                            "lane A long",
+                            {bar(1, 0, "first"), bar(2, 100, "second"), bar(0, 200, "third")}}}},
+                         {"empty", {}},
+                         {"sessions", {{"row B", "b", {}}, {"row C", "c", {}}}}});
   m.marks.ops[1] = "no_replay: op 1 ran twice";
   const auto svg = svg_of(m);
   for (const char* text : {">lanes</text>", ">lane A<title>lane A long</title>", ">sessions</text>",
@@ -129,15 +135,13 @@ TEST(timeline_svg, the_plot_widens_for_its_densest_row_within_bounds) {
 // Rule: an item is drawn in its shape (a fault and a decode error as a
 // path, the rest as a rect); one without a title closes at once.
 TEST(timeline_svg, each_shape_is_its_element) {
-  tl::model m;
-  m.end_us = 1000;
-  m.groups.push_back({"g",
-                      {{"r",
-                        "",
-                        {{tl::shape::fault, "fault-mark", 100, 100, 0, "a fault"},
-                         {tl::shape::decode_error, "decode-error", 200, 200, 0, "bad frame"},
-                         {tl::shape::span, "span", 0, 500, 0, {}}}}}});
-  const auto svg = svg_of(m);
+  const auto svg =
+      svg_of(one_ms_model({{"g",
+                            {{"r",
+                              "",
+                              {{tl::shape::fault, "fault-mark", 100, 100, 0, "a fault"},
+                               {tl::shape::decode_error, "decode-error", 200, 200, 0, "bad frame"},
+                               {tl::shape::span, "span", 0, 500, 0, {}}}}}}}));
   EXPECT_NE(svg.find(R"(<path class="fault-mark" d="M360.0,1l5,8l-5,8l-5,-8z"><title>a fault)"
                      R"(</title></path>)"),
             std::string::npos)
@@ -158,9 +162,7 @@ TEST(timeline_svg, a_phase_is_a_band_to_its_end) {
   h.phases = {{"f", false, false, 0, 1, 2, 100, 300},
               {"h", true, false, 0, 2, 3, 300, 350},
               {"live", false, true, 5000, 3, 0, 350, 0}};
-  tl::model m;
-  m.end_us = 1000;
-  const auto svg = svg_of(m, h);
+  const auto svg = svg_of(one_ms_model(), h);
   EXPECT_NE(svg.find(R"(<rect class="phase" data-kind="phase" x="360.0" y="0" width="240.0")"),
             std::string::npos)
       << svg;
@@ -178,9 +180,7 @@ TEST(timeline_svg, a_phase_is_a_band_to_its_end) {
 TEST(timeline_svg, a_mark_is_a_line_at_its_time) {
   history h;
   h.marks = {{5, 500, "event", "restart b", false}, {6, 700, "phase", "heal begins", true}};
-  tl::model m;
-  m.end_us = 1000;
-  const auto svg = svg_of(m, h);
+  const auto svg = svg_of(one_ms_model(), h);
   EXPECT_NE(svg.find(R"(<line class="event-mark" data-kind="event" data-ok="false" x1="840.0")"),
             std::string::npos)
       << svg;
@@ -196,8 +196,7 @@ TEST(timeline_svg, a_violation_line_stands_at_the_nearest_point) {
   history h;
   h.events.push_back(event_of(10, 100, "c", event_kind::lane_connected));
   h.events.push_back(event_of(20, 200, "c", event_kind::lane_closed));
-  tl::model m;
-  m.end_us = 1000;
+  auto m = one_ms_model();
   const std::pair<std::uint64_t, const char*> cases[] = {
       {14, "360.0"}, {15, "360.0"}, {16, "480.0"}, {20, "480.0"}, {25, "480.0"}, {5, "360.0"}};
   for (const auto& [seq, x] : cases) {
@@ -205,7 +204,8 @@ TEST(timeline_svg, a_violation_line_stands_at_the_nearest_point) {
     const auto svg = svg_of(m, h);
     EXPECT_NE(svg.find(std::string(R"(<line class="violation" x1=")") + x + "\""),
               std::string::npos)
-        << seq << "\n" << svg;
+        << seq << "\n"
+        << svg;
     EXPECT_NE(svg.find("<title>VIOLATION at seq " + std::to_string(seq) + "\nv</title>"),
               std::string::npos);
   }
@@ -214,11 +214,9 @@ TEST(timeline_svg, a_violation_line_stands_at_the_nearest_point) {
 // Rule: an op's first outlined bar carries its anchor (the header links to
 // it) and the outline keeps the bar's outcome colour.
 TEST(timeline_svg, an_outlined_op_is_anchored_once_in_its_colour) {
-  tl::model m;
-  m.end_us = 1000;
   tl::item first{tl::shape::bar, "amb", 100, 200, 4, "a"};
   tl::item second{tl::shape::bar, "amb", 300, 400, 4, "b"};
-  m.groups.push_back({"g", {{"r1", "", {first}}, {"r2", "", {second}}}});
+  auto m = one_ms_model({{"g", {{"r1", "", {first}}, {"r2", "", {second}}}}});
   m.marks.ops[4] = "no_replay: twice";
   const auto svg = svg_of(m);
   EXPECT_EQ(count_of(svg, R"(id="op-4")"), 1u) << svg;

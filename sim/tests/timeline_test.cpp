@@ -112,9 +112,7 @@ TEST(ReportTimeline, WithoutHistoryStillAPage) {
 // checker, then "... and N more"; exactly 10 shows them all.
 TEST(ReportTimeline, EvidenceListsTenViolationsThenHowManyMore) {
   for (std::size_t total : {10u, 11u}) {
-    auto r = failed_run();
-    auto& violations = r.checkers[1].violations;
-    while (violations.size() < total) violations.push_back(make_violation(9, "again"));
+    const auto r = failed_run_with(total);
     const auto html = timeline_html(r);
     const auto box = html.substr(html.find("<div class=\"evidence\">"));
     EXPECT_EQ(count_of(box.substr(0, box.find("</div>")), "<li>"), 10u) << box;
