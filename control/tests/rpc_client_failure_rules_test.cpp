@@ -197,6 +197,16 @@ result<segment_descriptor> fetched_async(rpc_descriptor_source& s) {
   return f.get();
 }
 
+// Both fetch() and fetch_async() of `s` end with `code`, and a message
+// that holds `text`.
+void expect_both_fetches_fail(rpc_descriptor_source& s, status code, const std::string& text = "") {
+  for (const auto& r : {s.fetch(), fetched_async(s)}) {
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.code(), code) << r.error().message;
+    EXPECT_NE(r.error().message.find(text), std::string::npos) << r.error().message;
+  }
+}
+
 // Rule: fetch() and fetch_async() hand over the descriptor `describe`
 // answered.
 TEST(rpc_descriptor_source, both_fetches_hand_over_the_described_descriptor) {
@@ -219,20 +229,12 @@ TEST(rpc_descriptor_source, both_fetches_pass_a_failed_call_or_a_bad_answer_on) 
   auto none = serve(1, {.workers = 1});  // no describe method
   auto source = source_for(to(none));
   ASSERT_TRUE(source);
-  for (const auto& r : {source->fetch(), fetched_async(*source)}) {
-    ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.code(), status::invalid_argument);
-    EXPECT_NE(r.error().message.find("unknown_method"), std::string::npos) << r.error().message;
-  }
+  expect_both_fetches_fail(*source, status::invalid_argument, "unknown_method");
   auto bad = serve(1, {.workers = 1});
   bad.srv->add("describe", placement::inline_on_io, [](const call&) { return reply::ok(); });
   auto misread = source_for(to(bad));
   ASSERT_TRUE(misread);
-  for (const auto& r : {misread->fetch(), fetched_async(*misread)}) {
-    ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.code(), status::invalid_argument);
-    EXPECT_NE(r.error().message.find("rpc body"), std::string::npos) << r.error().message;
-  }
+  expect_both_fetches_fail(*misread, status::invalid_argument, "rpc body");
 }
 
 // Rule: a peer nobody serves ends either fetch with the call's timeout.
@@ -242,10 +244,7 @@ TEST(rpc_descriptor_source, both_fetches_end_timeout_when_nobody_answers) {
   o.overall_timeout_ms = 300;
   auto source = source_for(o);
   ASSERT_TRUE(source);
-  for (const auto& r : {source->fetch(), fetched_async(*source)}) {
-    ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.code(), status::timeout) << r.error().message;
-  }
+  expect_both_fetches_fail(*source, status::timeout);
 }
 
 // Rule: close() ends a pending fetch_async cancelled before it returns, and
@@ -264,10 +263,7 @@ TEST(rpc_descriptor_source, closing_ends_pending_and_later_fetches_cancelled) {
   auto ended = pending.get_future();
   ASSERT_EQ(ended.wait_for(0s), std::future_status::ready);
   EXPECT_EQ(ended.get(), status::cancelled);
-  for (const auto& r : {source->fetch(), fetched_async(*source)}) {
-    ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.code(), status::cancelled);
-  }
+  expect_both_fetches_fail(*source, status::cancelled);
 }
 
 }  // namespace
