@@ -50,10 +50,17 @@ std::string_view to_string(rpc_decode_error e) noexcept {
 }
 
 faultlane::status status_for(rpc_status s) noexcept {
+  struct reading {
+    rpc_status rpc;
+    status read;
+  };
 #define FAULTLANE_RPC_STATUS_READ(name, code, caller, meaning) \
-  case rpc_status::name: return status::caller;
-  switch (s) { FAULTLANE_RPC_STATUSES(FAULTLANE_RPC_STATUS_READ) }
+  reading{rpc_status::name, status::caller},
+  constexpr reading readings[] = {FAULTLANE_RPC_STATUSES(FAULTLANE_RPC_STATUS_READ)};
 #undef FAULTLANE_RPC_STATUS_READ
+  for (const auto& r : readings) {
+    if (r.rpc == s) return r.read;
+  }
   return status::protocol_error;
 }
 

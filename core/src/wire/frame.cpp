@@ -246,10 +246,17 @@ wire_status wire_status_for(decode_error e) noexcept {
 }
 
 faultlane::status status_for(wire_status s) noexcept {
+  struct reading {
+    wire_status wire;
+    faultlane::status read;
+  };
 #define FAULTLANE_WIRE_STATUS_READ(name, code, initiator, meaning) \
-  case wire_status::name: return faultlane::status::initiator;
-  switch (s) { FAULTLANE_WIRE_STATUSES(FAULTLANE_WIRE_STATUS_READ) }
+  reading{wire_status::name, faultlane::status::initiator},
+  constexpr reading readings[] = {FAULTLANE_WIRE_STATUSES(FAULTLANE_WIRE_STATUS_READ)};
 #undef FAULTLANE_WIRE_STATUS_READ
+  for (const auto& r : readings) {
+    if (r.wire == s) return r.read;
+  }
   return faultlane::status::protocol_error;
 }
 

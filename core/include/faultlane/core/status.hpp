@@ -58,6 +58,8 @@ constexpr bool codes_run_from_zero(const T (&codes)[N]) {
 enum class status : std::uint16_t { FAULTLANE_STATUSES(FAULTLANE_STATUS_ENUM) };
 #undef FAULTLANE_STATUS_ENUM
 
+// The list expands to `0 +1 +1 ...`: parentheses around `+1` would not parse.
+// NOLINTNEXTLINE(bugprone-macro-parentheses)
 #define FAULTLANE_STATUS_ONE(name, severity, meaning) +1
 inline constexpr int status_count = 0 FAULTLANE_STATUSES(FAULTLANE_STATUS_ONE);
 #undef FAULTLANE_STATUS_ONE
