@@ -29,7 +29,11 @@ const caller_summary* caller(const run_result& r, const std::string& name) {
   return nullptr;
 }
 
-// Every answer through the link stops at its first byte.
+// Every answer through the link stops at its first byte. The call's bound
+// is 1 s, not the 200 ms it was: the retry's answer must reach the link
+// (and stall there) before the overall bound ends, and under ThreadSanitizer
+// on a machine loaded many times over a server took longer than the 200 ms
+// that left. The rule checked is the same at any bound.
 const std::string stalled = R"(
 transports: [{name: server}]
 links:
@@ -37,7 +41,7 @@ links:
 phases: [{name: only}]
 control:
   - {name: held, target: server, method: describe, link: server-control, count: 1,
-     call_timeout_ms: 200ALLOW}
+     call_timeout_ms: 1000ALLOW}
   - {name: direct, target: server, method: ping, count: 5}
 )";
 
@@ -64,7 +68,7 @@ TEST(runner_control, a_call_outcome_the_caller_does_not_allow_fails_the_run) {
   ASSERT_NE(caller(allowed, "held"), nullptr);
   EXPECT_EQ(caller(allowed, "held")->by_status.at(status::timeout), 1u);
   // One attempt, its retry after a new connection, then the overall bound.
-  EXPECT_GE(caller(allowed, "held")->max_us, 400'000u);
+  EXPECT_GE(caller(allowed, "held")->max_us, 2'000'000u);
   EXPECT_EQ(allowed.faults_fired.at("stall.down"), 2u);
 }
 
