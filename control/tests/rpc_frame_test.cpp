@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 
 #include "faultlane/control/rpc_messages.hpp"
 #include "faultlane/control/rpc_metrics.hpp"
@@ -202,6 +203,26 @@ TEST(rpc_messages, a_count_the_body_cannot_hold_is_refused_before_any_reservatio
   EXPECT_TRUE(decode_pattern(rpc_body_writer().text(std::string(pattern_bytes_max, 'a')).take()));
 }
 
+// Rule: a descriptor cut inside its last registration is refused naming
+// the field that ran out of bytes, never a value read past the end (a
+// missing length read as 0 is not "length is 0"). The count still fits:
+// the sample's second registration has 19 bytes, the least one takes.
+TEST(rpc_messages, a_registration_cut_short_is_refused_naming_the_field_that_ran_out) {
+  const auto whole = encode_descriptor(sample());
+  for (std::size_t cut = 1; cut <= 7; ++cut) {
+    auto body = whole;
+    body.resize(body.size() - cut);
+    auto r = decode_descriptor(body);
+    ASSERT_FALSE(r.ok()) << cut;
+    EXPECT_EQ(r.code(), status::invalid_argument);
+    const std::string field = cut <= 2   ? "registrations.name"
+                              : cut == 3 ? "registrations.permission"
+                                         : "registrations.length";
+    EXPECT_NE(r.error().message.find(field + " needs"), std::string::npos)
+        << cut << " byte(s) cut: " << r.error().message;
+  }
+}
+
 // Rule: an error body keeps a message of up to 1024 bytes whole and cuts a
 // longer one to 1024.
 TEST(rpc_body, error_messages_are_kept_to_1024_bytes_and_cut_past_them) {
@@ -266,6 +287,44 @@ TEST(rpc_metrics, percentiles_are_within_a_sixteenth_and_the_max_is_exact) {
   EXPECT_EQ(small.percentile(20), 0u);
   EXPECT_EQ(small.percentile(60), 15u);
   EXPECT_EQ(small.percentile(80), 16u);
+}
+
+// Rule: the stats method sends every figure of the metrics snapshot under
+// its key of docs/control-plane.md ("Metrics"), each with its own value.
+TEST(rpc_metrics, every_figure_of_the_snapshot_is_flattened_under_its_documented_key) {
+  metrics_snapshot m;
+  m.calls[{"ping", rpc_status::ok}] = 1;
+  m.busy_rejections = 2;
+  m.queue_depth = 3;
+  m.queue_max = 4;
+  m.workers = 5;
+  m.connections_accepted = 6;
+  m.connections_live = 7;
+  m.malformed_frames = 8;
+  m.queue_wait = {9, 10, 11, 12};
+  m.handler_time = {13, 14, 15, 16};
+  const auto flat = m.flatten();
+  const std::map<std::string, std::uint64_t> by_key(flat.begin(), flat.end());
+  EXPECT_EQ(by_key.size(), flat.size()) << "a key appears twice";
+  const std::map<std::string, std::uint64_t> documented{
+      {"rpc.calls.ping.ok", 1},
+      {"rpc.busy_rejections", 2},
+      {"rpc.queue_depth", 3},
+      {"rpc.queue_max", 4},
+      {"rpc.workers", 5},
+      {"rpc.connections_accepted", 6},
+      {"rpc.connections_live", 7},
+      {"rpc.malformed_frames", 8},
+      {"rpc.queue_wait_us.count", 9},
+      {"rpc.queue_wait_us.p50", 10},
+      {"rpc.queue_wait_us.p99", 11},
+      {"rpc.queue_wait_us.max", 12},
+      {"rpc.handler_time_us.count", 13},
+      {"rpc.handler_time_us.p50", 14},
+      {"rpc.handler_time_us.p99", 15},
+      {"rpc.handler_time_us.max", 16},
+  };
+  EXPECT_EQ(by_key, documented);
 }
 
 }  // namespace
