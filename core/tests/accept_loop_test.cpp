@@ -32,8 +32,14 @@ struct looped {
   std::vector<std::error_code> errors;
   std::vector<tcp::socket> accepted;
   std::function<void()> on_failed = [] {};
+  std::function<void()> on_accepted = [this] { context.stop(); };
+  std::size_t places = 0;  // times the loop asked where a connection goes
   accept_loop loop{context,
-                   {.place = [this] { return accept_destination{context}; },
+                   {.place =
+                        [this] {
+                          ++places;
+                          return accept_destination{context};
+                        },
                     .failed =
                         [this](const std::error_code& ec) {
                           errors.push_back(ec);
@@ -43,7 +49,7 @@ struct looped {
                     .accepted =
                         [this](tcp::socket s, std::size_t) {
                           accepted.push_back(std::move(s));
-                          context.stop();
+                          on_accepted();
                         }}};
   looped() { EXPECT_FALSE(loop.listen({asio::ip::make_address("127.0.0.1"), 0})); }
   failpoint::config failing(std::int64_t count) const {
@@ -92,6 +98,28 @@ TEST(accept_loop, close_during_a_wait_ends_the_loop_and_no_hook_runs_after_it) {
   EXPECT_TRUE(l.context.stopped());
   EXPECT_EQ(l.errors.size(), 3u);
   EXPECT_FALSE(l.loop.is_open());
+}
+
+// Rule: close() ends the loop and no hook runs after it: closed from the
+// accepted hook, the loop does not ask place() for a next connection; and
+// start() on a closed loop asks nothing either.
+TEST(accept_loop, closed_from_the_accepted_hook_no_hook_runs_after_it) {
+  looped l;
+  l.on_accepted = [&] { l.loop.close(); };
+  asio::io_context client_context;
+  tcp::socket client(client_context);
+  client.connect({asio::ip::make_address("127.0.0.1"), l.loop.port()});
+  l.loop.start();
+  l.context.run_for(10s);  // out of work once the loop is closed
+  EXPECT_TRUE(l.context.stopped()) << "something still waits on a closed loop";
+  ASSERT_EQ(l.accepted.size(), 1u);
+  EXPECT_EQ(l.places, 1u) << "place() was asked after close()";
+  EXPECT_TRUE(l.errors.empty());
+  l.context.restart();
+  l.loop.start();
+  l.context.run_for(10s);
+  EXPECT_EQ(l.places, 1u) << "start() on a closed loop asked place()";
+  EXPECT_TRUE(l.errors.empty());
 }
 
 // The target transport's listener: its accept errors are counted, and it

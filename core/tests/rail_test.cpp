@@ -340,6 +340,30 @@ TEST(rail_transport, failed_slice_cancels_its_siblings_and_settles_once) {
   EXPECT_TRUE(initiator->shutdown().ok());
   EXPECT_TRUE(target->shutdown().ok());
 }
+
+// docs/architecture.md, "Failpoints": submit.before_slice is passed between
+// dispatching a task's slices, once before each slice after the first, and
+// never for a task that is one exchange (a READ below the threshold, a WRITE).
+TEST(rail_transport, submit_before_slice_is_passed_between_the_slices_of_a_task) {
+  constexpr std::size_t rail_count = 4;
+  auto target = start(rail_config(rail_count, rail_count));
+  auto initiator = start(rail_config(rail_count, rail_count));
+  const std::uint64_t length = rail_count * limits::slice_step_bytes;
+  std::vector<std::byte> memory = pattern(length, 9);
+  auto id =
+      target->register_buffer(memory.data(), memory.size(), permission::remote_read_write).value();
+  auto seg = initiator->open_segment(target->descriptor()).value();
+  failpoint::scoped passed("submit.before_slice", {.act = failpoint::action::delay, .delay_ms = 0});
+  std::vector<std::byte> dest(length);
+  ASSERT_EQ(run_one(*initiator, read_req(seg, id, 0, dest.data(), length)).code, status::ok);
+  EXPECT_EQ(dest, memory);
+  EXPECT_EQ(failpoint::evaluated("submit.before_slice"), rail_count - 1);
+  ASSERT_EQ(run_one(*initiator, read_req(seg, id, 0, dest.data(), length - 1)).code, status::ok);
+  ASSERT_EQ(run_one(*initiator, write_req(seg, id, 0, dest.data(), length)).code, status::ok);
+  EXPECT_EQ(failpoint::evaluated("submit.before_slice"), rail_count - 1);
+  EXPECT_TRUE(initiator->shutdown().ok());
+  EXPECT_TRUE(target->shutdown().ok());
+}
 #endif
 
 }  // namespace

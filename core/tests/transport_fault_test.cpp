@@ -79,6 +79,30 @@ TEST(transport_fault, half_header_is_dropped_after_the_progress_timeout) {
   EXPECT_TRUE(target->shutdown().ok());
 }
 
+// A WRITE whose body stops coming is dropped after the progress timeout, as
+// a half header is: bytes that stopped arriving are not progress, however
+// many came, and the WRITE never lands.
+TEST(transport_fault, a_write_body_that_stops_coming_is_dropped_after_the_progress_timeout) {
+  auto config = loopback_config();
+  config.progress_timeout_ms = 300;
+  auto target = start(config);
+  std::vector<std::byte> memory(64);
+  auto id =
+      target->register_buffer(memory.data(), memory.size(), permission::remote_read_write).value();
+  raw_client half(target->descriptor().endpoints[0]);
+  auto frame = wire::encode(wire::request_frame{wire::opcode::write, 0, 1, id, 0, 64});
+  half.send(frame.data(), frame.size());
+  const std::vector<std::byte> part(10, std::byte{0x7e});  // 10 of the body's 64 bytes
+  half.send(part.data(), part.size());
+  EXPECT_TRUE(half.closed_by_peer(10s)) << "a stalled body held its session";
+  ASSERT_TRUE(eventually([&] { return target->stats().sessions_live == 0; }));
+  auto stats = target->stats();
+  EXPECT_EQ(stats.sessions_timed_out, 1u);
+  EXPECT_EQ(stats.deadline_checks_with_queued_bytes, 0u);
+  EXPECT_EQ(stats.server_writes, 0u);
+  EXPECT_TRUE(target->shutdown().ok());
+}
+
 // A client that hangs up in the middle of a header ends its session at
 // once, and the session's progress deadline goes with it: nothing times
 // out afterwards (a deadline left armed would expire on an ended session).

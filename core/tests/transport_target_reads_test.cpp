@@ -78,6 +78,32 @@ TEST(transport_pipeline, a_request_with_the_fin_behind_it_is_answered_then_the_s
   EXPECT_TRUE(target->shutdown().ok());
 }
 
+// A WRITE whose body is cut short by the client's FIN, in the same segment:
+// the session takes the header and the part of the body that came, finds
+// the end of file where the rest should be, and ends there. Nothing is
+// answered, the WRITE does not land, and the target serves the next client.
+TEST(transport_pipeline, a_write_body_cut_short_by_the_fin_ends_the_session_unanswered) {
+  auto target = start(loopback_config());
+  std::vector<std::byte> memory(4096);
+  auto id =
+      target->register_buffer(memory.data(), memory.size(), permission::remote_read_write).value();
+  std::vector<std::byte> out;
+  append(out, {wire::opcode::write, 0, 1, id, 0, 64}, pattern(10, 49));  // 10 of 64 bytes
+  {
+    byte_client client(target->descriptor().endpoints[0]);
+    client.send_then_shut_down(out);
+    EXPECT_TRUE(client.closed_by_peer()) << "the cut WRITE was answered, or its session stayed";
+  }
+  ASSERT_TRUE(eventually([&] { return target->stats().sessions_live == 0u; }));
+  auto stats = target->stats();
+  EXPECT_EQ(stats.server_writes, 0u);
+  EXPECT_EQ(stats.sessions_timed_out, 0u);
+  EXPECT_EQ(stats.handler_exceptions, 0u);
+  byte_client next(target->descriptor().endpoints[0]);
+  ASSERT_NO_FATAL_FAILURE(warm_up(next, id, 1));
+  EXPECT_TRUE(target->shutdown().ok());
+}
+
 // The same with the FIN in the request's own segment, on a session past
 // its first exchange: the target's read of the request is performed on the
 // reactor's report and takes the request, the FIN coming with it, and the
