@@ -75,10 +75,9 @@ void request_writer::write(std::size_t sent) {
   std::error_code ec;
   const std::size_t n = send_now(l.socket_, gather_rest_, ec);
   sent += n;
-  if (ec) {
-    requests_left(sent);
-    return l.break_connection(l.io_failure());
-  }
+  // A failed send_now sent nothing, and the `sent` bytes before it were
+  // marked already (by requests_out, or none at 0): nothing more left.
+  if (ec) return l.break_connection(l.io_failure());
   if (!requests_out(sent)) return;
   if (sent < group_bytes_) {
     gather_rest_ = rest_of(gather_rest_, n);
