@@ -214,5 +214,25 @@ TEST(dsim_edge_read, a_read_on_a_closed_socket_ends_bad_descriptor_and_one_pendi
   EXPECT_EQ(p.got->ec, asio::error::bad_descriptor);
 }
 
+// Rule: a read that fails reads no byte and never says it left the socket
+// empty: one pending when its socket closes (aborted), and one started on a
+// closed socket, with the probe or without (bad_descriptor).
+TEST(dsim_edge_read, a_failed_read_reads_no_byte_and_never_says_it_left_nothing) {
+  edge_pair p(8);
+  p.read(/*probe=*/false);
+  p.server.close();
+  ASSERT_EQ(p.t.w.run_until([&] { return p.got.has_value(); }), world::wait_result::met);
+  EXPECT_EQ(p.got->ec, asio::error::operation_aborted);
+  EXPECT_EQ(p.got->n, 0u);
+  EXPECT_FALSE(p.got->left_nothing);
+  for (bool probe : {true, false}) {
+    p.read(probe);
+    ASSERT_EQ(p.t.w.run_until([&] { return p.got.has_value(); }), world::wait_result::met);
+    EXPECT_EQ(p.got->ec, asio::error::bad_descriptor) << probe;
+    EXPECT_EQ(p.got->n, 0u) << "probe " << probe;
+    EXPECT_FALSE(p.got->left_nothing) << probe;
+  }
+}
+
 }  // namespace
 }  // namespace faultlane::dsim
