@@ -230,6 +230,21 @@ TEST(relay_pipe_rules, a_fired_stall_holds_a_slot_until_removed) {
   EXPECT_EQ(s.r->active_faults_peak(), 1u);
 }
 
+// Rule: a fault replaced by one that no longer applies to a live connection
+// gives back the slot it held there, as a removed one does (and what it held
+// goes on).
+TEST(relay_pipe_rules, a_fault_replaced_out_of_a_connection_gives_its_slot_back) {
+  up_stall_at_10 s;
+  s.c.send(bytes(100));
+  ASSERT_TRUE(eventually([&] { return s.sink.received() == 10; }));
+  ASSERT_EQ(s.r->active_faults(), 1u);
+  ASSERT_TRUE(s.r->replace_fault(s.stall, parse_fault("stall dir=down after_bytes=10").value()));
+  EXPECT_TRUE(eventually([&] { return s.sink.received() == 100; }));
+  EXPECT_TRUE(eventually([&] { return s.r->active_faults() == 0; }))
+      << s.r->active_faults() << " slot(s) still held";
+  EXPECT_EQ(s.r->active_faults_peak(), 1u);
+}
+
 // Rule: a stall that fired holds its stream until it is itself removed:
 // adding or removing another fault (each change rechecks every live
 // connection) releases nothing.
