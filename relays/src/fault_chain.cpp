@@ -307,7 +307,7 @@ void fault_chain::cut_at_positions(piece& p) {
     begin = at;
     fire_positional(*next, p, at);
   }
-  if (begin >= end) return;
+  // What is left, if anything (keep and forward take 0 bytes as nothing).
   auto* rest = p.data + (begin - p.stream_offset);
   if (mode_ == mode::holding) keep(rest, end - begin);
   else if (mode_ == mode::passing) forward(rest, end - begin);
