@@ -106,6 +106,17 @@ TEST(expectations, counts_out_of_range) {
       one_violation(check_expectations(s, w.h), "bogus is neither a status nor done", 0, 0));
 }
 
+// Rule: an expect.counts key is STREAM.STATUS or STREAM.done; one without
+// the dot is a violation naming it, not a count of a stream named like it
+// (here one no op belongs to, so any count of it would be 0 and pass).
+TEST(expectations, a_count_key_without_a_stream_is_a_violation) {
+  auto w = fired_world();
+  auto s = clean_scenario();
+  s.expect.counts["done"] = {0, UINT64_MAX};
+  EXPECT_TRUE(one_violation(check_expectations(s, w.h),
+                            "expect.counts key done is not STREAM.STATUS or STREAM.done", 0, 0));
+}
+
 // STREAM.STATUS counts only that status; STREAM.done counts every outcome.
 TEST(expectations, a_status_count_counts_only_that_status) {
   auto w = fired_world();

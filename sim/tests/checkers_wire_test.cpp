@@ -351,6 +351,15 @@ TEST(slice_coverage, rails_come_from_the_initiator_incarnation) {
   EXPECT_TRUE(mentions(r, "which is not in the plan: rail any [0, 8192)")) << all(r);
 }
 
+// Rule: without a record of the initiator's incarnation the plan is the
+// one-rail plan: the READ is one exchange of its whole length.
+TEST(slice_coverage, an_initiator_incarnation_not_recorded_plans_one_rail) {
+  auto w = clean_world();
+  w.h.incarnations[0].index = 7;  // the ops name the client's incarnation 0
+  auto r = check_slice_coverage(w.h);
+  EXPECT_TRUE(mentions(r, "which is not in the plan: rail any [0, 8192)")) << all(r);
+}
+
 TEST(slice_coverage, a_tapped_frame_off_the_plan) {
   auto w = clean_world();
   up_frame(w, 0, 0x1f00000002).remote_offset = 512;

@@ -4,6 +4,9 @@
 // timing scenario runs only where its bounds mean something.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "faultlane/sim/runner.hpp"
 
 namespace faultlane::sim {
@@ -170,6 +173,27 @@ expect:
   for (const auto& c : r.hist->calls) {
     EXPECT_EQ(c.incarnation, r.hist->incarnations[0].incarnation);
   }
+}
+
+// Rule: a caller with interval_ms starts each call interval_ms after the
+// one before (docs/scenarios.md, "control:"), where one without calls back
+// to back: three calls 200 ms apart span at least 400 ms, less what the
+// first start was late (given 100 ms here).
+TEST(runner_control, a_caller_with_an_interval_starts_its_calls_that_far_apart) {
+  auto r = run_control(parse_control(R"(
+transports: [{name: server}]
+phases: [{name: only}]
+control: [{name: paced, target: server, method: ping, count: 3, interval_ms: 200}]
+expect: {control: {paced.ok: 3}}
+)"));
+  ASSERT_TRUE(r.passed) << failure_text(r);
+  ASSERT_TRUE(r.hist);
+  std::vector<std::uint64_t> starts;
+  for (const auto& c : r.hist->calls) starts.push_back(c.start_us);
+  ASSERT_EQ(starts.size(), 3u);
+  std::sort(starts.begin(), starts.end());
+  EXPECT_GE(starts[2] - starts[0], 300'000u)
+      << "calls started at " << starts[0] << ", " << starts[1] << " and " << starts[2] << " us";
 }
 
 TEST(runner_control, a_timing_scenario_runs_only_where_its_bounds_mean_something) {

@@ -47,6 +47,28 @@ TEST(scenario_bounds, a_link_from_a_child_transport_is_refused) {
                "links[0].initiator");
 }
 
+// A file whose transport, region, stream and phase are each named `name`
+// in turn (`which`: 0..3), the others short.
+std::string named(int which, const std::string& name) {
+  auto pick = [&](int i, const char* other) { return which == i ? name : std::string(other); };
+  const auto t = pick(0, "a"), r = pick(1, "r"), st = pick(2, "s"), ph = pick(3, "p");
+  return "transports: [{name: " + t + "}, {name: b}]\nregions: [{name: " + r +
+         ", transport: b, size: 1}]\nworkload: [{name: " + st + ", from: " + t + ", region: " + r +
+         ", ops: read, size: 1, count: 1}]\nphases: [{name: " + ph + "}]\n";
+}
+
+// Rule: a name (of a transport, region, stream or phase) is 1..32
+// characters (docs/scenarios.md): 32 load, 33 are an error at the name.
+TEST(scenario_bounds, a_name_has_at_most_32_characters) {
+  const std::string keys[] = {"transports[0].name", "regions[0].name", "workload[0].name",
+                              "phases[0].name"};
+  for (int which = 0; which < 4; ++which) {
+    SCOPED_TRACE(keys[which]);
+    expect_bound(named(which, std::string(32, 'n')), named(which, std::string(33, 'n')),
+                 keys[which]);
+  }
+}
+
 std::string faults(std::size_t n) {
   std::string list;
   for (std::size_t i = 0; i < n; ++i) {

@@ -5,6 +5,7 @@
 // timeline.hpp is private to sim/src.
 #include <gtest/gtest.h>
 
+#include "faultlane/core/frame.hpp"
 #include "report_fixtures.hpp"
 #include "reports/timeline.hpp"
 
@@ -159,6 +160,32 @@ TEST(timeline_rows, a_relay_connection_spans_open_to_close_with_coloured_frames)
   EXPECT_EQ(items[1].css, "fu");
   EXPECT_EQ(items[2].css, "fd");
   EXPECT_EQ(items[3].css, "fe");
+}
+
+// Rule: a frame's title names the status of a response, error or not, and
+// a request has none to name.
+TEST(timeline_rows, a_frame_title_names_the_status_of_a_response_only) {
+  history h;
+  h.links.push_back({});
+  h.links[0].tap.push_back(tap_of(relays::record_kind::open, 50));
+  for (auto [request, wire_status, us] :
+       {std::tuple{true, 0, 60}, std::tuple{false, 0, 70}, std::tuple{false, 1, 80}}) {
+    auto frame = tap_of(relays::record_kind::frame, us);
+    frame.dir = request ? relays::direction::up : relays::direction::down;
+    frame.status = static_cast<std::uint16_t>(wire_status);
+    frame.request = request;
+    h.links[0].tap.push_back(frame);
+  }
+  const auto group = tl::relay_rows(h, 900);
+  ASSERT_EQ(group.rows.size(), 1u);
+  const auto& items = group.rows[0].items;
+  ASSERT_EQ(items.size(), 4u);  // the connection's span, then the frames
+  EXPECT_EQ(items[1].title.find("status"), std::string::npos) << items[1].title;
+  const auto named = [](int s) {
+    return " status " + std::string(wire::to_string(static_cast<wire::wire_status>(s))) + " ";
+  };
+  EXPECT_NE(items[2].title.find(named(0)), std::string::npos) << items[2].title;
+  EXPECT_NE(items[3].title.find(named(1)), std::string::npos) << items[3].title;
 }
 
 // Rule: the session rows show only what a target saw, a session opened or a
