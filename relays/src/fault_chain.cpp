@@ -308,6 +308,7 @@ void fault_chain::cut_at_positions(piece& p) {
     fire_positional(*next, p, at);
   }
   // What is left, if anything (keep and forward take 0 bytes as nothing).
+  FL_ASSERT(begin <= end);  // every cut above was at most `end`
   auto* rest = p.data + (begin - p.stream_offset);
   if (mode_ == mode::holding) keep(rest, end - begin);
   else if (mode_ == mode::passing) forward(rest, end - begin);

@@ -77,7 +77,10 @@ void request_writer::write(std::size_t sent) {
   sent += n;
   // A failed send_now sent nothing, and the `sent` bytes before it were
   // marked already (by requests_out, or none at 0): nothing more left.
-  if (ec) return l.break_connection(l.io_failure());
+  if (ec) {
+    FL_ASSERT(n == 0);  // send_now's contract; a partial send would need marking
+    return l.break_connection(l.io_failure());
+  }
   if (!requests_out(sent)) return;
   if (sent < group_bytes_) {
     gather_rest_ = rest_of(gather_rest_, n);
