@@ -1,4 +1,10 @@
 // Parsing and description of fault specs; see fault.hpp and docs/faults.md.
+//
+// Every form of a fault (text, a YAML mapping, a Toxiproxy toxic) gives its
+// kind and its keys as (key, value) pairs to build_fault(), which reads each
+// through its row of FAULTLANE_RELAY_FAULT_KEYS: one reader per way a value
+// is written, bound here to the member the row names. The same rows write
+// fault_fields(), so what describe() shows reads back to the same fault.
 #include "faultlane/relays/fault.hpp"
 
 #include <fmt/format.h>
@@ -7,8 +13,10 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <map>
+#include <limits>
+#include <optional>
 #include <set>
+#include <span>
 #include <sstream>
 
 #include "faultlane/core/yaml_reader.hpp"
@@ -40,16 +48,6 @@ result<std::uint64_t> number(std::string_view key, std::string_view value) {
                   key, value));
 }
 
-template <typename T>
-result<void> small_number(std::string_view key, std::string_view value, T& out) {
-  auto n = number(key, value);
-  if (!n.ok()) return n.error();
-  if (n.value() > std::numeric_limits<T>::max())
-    return bad(fmt::format("{}={} is too large", key, value));
-  out = static_cast<T>(n.value());
-  return {};
-}
-
 // A byte, in hex (0x06, as masks are usually written) or in decimal.
 result<std::uint8_t> mask_number(std::string_view value) {
   bool hex = value.size() > 2 && value[0] == '0' && (value[1] == 'x' || value[1] == 'X');
@@ -71,61 +69,139 @@ result<std::uint8_t> mask_number(std::string_view value) {
   return static_cast<std::uint8_t>(out);
 }
 
-result<std::uint16_t> parse_status(std::string_view value) {
-  for (std::uint16_t s = 0; s <= wire::wire_status_max; ++s) {
-    if (wire::to_string(static_cast<wire::wire_status>(s)) == value) return s;
-  }
-  std::uint16_t n = 0;
-  if (auto r = small_number("status", value, n); !r.ok()) return r.error();
-  return n;
+// Each key_value's reader, into the member its row names: read_<value>(key,
+// text, member). A reader's error leaves its place's key to build_fault.
+
+template <typename T>
+result<void> read_number(std::string_view key, std::string_view value, T& out) {
+  auto n = number(key, value);
+  if (!n.ok()) return n.error();
+  if (n.value() > std::numeric_limits<T>::max())
+    return bad(fmt::format("{}={} is too large", key, value));
+  out = static_cast<T>(n.value());
+  return {};
 }
 
-result<void> apply_probability(trigger& w, std::string_view value) {
+template <typename T>
+result<void> read_number(std::string_view key, std::string_view value, std::optional<T>& out) {
+  T n = 0;
+  if (auto r = read_number(key, value, n); !r.ok()) return r;
+  out = n;
+  return {};
+}
+
+result<void> read_mask(std::string_view, std::string_view value, std::uint8_t& out) {
+  auto n = mask_number(value);
+  if (!n.ok()) return n.error();
+  out = n.value();
+  return {};
+}
+
+result<void> read_direction(std::string_view, std::string_view value, direction& out) {
+  if (value == "up") out = direction::up;
+  else if (value == "down") out = direction::down;
+  else return bad(fmt::format("dir must be up or down, got {}", value));
+  return {};
+}
+
+result<void> read_opcode(std::string_view, std::string_view value,
+                         std::optional<wire::opcode>& out) {
+  if (value == "read") out = wire::opcode::read;
+  else if (value == "write") out = wire::opcode::write;
+  else return bad(fmt::format("opcode must be read or write, got {}", value));
+  return {};
+}
+
+result<void> read_status(std::string_view key, std::string_view value,
+                         std::optional<std::uint16_t>& out) {
+  for (std::uint16_t s = 0; s <= wire::wire_status_max; ++s) {
+    if (wire::to_string(static_cast<wire::wire_status>(s)) == value) {
+      out = s;
+      return {};
+    }
+  }
+  return read_number(key, value, out);
+}
+
+result<void> read_probability(std::string_view, std::string_view value, double& out) {
   std::string text(value);
   char* end = nullptr;
   double p = std::strtod(text.c_str(), &end);
   if (end == text.c_str() || *end != '\0' || !(p >= 0.0 && p <= 1.0)) {
     return bad(fmt::format("probability must be in [0, 1], got {}", value));
   }
-  w.probability = p;
+  out = p;
   return {};
 }
 
-// Applies one trigger key=value; nothing if `key` is not a trigger key.
-std::optional<result<void>> apply_trigger(trigger& w, std::string_view key,
-                                          std::string_view value) {
-  auto set_u64 = [&](std::optional<std::uint64_t>& field) -> result<void> {
-    auto n = number(key, value);
-    if (!n.ok()) return n.error();
-    field = n.value();
-    return {};
-  };
-  if (key == "after_bytes") return set_u64(w.after_bytes);
-  if (key == "frame") return set_u64(w.frame);
-  if (key == "header_byte") return set_u64(w.header_byte);
-  if (key == "request_id") return set_u64(w.request_id);
-  if (key == "connection") return set_u64(w.connection);
-  if (key == "count") return set_u64(w.count);
-  if (key == "probability") return apply_probability(w, value);
-  if (key == "rail") {
-    std::size_t rail = 0;
-    if (auto r = small_number(key, value, rail); !r.ok()) return r;
-    w.rail = rail;
-    return result<void>{};
+result<void> read_word(std::string_view, std::string_view value, std::string& out) {
+  out = value;
+  return {};
+}
+
+// Each key_value's writer: the value as the text form writes it.
+template <typename T>
+std::string write_number(const T& v) {
+  return fmt::format("{}", v);
+}
+template <typename T>
+std::string write_number(const std::optional<T>& v) {
+  return v ? fmt::format("{}", *v) : std::string();
+}
+std::string write_mask(std::uint8_t v) { return fmt::format("{:#04x}", v); }
+std::string write_direction(direction d) { return std::string(to_string(d)); }
+std::string write_opcode(const std::optional<wire::opcode>& v) {
+  return v ? std::string(wire::to_string(*v)) : std::string();
+}
+std::string write_status(const std::optional<std::uint16_t>& v) { return write_number(v); }
+std::string write_probability(double p) { return fmt::format("{}", p); }
+std::string write_word(const std::string& v) { return v; }
+
+// The member a row names lives in the spec or in its trigger.
+template <key_owner owner, typename Spec>
+auto& on(Spec& f) {
+  if constexpr (owner == key_owner::spec) {
+    return f;
+  } else {
+    return f.when;
   }
-  if (key == "opcode") {
-    if (value == "read") w.opcode = wire::opcode::read;
-    else if (value == "write") w.opcode = wire::opcode::write;
-    else return bad(fmt::format("opcode must be read or write, got {}", value));
-    return result<void>{};
+}
+
+const fault_spec default_spec{};
+
+// What FAULTLANE_RELAY_FAULT_KEYS makes of a row: its reader and writer
+// bound to its member.
+struct key_codec {
+  result<void> (*read)(fault_spec& f, std::string_view value);
+  std::string (*write)(const fault_spec& f);
+  bool (*set)(const fault_spec& f);  // differs from a default fault_spec's
+};
+
+#define FAULTLANE_FAULT_KEY_CODEC(key, value, owner, shown)                                 \
+  key_codec{[](fault_spec& f, std::string_view text) {                                      \
+              return read_##value(#key, text, on<key_owner::owner>(f).key);                 \
+            },                                                                              \
+            [](const fault_spec& f) { return write_##value(on<key_owner::owner>(f).key); }, \
+            [](const fault_spec& f) {                                                       \
+              return on<key_owner::owner>(f).key != on<key_owner::owner>(default_spec).key; \
+            }},
+constexpr std::array key_codecs{FAULTLANE_RELAY_FAULT_KEYS(FAULTLANE_FAULT_KEY_CODEC)};
+#undef FAULTLANE_FAULT_KEY_CODEC
+static_assert(key_codecs.size() == fault_keys.size(), "one codec per fault key");
+
+const key_codec& codec(const fault_key_traits& k) {
+  return key_codecs[static_cast<std::size_t>(&k - fault_keys.data())];
+}
+
+bool shown(const fault_key_traits& k, const fault_spec& f) {
+  switch (k.shown) {
+    case key_shown::always: return true;
+    case key_shown::never: return false;
+    case key_shown::if_set: return codec(k).set(f);
+    case key_shown::if_taken: return traits(f.kind).takes(k.key);
+    case key_shown::with_payload: return f.field == "payload";
   }
-  if (key == "status") {
-    auto s = parse_status(value);
-    if (!s.ok()) return s.error();
-    w.status = s.value();
-    return result<void>{};
-  }
-  return std::nullopt;
+  return false;
 }
 
 // A key some kind takes (fault_kinds): any other kind refuses it by name,
@@ -135,41 +211,14 @@ bool value_key(std::string_view key) {
                      [&](const fault_kind_traits& t) { return t.takes(key); });
 }
 
-// Applies one key=value to the spec.
+// Applies one key=value to the spec, through the key's row.
 result<void> apply(fault_spec& f, std::string_view key, std::string_view value) {
   if (value_key(key) && !traits(f.kind).takes(key)) {
     return bad(fmt::format("{} does not take {}=", to_string(f.kind), key));
   }
-  if (key == "dir") {
-    if (value == "up") f.dir = direction::up;
-    else if (value == "down") f.dir = direction::down;
-    else return bad(fmt::format("dir must be up or down, got {}", value));
-    return {};
-  }
-  if (key == "name") {
-    f.name = value;
-    return {};
-  }
-  if (key == "field") {
-    f.field = value;
-    return {};
-  }
-  if (key == "ms") return small_number(key, value, f.ms);
-  if (key == "jitter_ms") return small_number(key, value, f.jitter_ms);
-  if (key == "bytes_per_s") return small_number(key, value, f.bytes_per_s);
-  if (key == "size") return small_number(key, value, f.size);
-  if (key == "variation") return small_number(key, value, f.variation);
-  if (key == "delay_us") return small_number(key, value, f.delay_us);
-  if (key == "bytes") return small_number(key, value, f.bytes);
-  if (key == "payload_byte") return small_number(key, value, f.payload_byte);
-  if (key == "mask") {
-    auto n = mask_number(value);
-    if (!n.ok()) return n.error();
-    f.mask = n.value();
-    return {};
-  }
-  if (auto r = apply_trigger(f.when, key, value)) return *r;
-  return bad(fmt::format("unknown key '{}'", key));
+  const auto* row = find_fault_key(key);
+  if (!row) return bad(fmt::format("unknown key '{}'", key));
+  return codec(*row).read(f, value);
 }
 
 result<void> validate_corrupt(const fault_spec& f) {
@@ -193,7 +242,7 @@ result<void> validate_corrupt(const fault_spec& f) {
   return {};
 }
 
-// What the text form adds to validate(): a direction is required, and the
+// What build_fault adds to validate(): a direction is required, and the
 // counter name defaults to TYPE.DIR.
 result<void> check(fault_spec& f, bool dir_given) {
   auto kind = to_string(f.kind);
@@ -206,6 +255,19 @@ result<void> check(fault_spec& f, bool dir_given) {
     f.name = own_direction ? fmt::format("{}.{}", kind, to_string(f.dir)) : std::string(kind);
   }
   return {};
+}
+
+// A form's error, its message ending with the fault as text: the text
+// given, or the mapping as the text form writes it.
+error quoting(std::string_view text, error e) {
+  e.message += fmt::format(" (in \"{}\")", text);
+  return e;
+}
+
+std::string as_text(std::string_view type, std::span<const fault_pair> pairs) {
+  std::string out(type);
+  for (const auto& [key, value] : pairs) out += fmt::format(" {}={}", key, value);
+  return out;
 }
 
 }  // namespace
@@ -248,37 +310,35 @@ result<void> validate(const fault_spec& f) {
   }
 }
 
+result<fault_spec> build_fault(fault_kind kind, std::span<const fault_pair> pairs) {
+  fault_spec f;
+  f.kind = kind;
+  bool dir_given = false;
+  for (const auto& [key, value] : pairs) {
+    if (key == "dir") dir_given = true;
+    if (auto r = apply(f, key, value); !r.ok()) return about(key, r.error());
+  }
+  if (auto r = check(f, dir_given); !r.ok()) return r.error();
+  return f;
+}
+
 result<fault_spec> parse_fault(std::string_view text) {
   std::istringstream in{std::string(text)};
   std::string type;
   if (!(in >> type)) return bad("empty fault");
   auto kind = find_fault_kind(type);
   if (!kind) return bad("type", fmt::format("unknown fault type '{}'", type));
-  fault_spec f;
-  f.kind = *kind;
-  bool dir_given = false;
+  std::vector<fault_pair> pairs;
   std::string token;
   while (in >> token) {
     auto eq = token.find('=');
     if (eq == std::string::npos || eq == 0) {
-      auto e = bad(fmt::format("'{}' is not key=value", token));
-      e.message += fmt::format(" (in \"{}\")", text);
-      return e;
+      return quoting(text, bad(fmt::format("'{}' is not key=value", token)));
     }
-    auto key = std::string_view(token).substr(0, eq);
-    auto value = std::string_view(token).substr(eq + 1);
-    if (key == "dir") dir_given = true;
-    if (auto r = apply(f, key, value); !r.ok()) {
-      auto e = about(key, r.error());
-      e.message += fmt::format(" (in \"{}\")", text);
-      return e;
-    }
+    pairs.emplace_back(token.substr(0, eq), token.substr(eq + 1));
   }
-  if (auto r = check(f, dir_given); !r.ok()) {
-    auto e = r.error();
-    e.message += fmt::format(" (in \"{}\")", text);
-    return e;
-  }
+  auto f = build_fault(*kind, pairs);
+  if (!f.ok()) return quoting(text, f.error());
   return f;
 }
 
@@ -286,7 +346,8 @@ result<fault_spec> parse_fault(const YAML::Node& node) {
   if (!node.IsMap() || !node["type"] || !node["type"].IsScalar()) {
     return bad("a fault is a mapping with a type");
   }
-  std::string text = node["type"].as<std::string>();
+  const std::string type = node["type"].Scalar();
+  std::vector<fault_pair> pairs;
   std::set<std::string> seen;
   for (const auto& kv : node) {
     if (!kv.first.IsScalar()) return bad("a key must be a plain name");
@@ -294,13 +355,17 @@ result<fault_spec> parse_fault(const YAML::Node& node) {
     if (!seen.insert(key).second) return bad(key, fmt::format("duplicate key '{}'", key));
     if (key == "type") continue;
     if (!kv.second.IsScalar()) return bad(key, fmt::format("{} must be a single value", key));
-    auto value = kv.second.as<std::string>();
+    auto value = kv.second.Scalar();
     if (value.empty() || value.find_first_of(" \t=") != std::string::npos) {
       return bad(key, fmt::format("{} must be one word, got '{}'", key, value));
     }
-    text += " " + key + "=" + value;
+    pairs.emplace_back(std::move(key), std::move(value));
   }
-  return parse_fault(text);
+  auto kind = find_fault_kind(type);
+  if (!kind) return bad("type", fmt::format("unknown fault type '{}'", type));
+  auto f = build_fault(*kind, pairs);
+  if (!f.ok()) return quoting(as_text(type, pairs), f.error());
+  return f;
 }
 
 error place_fault_error(const yaml::reader& rd, const YAML::Node& node, std::string_view path,
@@ -314,31 +379,11 @@ error place_fault_error(const yaml::reader& rd, const YAML::Node& node, std::str
   return rd.fail(where, yaml::key_path(path, key), e.place->what);
 }
 
-std::vector<std::pair<std::string, std::string>> fault_fields(const fault_spec& f) {
-  std::vector<std::pair<std::string, std::string>> out;
-  auto add = [&](const char* key, auto value) { out.emplace_back(key, fmt::format("{}", value)); };
-  add("dir", to_string(f.dir));
-  if (f.ms) add("ms", f.ms);
-  if (f.jitter_ms) add("jitter_ms", f.jitter_ms);
-  if (f.bytes_per_s) add("bytes_per_s", f.bytes_per_s);
-  if (f.size) add("size", f.size);
-  if (f.variation) add("variation", f.variation);
-  if (f.delay_us) add("delay_us", f.delay_us);
-  if (f.kind == fault_kind::truncate) add("bytes", f.bytes);
-  if (!f.field.empty()) add("field", f.field);
-  if (f.field == "payload") add("payload_byte", f.payload_byte);
-  if (f.kind == fault_kind::corrupt) add("mask", fmt::format("{:#04x}", f.mask));
-  const auto& w = f.when;
-  if (w.after_bytes) add("after_bytes", *w.after_bytes);
-  if (w.frame) add("frame", *w.frame);
-  if (w.header_byte) add("header_byte", *w.header_byte);
-  if (w.opcode) add("opcode", wire::to_string(*w.opcode));
-  if (w.status) add("status", *w.status);
-  if (w.request_id) add("request_id", *w.request_id);
-  if (w.connection) add("connection", *w.connection);
-  if (w.rail) add("rail", *w.rail);
-  if (w.count) add("count", *w.count);
-  if (w.probability < 1.0) add("probability", w.probability);
+std::vector<fault_pair> fault_fields(const fault_spec& f) {
+  std::vector<fault_pair> out;
+  for (const auto& k : fault_keys) {
+    if (shown(k, f)) out.emplace_back(k.key, codec(k).write(f));
+  }
   return out;
 }
 

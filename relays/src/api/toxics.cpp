@@ -4,8 +4,9 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cmath>
 #include <limits>
-#include <sstream>
+#include <vector>
 
 namespace faultlane::relays::api {
 namespace {
@@ -23,9 +24,9 @@ const fault_kind_traits* find_toxiproxy_type(std::string_view type) {
 
 error bad(const std::string& what) { return error{status::invalid_argument, what}; }
 
-// An attribute's value as fault text: a whole number from 0 to 2^64 - 1
-// (times the unit's factor), or, unless `number_only`, a word.
-result<std::string> value_text(const std::string& key, const nlohmann::json& v, std::uint64_t scale,
+// An attribute's value as its fault key's value: a whole number from 0 to
+// 2^64 - 1 (times the unit's factor), or, unless `number_only`, a word.
+result<std::string> pair_value(const std::string& key, const nlohmann::json& v, std::uint64_t scale,
                                bool number_only) {
   std::uint64_t n = 0;
   if (v.is_number_unsigned()) {
@@ -55,7 +56,7 @@ result<std::string> value_text(const std::string& key, const nlohmann::json& v, 
 }
 
 std::uint64_t attribute_or_zero(const nlohmann::json& a, const char* key) {
-  // value_text has checked every attribute is a whole number in range.
+  // pair_value has checked every attribute is a whole number in range.
   auto it = a.find(key);
   if (it == a.end() || !it->is_number()) return 0;
   if (it->is_number_unsigned()) return it->get<std::uint64_t>();
@@ -107,7 +108,7 @@ result<fault_spec> to_fault(const toxic& t) {
   if (!(t.toxicity >= 0.0 && t.toxicity <= 1.0)) {
     return bad(fmt::format("toxicity must be in [0, 1], got {}", t.toxicity));
   }
-  std::string text = fmt::format("{} dir={}", to_string(*kind), to_string(t.dir));
+  std::vector<fault_pair> pairs{{"dir", std::string(to_string(t.dir))}};
   for (const auto& [attribute, value] : t.attributes.items()) {
     if (attribute == "dir" || attribute == "name" || attribute == "probability") {
       return bad(
@@ -123,17 +124,17 @@ result<fault_spec> to_fault(const toxic& t) {
         toxiproxy_attribute = true;
       }
     }
-    auto v = value_text(attribute, value, scale, toxiproxy_attribute);
+    auto v = pair_value(attribute, value, scale, toxiproxy_attribute);
     if (!v.ok()) return v.error();
-    text += fmt::format(" {}={}", key, v.value());
+    pairs.emplace_back(std::string(key), std::move(v).value());
   }
   if (toxiproxy) {
     if (auto problem = toxiproxy_problem(t)) return bad(*problem);
   }
-  if (t.toxicity < 1.0) text += fmt::format(" probability={}", t.toxicity);
-  auto spec = parse_fault(text);
+  if (t.toxicity < 1.0) pairs.emplace_back("probability", fmt::format("{}", t.toxicity));
+  auto spec = build_fault(*kind, pairs);
   if (!spec.ok()) {
-    // The complaint alone: the fault text names the relay's keys, not the toxic's.
+    // The complaint alone: its message is the relay's, not the toxic's.
     FL_ASSERT(spec.error().place.has_value());  // every fault error is placed
     return bad(fmt::format("{} toxic: {}", t.type, spec.error().place->what));
   }

@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -165,6 +166,104 @@ static_assert(fault_kinds.size() == fault_kind_count, "one traits row per fault_
 static_assert(detail::in_enum_order(), "fault_kinds[i] describes fault_kind i");
 static_assert(detail::names_distinct(), "kind names and Toxiproxy types each name one kind");
 
+// How a fault key's value is read and written back.
+enum class key_value : std::uint8_t {
+  number,       // decimal digits, no sign or leading zero, up to what the member holds
+  mask,         // a byte with a bit set: 0x06 or 6; written in hex
+  direction,    // up | down
+  opcode,       // read | write
+  status,       // a wire status's name or its number; written as the number
+  probability,  // a real number in [0, 1]
+  word,         // any text, kept as given
+};
+// Where a key's value lands: a member of fault_spec, or of its trigger.
+enum class key_owner : std::uint8_t { spec, trigger };
+// When fault_fields() writes a key back.
+enum class key_shown : std::uint8_t {
+  always,        // dir
+  never,         // name: the spec's own, not one of its fields
+  if_set,        // when it differs from a default fault_spec's
+  if_taken,      // whenever the kind takes it: 0 is a value there (truncate bytes=0)
+  with_payload,  // with field=payload, where 0 is the first byte
+};
+
+// FAULTLANE_RELAY_FAULT_KEYS is the one list of fault keys (docs/faults.md).
+// The text form, the YAML form and the Toxiproxy API give their keys and
+// values as pairs to build_fault(), which reads each through its row; the
+// same rows write fault_fields() and describe(). Which kinds take a value
+// key is FAULTLANE_RELAY_FAULT_KINDS's; trigger keys, dir and name apply to
+// every kind. relay_fault_keys_test fails if a row does not round-trip
+// through each form or is missing from the docs.
+//
+// X(key, how its value is read, where it lands, when it is written back).
+// The key is the name of its member of fault_spec or of its trigger;
+// fault_fields() writes the keys in this order.
+#define FAULTLANE_RELAY_FAULT_KEYS(X)         \
+  X(dir, direction, spec, always)             \
+  X(name, word, spec, never)                  \
+  X(ms, number, spec, if_set)                 \
+  X(jitter_ms, number, spec, if_set)          \
+  X(bytes_per_s, number, spec, if_set)        \
+  X(size, number, spec, if_set)               \
+  X(variation, number, spec, if_set)          \
+  X(delay_us, number, spec, if_set)           \
+  X(bytes, number, spec, if_taken)            \
+  X(field, word, spec, if_set)                \
+  X(payload_byte, number, spec, with_payload) \
+  X(mask, mask, spec, if_taken)               \
+  X(after_bytes, number, trigger, if_set)     \
+  X(frame, number, trigger, if_set)           \
+  X(header_byte, number, trigger, if_set)     \
+  X(opcode, opcode, trigger, if_set)          \
+  X(status, status, trigger, if_set)          \
+  X(request_id, number, trigger, if_set)      \
+  X(connection, number, trigger, if_set)      \
+  X(rail, number, trigger, if_set)            \
+  X(count, number, trigger, if_set)           \
+  X(probability, probability, trigger, if_set)
+
+struct fault_key_traits {
+  std::string_view key;
+  key_value value;
+  key_owner owner;
+  key_shown shown;
+};
+
+#define FAULTLANE_FAULT_KEY_TRAITS(key, value, owner, shown) \
+  fault_key_traits{#key, key_value::value, key_owner::owner, key_shown::shown},
+inline constexpr std::array fault_keys{FAULTLANE_RELAY_FAULT_KEYS(FAULTLANE_FAULT_KEY_TRAITS)};
+#undef FAULTLANE_FAULT_KEY_TRAITS
+
+// The row of `key`; null if no row names it.
+constexpr const fault_key_traits* find_fault_key(std::string_view key) {
+  for (const auto& k : fault_keys) {
+    if (k.key == key) return &k;
+  }
+  return nullptr;
+}
+
+namespace detail {
+// Keys are unique, and a kind's value key is a fault_spec member of the
+// list (a trigger key, dir or name applies to every kind, so no kind lists it).
+constexpr bool keys_hold_together() {
+  for (const auto& a : fault_keys) {
+    for (const auto& b : fault_keys) {
+      if (&a != &b && a.key == b.key) return false;
+    }
+  }
+  for (const auto& t : fault_kinds) {
+    for (auto key : t.keys) {
+      if (key.empty()) continue;
+      const auto* k = find_fault_key(key);
+      if (!k || k->owner != key_owner::spec || key == "dir" || key == "name") return false;
+    }
+  }
+  return true;
+}
+}  // namespace detail
+static_assert(detail::keys_hold_together(),
+              "fault keys are unique, and every key a kind takes is a fault_spec key");
+
 constexpr const fault_kind_traits& traits(fault_kind k) {
   return fault_kinds[static_cast<std::size_t>(k)];
 }
@@ -213,12 +312,24 @@ struct fault_spec {
   }
 };
 
+// A key and its value as the text form writes them ("ms", "5").
+using fault_pair = std::pair<std::string, std::string>;
+
+// The fault of kind `kind` with these keys, each read through its row of
+// fault_keys in order (a later one wins), then checked as validate() does;
+// a fault with a direction of its own needs a "dir" pair, and the counter
+// name defaults to TYPE.DIR. Every form of a fault ends here. An error's
+// place holds the key at fault (empty when none is) and the complaint; its
+// message is "fault: " and the complaint.
+result<fault_spec> build_fault(fault_kind kind, std::span<const fault_pair> pairs);
+
 // "latency dir=down ms=5 jitter_ms=1", "reset dir=down after_bytes=1000",
 // "stall dir=up frame=3 header_byte=7", "drop_frame dir=down opcode=write".
 // An error's message is "fault: what (in "TEXT")"; its place holds the key
 // at fault (empty when none is) and the complaint alone, as data.
 result<fault_spec> parse_fault(std::string_view text);
-// The same keys as a YAML mapping: {type: latency, dir: down, ms: 5}.
+// The same keys as a YAML mapping: {type: latency, dir: down, ms: 5}. Its
+// message quotes the mapping as the text form would write it.
 result<fault_spec> parse_fault(const YAML::Node& node);
 // A parse_fault() error `e` about the mapping `node`, read with `rd` under
 // `path`: placed at the key the error names when the mapping has it (at its
@@ -230,7 +341,8 @@ error place_fault_error(const yaml::reader& rd, const YAML::Node& node, std::str
 result<void> validate(const fault_spec& f);
 // Every key that differs from its default, with its value as the text form
 // writes it, in a fixed order: "dir" first, never "type" or "name".
-std::vector<std::pair<std::string, std::string>> fault_fields(const fault_spec& f);
+// build_fault(f.kind, fault_fields(f)) gives f back, its name defaulted.
+std::vector<fault_pair> fault_fields(const fault_spec& f);
 // "TYPE key=value ...": the kind, then fault_fields().
 std::string describe(const fault_spec& f);
 
