@@ -7,8 +7,8 @@
 // fault_kinds (faultlane/relays/fault.hpp) say: timeout {timeout} ms is
 // blackhole ms, bandwidth {rate} KB/s is bandwidth bytes_per_s, and so on.
 // Every fault kind is also a type of its own whose attributes are the
-// fault's keys (docs/relay-api.md). The trigger keys (after_bytes, frame,
-// header_byte, opcode, status, request_id, connection, rail, count) are
+// fault's keys (docs/relay-api.md). The trigger keys (the trigger rows of
+// FAULTLANE_RELAY_FAULT_KEYS but probability, which is the toxicity) are
 // attributes of any type.
 #pragma once
 

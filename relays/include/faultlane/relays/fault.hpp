@@ -243,13 +243,22 @@ constexpr const fault_key_traits* find_fault_key(std::string_view key) {
 }
 
 namespace detail {
-// Keys are unique, and a kind's value key is a fault_spec member of the
-// list (a trigger key, dir or name applies to every kind, so no kind lists it).
+// Keys are unique; a kind's value key is a fault_spec member of the list
+// (a trigger key, dir or name applies to every kind, so no kind lists it),
+// and every fault_spec key but dir and name is some kind's value key.
+constexpr bool taken_by_a_kind(std::string_view key) {
+  for (const auto& t : fault_kinds) {
+    if (t.takes(key)) return true;
+  }
+  return false;
+}
 constexpr bool keys_hold_together() {
   for (const auto& a : fault_keys) {
     for (const auto& b : fault_keys) {
       if (&a != &b && a.key == b.key) return false;
     }
+    const bool every_kind = a.key == "dir" || a.key == "name";
+    if (a.owner == key_owner::spec && every_kind == taken_by_a_kind(a.key)) return false;
   }
   for (const auto& t : fault_kinds) {
     for (auto key : t.keys) {
@@ -262,7 +271,8 @@ constexpr bool keys_hold_together() {
 }
 }  // namespace detail
 static_assert(detail::keys_hold_together(),
-              "fault keys are unique, and every key a kind takes is a fault_spec key");
+              "fault keys are unique, and the fault_spec keys but dir and name are the keys "
+              "the kinds take");
 
 constexpr const fault_kind_traits& traits(fault_kind k) {
   return fault_kinds[static_cast<std::size_t>(k)];
