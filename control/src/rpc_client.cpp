@@ -26,6 +26,7 @@
 #include <optional>
 #include <thread>
 
+#include "faultlane/base/probe.hpp"
 #include "faultlane/control/rpc_frame.hpp"
 
 namespace faultlane::rpc {
@@ -155,6 +156,7 @@ void client::impl::pump() {
   if (last_failure &&
       clock_type::now() < *last_failure + milliseconds(options.reconnect_cooldown_ms)) {
     // Wake at the end of the cooldown, or when a call's bound runs out.
+    FAULTLANE_PROBE(rpc_client_waits_out_cooldown);
     auto wake = *last_failure + milliseconds(options.reconnect_cooldown_ms);
     for (auto id : unsent) wake = std::min(wake, calls.at(id).overall_deadline);
     retry_timer.expires_at(wake);
@@ -190,6 +192,7 @@ void client::impl::on_connected(const std::error_code& ec, std::uint64_t gen) {
   if (gen != generation || stopped) return;
   connect_timer.cancel();
   if (ec) {
+    FAULTLANE_PROBE(rpc_client_connect_failed);
     {
       std::lock_guard lock(counters_mutex);
       ++counters.connect_failures;
@@ -277,6 +280,7 @@ void client::impl::on_payload(const std::error_code& ec) {
   if (s == rpc_status::busy && options.retry_busy &&
       clock_type::now() + milliseconds(options.reconnect_cooldown_ms) <
           it->second.overall_deadline) {
+    FAULTLANE_PROBE(rpc_client_busy_retried);
     unsent.push_back(id);
     last_failure = clock_type::now();  // busy: give the server the cooldown
     read_header();
@@ -316,6 +320,7 @@ void client::impl::reset(status why, const std::string& what) {
   writing.clear();
   for (auto it = carried.rbegin(); it != carried.rend(); ++it) {
     if (options.retry_sent) {
+      FAULTLANE_PROBE(rpc_calls_resent_after_reset);
       unsent.push_front(*it);
     } else {
       complete(*it, error{why, fmt::format("{}: {}", calls.at(*it).method, what)});
@@ -353,6 +358,7 @@ void client::impl::on_attempt_timer() {
   bool late = false;
   for (auto id : writing) late = late || calls.at(id).attempt_deadline <= now;
   if (!late) return arm_attempt_timer();
+  FAULTLANE_PROBE(rpc_attempt_timed_out);
   reset(status::timeout,
         fmt::format("no answer within call_timeout_ms ({} ms)", options.call_timeout_ms));
 }
@@ -366,6 +372,7 @@ void client::impl::expire_unsent() {
       ++it;
       continue;
     }
+    FAULTLANE_PROBE(rpc_unsent_call_expired);
     const auto id = *it;
     it = unsent.erase(it);
     complete(id,

@@ -8,6 +8,7 @@
 #include <asio/read.hpp>
 #include <asio/write.hpp>
 
+#include "faultlane/base/probe.hpp"
 #include "faultlane/core/failpoint.hpp"
 #include "rpc_server_state.hpp"
 
@@ -72,6 +73,10 @@ void session::on_payload(const std::error_code& ec) {
 // and never reads is then pushed back by TCP instead of growing out_).
 void session::maybe_resume_reading() {
   const auto& o = owner_->options;
+  FAULTLANE_PROBE_IF(!reading_ && !closed_ &&
+                         (unanswered_ >= o.unanswered_per_connection_max ||
+                          out_bytes_ >= o.unwritten_bytes_per_connection_max),
+                     rpc_reading_paused);
   if (!reading_ && !closed_ && unanswered_ < o.unanswered_per_connection_max &&
       out_bytes_ < o.unwritten_bytes_per_connection_max) {
     read_header();
@@ -103,6 +108,7 @@ void session::dispatch() {
               queued = clock_type::now()](bool cancelled) mutable {
     auto& owner = *self->owner_;
     if (cancelled) {
+      FAULTLANE_PROBE(rpc_call_cancelled_by_stop);
       return self->post_respond(
           id, std::move(name),
           reply::failure(rpc_status::cancelled, "the service stopped before the call ran"));
@@ -116,6 +122,7 @@ void session::dispatch() {
   switch (owner_->workers->try_push(std::move(job))) {
     case rpc_worker_pool::push_result::queued: return;
     case rpc_worker_pool::push_result::busy:
+      FAULTLANE_PROBE(rpc_queue_full);
       owner_->metrics.busy_rejected();
       return respond(
           id, name,
@@ -141,7 +148,10 @@ void session::respond(std::uint64_t request_id, const std::string& method, reply
                                    r.body.size(), owner_->options.response_bytes_max));
   }
   owner_->metrics.answered(method, r.status);
-  if (closed_) return;
+  if (closed_) {
+    FAULTLANE_PROBE(rpc_answer_for_closed_session);
+    return;
+  }
   header h{kind::response, 0, r.status, request_id, static_cast<std::uint32_t>(r.body.size())};
   out_bytes_ += r.body.size();
   out_.push_back({encode(h), std::move(r.body)});

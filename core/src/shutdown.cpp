@@ -5,6 +5,7 @@
 
 #include <thread>
 
+#include "faultlane/base/probe.hpp"
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/net.hpp"
 #include "transport_impl.hpp"
@@ -72,10 +73,12 @@ result<void> transport::impl::shutdown() {
 
   FAULTLANE_PERTURB("shutdown.drain");
   auto drained = rt.admission_control.wait_drained(left());
+  FAULTLANE_PROBE_IF(drained.code() == status::timeout, shutdown_drain_timed_out);
   // Sessions end in their own handlers once their sockets are closed; each
   // round on every shard lets those handlers run.
   while (rounds_done && rt.stats.sessions_live.load(std::memory_order_acquire) > 0 &&
          left().count() > 0) {
+    FAULTLANE_PROBE(shutdown_waits_for_sessions);
     rounds_done = on_every_shard([](std::size_t) {});
   }
   auto leases = rt.buffers.close(left());

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "faultlane/base/assert.hpp"
+#include "faultlane/base/probe.hpp"
 
 #include "state.hpp"
 
@@ -104,6 +105,7 @@ bool read_outcome(network& net, socket_state& s, const std::vector<asio::mutable
   auto& w = w_of(net);
   if (cut > ready && w.chance(net.options().partial_read)) cut = w.draw(ready, cut);
   n = take_bytes(d, buffers, cut);
+  FAULTLANE_PROBE_IF(reset, world_bytes_read_before_reset);
   w.record("read", c.id, n);
   return true;
 }
@@ -133,7 +135,10 @@ bool write_outcome(network& net, socket_state& s, const std::vector<asio::const_
   const std::size_t room = d.room();
   // Silly-window avoidance, as Linux wakes a writer: room for a third of
   // the buffer (or all that is offered) first, not byte by byte.
-  if (room == 0 || room < std::min(offered, d.capacity / 3)) return false;
+  if (room == 0 || room < std::min(offered, d.capacity / 3)) {
+    FAULTLANE_PROBE(world_writer_waits_for_room);
+    return false;
+  }
   std::size_t take = std::min(room, offered);
   auto& w = w_of(net);
   if (take > 1 && w.chance(net.options().partial_write)) take = w.draw(1, take);
@@ -155,8 +160,10 @@ bool write_outcome(network& net, socket_state& s, const std::vector<asio::const_
     // once, crash_end) still delivers what it wrote before the crash:
     // its reset follows those bytes (network.hpp).
     if (conn->reset_at[to] || (conn->reset_at[from] && !conn->closed[from])) return;
+    FAULTLANE_PROBE_IF(conn->reset_at[from], world_crashed_end_bytes_delivered);
     w_of(net).record("deliver", conn->id, k);
     if (conn->closed[to]) {  // bytes for a closed socket: it answers with a reset
+      FAULTLANE_PROBE(world_bytes_met_closed_socket);
       reset_from(net, conn, to);
       return;
     }
@@ -391,6 +398,7 @@ void serve_accepts(network& net, const std::shared_ptr<listener>& l) {
     w_of(net).record("accept", c->id);
     pending.done(std::error_code(), std::move(s));
     // Data or a FIN may have come before the accept.
+    FAULTLANE_PROBE_IF(c->from[0].unread > 0 || c->from[0].fin_arrived, world_data_before_accept);
   }
   while (!l->waiting.empty() && l->queue.size() < l->backlog && l->open) {
     auto wc = std::move(l->waiting.front());
@@ -399,6 +407,7 @@ void serve_accepts(network& net, const std::shared_ptr<listener>& l) {
     // from a node that crashed meanwhile is refused.
     if (!wc.client->open || !wc.client->connect_done) continue;
     if (net.is_down(wc.client->local.address())) {
+      FAULTLANE_PROBE(world_connect_refused);
       auto done = std::move(wc.client->connect_done);
       wc.client->connect_done = nullptr;
       done(asio::error::connection_refused);
@@ -413,6 +422,7 @@ void close_listener(network& net, const std::shared_ptr<listener>& l) {
   l->open = false;
   net.unlisten(l->at);
   w_of(net).record("unlisten", l->at.port());
+  FAULTLANE_PROBE_IF(!l->queue.empty() || !l->waiting.empty(), world_listener_closed_with_queue);
   for (auto& c : l->queue) {
     c->closed[1] = true;
     reset_from(net, c, 1);

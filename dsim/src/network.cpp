@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "faultlane/base/assert.hpp"
+#include "faultlane/base/probe.hpp"
 #include "state.hpp"
 
 namespace faultlane::dsim {
@@ -108,7 +109,10 @@ void network::crash(const asio::ip::address& node) {
     auto c = weak.lock();
     if (!c) continue;
     for (int side = 0; side < 2; ++side) {
-      if (c->ends[side].address() == node && !c->closed[side]) detail::crash_end(*this, c, side);
+      if (c->ends[side].address() == node && !c->closed[side]) {
+        FAULTLANE_PROBE(world_node_crashed_with_connections);
+        detail::crash_end(*this, c, side);
+      }
     }
   }
   std::vector<std::shared_ptr<detail::listener>> gone;

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "faultlane/base/assert.hpp"
+#include "faultlane/base/probe.hpp"
 #include "state.hpp"
 
 namespace faultlane::dsim {
@@ -306,6 +307,7 @@ void socket::start_connect(const endpoint& to, detail::done_handler done) {
       net.owner().record("refused", to.port());
       auto connect_done = std::move(s->connect_done);
       s->connect_done = nullptr;
+      FAULTLANE_PROBE(world_connect_refused);
       connect_done(asio::error::connection_refused);
       return;
     }

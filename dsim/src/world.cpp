@@ -8,6 +8,7 @@
 
 #include "faultlane/base/assert.hpp"
 #include "faultlane/base/hash.hpp"
+#include "faultlane/base/probe.hpp"
 #include "fiber_state.hpp"
 
 namespace faultlane::dsim {
@@ -167,6 +168,7 @@ void world::charge(context_slot& slot, std::size_t index) {
   if (load_.hiccup_probability > 0 && chance(load_.hiccup_probability)) {
     const auto most = static_cast<std::uint64_t>(load_.hiccup_max.count());
     const auto hiccup = clock::duration(draw(most / 2, most));
+    FAULTLANE_PROBE(world_load_hiccup);
     record("hiccup", index, static_cast<std::uint64_t>(hiccup.count()));
     cost += hiccup;
   }

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "faultlane/base/assert.hpp"
+#include "faultlane/base/probe.hpp"
 #include "faultlane/core/net.hpp"
 
 namespace faultlane::relays::detail {
@@ -64,6 +65,7 @@ void connection::start() {
 // FIN-closed as configured. No open or close record follows.
 void connection::upstream_failed(const std::string& target, const std::error_code& ec) {
   FL_ASSERT(phase_ == phase::connecting);
+  FAULTLANE_PROBE(relay_upstream_refused);
   state_->note_connect_failure(target, ec);
   if (state_->taps_on()) {
     auto r = record_for(direction::up);

@@ -6,6 +6,7 @@
 #include "connection.hpp"
 #include "faultlane/base/assert.hpp"
 #include "faultlane/base/hash.hpp"
+#include "faultlane/base/probe.hpp"
 
 namespace faultlane::relays::detail {
 
@@ -140,6 +141,7 @@ void fault_chain::end_of_stream() {
 }
 
 void fault_chain::note_decode_failure() {
+  FAULTLANE_PROBE(relay_stream_decode_failed);
   relay_.decode_errors.fetch_add(1, std::memory_order_relaxed);
   if (!relay_.taps_on()) return;
   auto r = owner_.record_for(dir_);
@@ -251,6 +253,7 @@ void fault_chain::apply_frame_faults(piece& p) {
     where.request_id = request_id_of(frame);
     relay_.fired(*s.fault, where);
     if (spec.kind == fault_kind::drop_frame) {
+      FAULTLANE_PROBE(relay_frame_dropped);
       frame.dropped = true;
       continue;
     }
@@ -338,20 +341,26 @@ void fault_chain::fire_positional(fault_state& s, const piece& p, std::uint64_t 
   where.stream_offset = at;
   where.frame_index = p.frame ? p.frame->index : 0;
   relay_.fired(*s.fault, where);
+  FAULTLANE_PROBE_IF(
+      p.what == piece::part::header && at > p.stream_offset && at < p.stream_offset + p.size,
+      relay_cut_inside_frame_header);
   auto now = clock_type::now();
   switch (kind) {
     case fault_kind::stall: mode_ = mode::holding; break;
     case fault_kind::blackhole: start_blackhole(s.fault->spec, now); break;
     case fault_kind::reset:
+      FAULTLANE_PROBE_IF(at > 0, relay_reset_after_bytes);
       mode_ = mode::dropping;
       out_.push({out_item::kind::reset, now + std::chrono::milliseconds(s.fault->spec.ms), {}});
       break;
     case fault_kind::truncate:
+      FAULTLANE_PROBE(relay_stream_truncated);
       mode_ = mode::dropping;
       out_.push({out_item::kind::fin, now, {}});
       out_.push({out_item::kind::close, now, {}});
       break;
     case fault_kind::half_close:
+      FAULTLANE_PROBE(relay_half_closed);
       mode_ = mode::dropping;
       out_.push({out_item::kind::fin, now, {}});
       break;

@@ -8,6 +8,7 @@
 
 #include "connection.hpp"
 #include "faultlane/base/assert.hpp"
+#include "faultlane/base/probe.hpp"
 #include "faultlane/core/net.hpp"
 #include "faultlane/relays/limits.hpp"
 
@@ -57,6 +58,7 @@ void pipe::recheck() {
   if (state_ == state::closed) return;
   if (state_ != state::held || !chain_.release_if_unstalled()) return;
   // The stall was removed: what it held goes on, and so does reading.
+  FAULTLANE_PROBE(relay_stall_lifted);
   state_ = state::deciding;
   out_.pump();
   if (state_ == state::closed) return;
@@ -77,6 +79,7 @@ void pipe::read_next() {
   }
   if (can_splice()) return splice_step();
   if (out_.queued_bytes() > queued_bytes_max) {
+    FAULTLANE_PROBE(relay_paused_for_room);
     state_ = state::paused;  // the send queue calls on_room() as it drains
     return;
   }
@@ -91,7 +94,10 @@ void pipe::on_read(const std::error_code& ec, std::size_t n) {
   FL_ASSERT(state_ == state::reading);
   state_ = state::deciding;
   if (ec == asio::error::eof) return on_source_eof();
-  if (ec) return fail(true, ec);  // pass a reset on
+  if (ec) {
+    FAULTLANE_PROBE(relay_reset_passed_on);
+    return fail(true, ec);  // pass a reset on
+  }
   chain_.refresh();
   if (chain_.transparent() && out_.idle()) return write_through(n);
   chain_.process(buffer_.data(), n);
@@ -129,6 +135,7 @@ void pipe::on_source_eof() {
   out_.pump();
   if (state_ == state::closed) return;
   if (chain_.holding()) {
+    FAULTLANE_PROBE(relay_fin_held_behind_stall);
     source_ended_pending_ = true;
     state_ = state::held;
     return;

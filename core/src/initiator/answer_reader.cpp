@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <span>
 
+#include "faultlane/base/probe.hpp"
 #include "faultlane/core/failpoint.hpp"
 #include "initiator/lane.hpp"
 
@@ -41,6 +42,7 @@ void answer_reader::read_head() {
 // the start of this one: its header, then a READ's payload, then perhaps
 // the answers after it, which stay carried.
 void answer_reader::read_head_from_carry() {
+  FAULTLANE_PROBE(answer_from_carried_bytes);
   auto& op = *lane_.inflight_.front();
   const std::size_t header = std::min(carry_.size(), response_.size());
   std::copy_n(carry_.begin(), header, response_.begin());
@@ -164,6 +166,7 @@ void answer_reader::on_answers(std::size_t n) {
     left -= header;
     if (header < response_.size()) {
       // Cut inside a header: the rest of it, then on as for one answer.
+      FAULTLANE_PROBE(answer_read_cut_in_header);
       state_ = state::idle;
       read_header_rest(header);
       // The room the answers before it freed is used now, not after it.
@@ -191,6 +194,7 @@ void answer_reader::on_answers(std::size_t n) {
     // early: they become the carried bytes, behind the error header's own.
     const auto peek = wire::decode_response(response_);
     if (!peek.ok() || peek.value().status != wire::wire_status::ok) {
+      FAULTLANE_PROBE(answers_carried_past_refusal);
       carry_rest(k, left);
       state_ = state::idle;
       return on_response(payload);  // puts the payload part in front of carry_
@@ -227,7 +231,10 @@ void answer_reader::on_response(std::size_t payload_have) {
   FL_ASSERT(l.state_ == lane::state::busy && !l.inflight_.empty());
   // An answer that arrived after the connection broke is not trusted: the
   // lane is settling everything in flight already.
-  if (l.broken_) return l.break_connection(l.io_failure());
+  if (l.broken_) {
+    FAULTLANE_PROBE(answer_after_connection_broke);
+    return l.break_connection(l.io_failure());
+  }
   (void)FAULTLANE_FAILPOINT("client.on_response");
   auto& op = *l.inflight_.front();
   auto decoded = wire::decode_response(response_);
@@ -239,6 +246,8 @@ void answer_reader::on_response(std::size_t payload_have) {
     // the oldest exchange's, and definite, only when nothing else was sent:
     // an earlier answer dropped on the way would make it a later one's.
     const bool alone = l.inflight_.size() == 1;
+    FAULTLANE_PROBE_IF(alone, header_rejection_alone);
+    FAULTLANE_PROBE_IF(!alone, header_rejection_with_others);
     return l.break_connection(status::protocol_error,
                               alone ? lane::fate::not_executed : lane::fate::unknown);
   }
@@ -288,7 +297,10 @@ void answer_reader::read_payload(std::size_t have) {
 void answer_reader::on_payload(const std::error_code& ec) {
   end_read(state::reading_payload);
   FL_ASSERT(lane_.state_ == lane::state::busy && !lane_.inflight_.empty());
-  if (ec || lane_.broken_) return lane_.break_connection(lane_.io_failure());
+  if (ec || lane_.broken_) {
+    FAULTLANE_PROBE(read_payload_cut);
+    return lane_.break_connection(lane_.io_failure());
+  }
   lane_.complete_head(status::ok, lane_.inflight_.front()->length, lane::fate::unknown);
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "faultlane/base/probe.hpp"
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/net.hpp"
 
@@ -37,6 +38,7 @@ lane_event lane::event() const { return {group_.id(), index_, rail_, epoch()}; }
 // Runs inside the guard's recovery: must not throw.
 void lane::on_handler_exception() noexcept {
   abort_status_ = status::runtime_failed;
+  FAULTLANE_PROBE(lane_handler_threw);
   if (connector_.pending()) {
     // Closing the socket makes the connect's handler end it.
     std::error_code ignored;
@@ -65,6 +67,7 @@ void lane::enqueue(op_chain ops) {
       auto op = ops.pop_front();
       FL_ASSERT(!op->retired);
       if (state_ == state::closed) {
+        FAULTLANE_PROBE(op_reached_closed_lane);
         retire(std::move(op), status::shutting_down, 0);
         continue;
       }
@@ -72,6 +75,7 @@ void lane::enqueue(op_chain ops) {
       // on this shard already (or will find nothing), so end it now rather
       // than queue it behind other work.
       if (op->task->cancelled.load(std::memory_order_acquire)) {
+        FAULTLANE_PROBE(slice_cancelled_before_queued);
         retire(std::move(op), status::cancelled, 0);
         continue;
       }
@@ -141,6 +145,7 @@ void lane::expire_queued_work() {
     }
     auto op = std::move(*it);
     it = queue_.erase(it);
+    FAULTLANE_PROBE(queued_op_missed_start_deadline);
     bump(rt_.stats.timeouts);
     retire(std::move(op), status::timeout, 0);  // never left: definite
   }
@@ -180,6 +185,7 @@ void lane::pump() {
   if (idle_check > 0) {
     // Reconnect first: a WRITE then never leaves on a dead connection, so
     // its outcome stays definite.
+    FAULTLANE_PROBE(idle_lane_found_closed);
     bump(rt_.stats.lanes_found_closed);
     close_socket(status::connection_failed);
     FL_ASSERT(state_ == state::disconnected);
@@ -254,6 +260,7 @@ void lane::cancel_task(const task_state* task) {
   const bool only_this_task = std::all_of(inflight_.begin(), inflight_.end(),
                                           [task](const auto& op) { return op->task == task; });
   if (!inflight_.empty() && only_this_task && !broken_) {
+    FAULTLANE_PROBE(inflight_slice_cut_for_sibling);
     abort_status_ = status::cancelled;
     break_connection(status::cancelled);
   }
@@ -295,6 +302,7 @@ void lane::on_deadline() {
       // A payload streaming in below the receive watermark wakes nobody;
       // bytes waiting in the socket are progress all the same.
       if (reader_.payload_queued_grew()) {
+        FAULTLANE_PROBE(progress_deadline_met_queued_bytes);
         bump(rt_.stats.deadline_checks_with_queued_bytes);
         deadline_.set(milliseconds(rt_.config.progress_timeout_ms), shared_from_this());
         return;
@@ -302,6 +310,7 @@ void lane::on_deadline() {
       // Marked broken at once: an answer already queued behind the close
       // is not acted on; the pending handlers settle everything in flight.
       timed_out_ = true;
+      FAULTLANE_PROBE(progress_timeout_broke_lane);
       return break_connection(status::timeout);
     case deadline_kind::connect:
       // Cancel the pending operation; its handler ends the op with timeout.
@@ -330,6 +339,7 @@ void lane::shutdown(status why) {
     case state::busy:
       // Settles the exchanges in flight now, or when the pending socket
       // operations return; either way the lane ends closed.
+      FAULTLANE_PROBE(shutdown_with_exchanges_in_flight);
       deadline_.cancel();
       return break_connection(why);
     case state::idle: close_socket(why); break;
@@ -353,6 +363,7 @@ void lane::release_work() noexcept {
   for (auto& op : cut) {
     const auto code =
         op->op == wire::opcode::write ? status::ambiguous_write : status::shutting_down;
+    FAULTLANE_PROBE_IF(code == status::ambiguous_write, write_cut_when_pool_stopped);
     retire(std::move(op), code, 0);
   }
 }

@@ -5,6 +5,7 @@
 
 #include <asio/ip/tcp.hpp>
 
+#include "faultlane/base/probe.hpp"
 #include "faultlane/core/failpoint.hpp"
 #include "initiator/lane.hpp"
 #include "initiator/peer_group.hpp"
@@ -87,11 +88,13 @@ void lane_connector::on_failed() {
   state_ = state::idle;
   l.state_ = closing ? lane::state::closed : lane::state::disconnected;
   if (closing || dropped_) {
+    FAULTLANE_PROBE(connect_cancelled);
     bump(l.rt_.stats.connects_cancelled);
     l.group_.connect_finished(peer_group::connect_outcome::cancelled);
     dropped_ = false;
     return closing ? l.fail_queue(*l.abort_status_) : l.pump();
   }
+  FAULTLANE_PROBE(connect_failed);
   auto why = l.io_failure();
   if (l.timed_out_) bump(l.rt_.stats.timeouts);
   bump(l.rt_.stats.connect_failures);
@@ -112,6 +115,7 @@ void lane_connector::drop() noexcept {
 void lane_connector::end_thrown() noexcept {
   auto& l = lane_;
   FL_ASSERT(state_ == state::opening || state_ == state::finishing);
+  FAULTLANE_PROBE(connect_ended_by_throw);
   std::error_code ignored;
   l.socket_.close(ignored);
   l.deadline_.cancel();

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 
+#include "faultlane/base/probe.hpp"
 #include "faultlane/core/failpoint.hpp"
 #include "initiator/lane.hpp"
 #include "initiator/peer_group.hpp"
@@ -33,6 +34,7 @@ void lane::continue_exchanges() {
   if (connected() && !broken_ && inflight_.empty()) {
     if (reader_.carrying()) {
       // Answer bytes nobody asked for: the target cannot be trusted.
+      FAULTLANE_PROBE(answer_bytes_without_request);
       close_socket(status::protocol_error);
       return pump();
     }
@@ -42,6 +44,7 @@ void lane::continue_exchanges() {
       // within its progress timeout, so one kept idle would close under
       // the next request, and a WRITE that meets that close is ambiguous.
       // Connects are on demand: the next work connects again.
+      FAULTLANE_PROBE(connection_closed_unused);
       bump(rt_.stats.lanes_closed_unused);
       return close_socket(status::ok);
     }
@@ -54,6 +57,7 @@ void lane::continue_exchanges() {
 // Slices of a task that already failed are not started.
 void lane::skip_cancelled() {
   while (!queue_.empty() && queue_.front()->task->cancelled.load(std::memory_order_acquire)) {
+    FAULTLANE_PROBE(cancelled_slice_skipped_at_send);
     auto skipped = std::move(queue_.front());
     queue_.pop_front();
     retire(std::move(skipped), status::cancelled, 0);
@@ -131,6 +135,7 @@ void lane::settle_broken() {
   broken_.reset();
   auto cut = std::move(inflight_);
   inflight_.clear();
+  FAULTLANE_PROBE_IF(cut.size() > 1, exchanges_cut_behind_head);
   writer_.cut();
   const auto behind = io_failure();
   close_socket(why.head);
@@ -153,11 +158,13 @@ void lane::end_exchange(op_ptr op, status code, std::uint64_t bytes, fate outcom
   // terminal, never replayed (docs/architecture.md lists the cases).
   if (op->op == wire::opcode::write && code != status::ok && op->request_left &&
       outcome == fate::unknown) {
+    FAULTLANE_PROBE(ambiguous_write);
     code = status::ambiguous_write;
   }
   const bool retry = code == status::stale_registration && !op->refreshed && group_.can_refresh();
   if (code != status::ok && !retry) cancel_siblings(*op);
   if (retry) {
+    FAULTLANE_PROBE(stale_refresh_requested);
     group_.refresh_and_retry(std::move(op), shared_from_this());
   } else {
     FAULTLANE_PERTURB("lane.retire");
@@ -171,6 +178,7 @@ void lane::cancel_siblings(const transfer_op& failed) {
   if (task->slice_lanes.empty()) return;
   FAULTLANE_PERTURB("siblings.cancel");
   if (task->cancelled.exchange(true, std::memory_order_acq_rel)) return;  // already done once
+  FAULTLANE_PROBE(siblings_cancelled);
   for (const auto& sibling : task->slice_lanes) {
     if (sibling.get() == this) continue;
     // `keep` pins the batch, so `task` cannot be freed and reused by a new

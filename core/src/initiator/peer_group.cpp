@@ -9,6 +9,7 @@
 #include "initiator/lane_handoff.hpp"
 #include "initiator/peer_group.hpp"
 
+#include "faultlane/base/probe.hpp"
 #include "faultlane/core/net.hpp"
 
 namespace faultlane::detail {
@@ -152,7 +153,11 @@ void peer_group::retry_after_refresh(op_ptr op, const std::shared_ptr<lane>& fro
       }
     }
   }
-  if (!renamed) return retire(std::move(op), status::stale_registration, 0);
+  if (!renamed) {
+    FAULTLANE_PROBE(refresh_found_no_new_id);
+    return retire(std::move(op), status::stale_registration, 0);
+  }
+  FAULTLANE_PROBE(stale_id_refreshed_by_name);
   bump(rt_.stats.stale_refreshes);
   op->remote_registration = *renamed;
   op->request_id = rt_.next_request_id.fetch_add(1, std::memory_order_relaxed);
@@ -195,12 +200,17 @@ peer_group::connect_decision peer_group::request_connect(const std::shared_ptr<l
   std::lock_guard lock(gate_mutex_);
   if (failure_streak_ == 0) return connect_decision::go;  // healthy: lanes connect in parallel
   auto cooldown = milliseconds(rt_.config.reconnect_cooldown_ms);
-  if (net::clock::now() < last_failure_ + cooldown) return connect_decision::refuse;
+  if (net::clock::now() < last_failure_ + cooldown) {
+    FAULTLANE_PROBE(connect_refused_in_cooldown);
+    return connect_decision::refuse;
+  }
   if (probe_in_flight_) {
+    FAULTLANE_PROBE(connect_waits_for_probe);
     waiting_.push_back(l);
     return connect_decision::wait;
   }
   probe_in_flight_ = true;
+  FAULTLANE_PROBE(connect_probes_failed_peer);
   return connect_decision::go;
 }
 

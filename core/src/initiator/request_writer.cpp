@@ -10,6 +10,7 @@
 
 #include <algorithm>
 
+#include "faultlane/base/probe.hpp"
 #include "faultlane/core/failpoint.hpp"
 #include "initiator/lane.hpp"
 #include "runtime/send_now.hpp"
@@ -79,10 +80,12 @@ void request_writer::write(std::size_t sent) {
   // marked already (by requests_out, or none at 0): nothing more left.
   if (ec) {
     FL_ASSERT(n == 0);  // send_now's contract; a partial send would need marking
+    FAULTLANE_PROBE(request_send_failed);
     return l.break_connection(l.io_failure());
   }
   if (!requests_out(sent)) return;
   if (sent < group_bytes_) {
+    FAULTLANE_PROBE(request_send_went_async);
     gather_rest_ = rest_of(gather_rest_, n);
     // The write stops where the request it is in ends.
     const auto& leaving = *l.inflight_[l.inflight_.size() - leaving_];
@@ -116,6 +119,7 @@ void request_writer::on_written(const std::error_code& ec, std::size_t sent, std
   // Done before the connection broke, or cut by it: either way the lane is
   // settling.
   if (ec || l.broken_) {
+    FAULTLANE_PROBE(request_send_failed);
     requests_left(total);
     return l.break_connection(l.io_failure());
   }

@@ -9,6 +9,7 @@
 #include <span>
 #include <thread>
 
+#include "faultlane/base/probe.hpp"
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/limits.hpp"
 #include "faultlane/core/net.hpp"
@@ -146,9 +147,11 @@ result<std::uint64_t> transport::impl::check_batch(std::span<const transfer_requ
 result<std::shared_ptr<transfer_batch>> transport::impl::submit(
     std::span<const transfer_request> requests, task_callback callback) {
   if (rt.failed.load(std::memory_order_acquire)) {
+    FAULTLANE_PROBE(submit_after_runtime_failed);
     return error{status::runtime_failed, "transport runtime failed; new work is rejected"};
   }
   if (rt.closing.load(std::memory_order_acquire)) {
+    FAULTLANE_PROBE(submit_while_shutting_down);
     return error{status::shutting_down, "transport is shutting down"};
   }
   if (requests.empty()) return error{status::invalid_argument, "submit: empty batch"};

@@ -4,6 +4,7 @@
 // and it is taken once per batch and once per retired task, never per byte.
 #include "faultlane/core/admission.hpp"
 
+#include "faultlane/base/probe.hpp"
 #include "faultlane/core/failpoint.hpp"
 
 #include <string>
@@ -70,6 +71,7 @@ result<admission_reservation> admission::try_reserve(std::uint64_t tasks, std::u
   bool fits =
       tasks <= limits_.tasks_max - state_.tasks && bytes <= limits_.bytes_max - state_.bytes;
   if (!fits) {
+    FAULTLANE_PROBE(admission_answered_busy);
     ++state_.rejected_busy;
     return error{status::busy, "over admission bound: " + std::to_string(state_.tasks) + "+" +
                                    std::to_string(tasks) + " tasks (max " +

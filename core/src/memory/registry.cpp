@@ -1,6 +1,7 @@
 // registry and lease; see registry.hpp.
 #include "faultlane/core/registry.hpp"
 
+#include "faultlane/base/probe.hpp"
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/net.hpp"
 
@@ -168,6 +169,7 @@ result<void> registry::wait_retired(const entry_ptr& entry, registration_id id,
   {
     std::unique_lock lock(entry->mutex);
     auto drained = [&] { return entry->leases == 0; };
+    FAULTLANE_PROBE_IF(!drained(), unregister_waits_for_leases);
     if (timeout == std::chrono::milliseconds::max()) {
       entry->retired.wait(lock, drained);
     } else if (!entry->retired.wait_for(lock, timeout, drained)) {
@@ -184,9 +186,15 @@ result<void> registry::wait_retired(const entry_ptr& entry, registration_id id,
 result<lease> registry::acquire(registration_id id, std::uint64_t offset, std::uint64_t length,
                                 access kind) {
   std::shared_lock lock(mutex_);
-  if (closed_) return error{status::shutting_down, "registry is closed"};
+  if (closed_) {
+    FAULTLANE_PROBE(acquire_after_registry_closed);
+    return error{status::shutting_down, "registry is closed"};
+  }
   auto it = live_.find(id);
-  if (it == live_.end()) return error{status::stale_registration, "unknown registration id"};
+  if (it == live_.end()) {
+    FAULTLANE_PROBE(acquire_of_unknown_id);
+    return error{status::stale_registration, "unknown registration id"};
+  }
   const entry_ptr& entry = it->second;
   bool allowed = kind == access::read ? entry->perm != permission::local_only
                                       : entry->perm == permission::remote_read_write;

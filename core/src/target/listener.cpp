@@ -4,6 +4,7 @@
 // sessions are server.cpp's.
 #include <fmt/format.h>
 
+#include "faultlane/base/probe.hpp"
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/net.hpp"
 #include "target/server.hpp"
@@ -88,6 +89,7 @@ void server::on_accept(std::size_t shard, net::socket socket) {
     // Over the connection limit: refuse this one at once; the peer sees
     // the connection close before any byte.
     rt_.stats.sessions_live.fetch_sub(1, std::memory_order_acq_rel);
+    FAULTLANE_PROBE_IF(live >= rt_.config.max_connections, session_refused_at_connection_limit);
     bump(rt_.stats.sessions_rejected_limit);
     std::error_code ignored;
     socket.close(ignored);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <span>
 
+#include "faultlane/base/probe.hpp"
 #include "faultlane/core/failpoint.hpp"
 #include "runtime/send_now.hpp"
 #include "runtime/tsan_order.hpp"
@@ -52,9 +53,11 @@ void server_session::expire() {
   // A body streaming in below the receive watermark wakes nobody; bytes
   // waiting in the socket are progress all the same.
   if (state_ == session_state::receiving_body && watermark_.queued_bytes_grew(socket_)) {
+    FAULTLANE_PROBE(session_deadline_met_queued_body);
     bump(rt_.stats.deadline_checks_with_queued_bytes);
     return deadline_.set(progress(), shared_from_this());
   }
+  FAULTLANE_PROBE(session_timed_out);
   bump(rt_.stats.sessions_timed_out);
   bump(rt_.stats.timeouts);
   close_socket();
@@ -128,6 +131,7 @@ bool server_session::serve_one() {
   if (!decoded.ok()) {
     // The header cannot be trusted, so neither can any body length: answer
     // and close this connection only.
+    FAULTLANE_PROBE(target_rejected_header);
     bump(rt_.stats.server_rejects);
     hold_answer(wire::wire_status_for(decoded.error()), {}, 0, {});
     send_answers(then::close);
@@ -171,6 +175,7 @@ bool server_session::reject(status why) {
   }
   // Taken once per session and kept: a client refused again and again
   // (a stale registration) costs no allocation per refusal.
+  FAULTLANE_PROBE(refused_write_body_drained);
   if (!drain_buffer_) drain_buffer_ = std::make_unique<std::array<std::byte, drain_buffer_bytes>>();
   send_answers(then::drain_body);
   return false;
@@ -200,6 +205,7 @@ bool server_session::receive_write_body() {
   // READ answers held leave before this WRITE changes any buffer: a READ
   // sent before it reads what was there before it.
   if (answer_bytes_ > 0) {
+    FAULTLANE_PROBE(reads_answered_before_write);
     send_answers(then::land_body);
     return false;
   }
@@ -211,6 +217,7 @@ bool server_session::land_body() {
   state_ = session_state::receiving_body;
   body_have_ = take_staged(lease_.data(), lease_.size());
   if (body_have_ == lease_.size()) return write_landed();
+  FAULTLANE_PROBE(write_body_waits_after_header);
   if (lease_.size() - body_have_ > small_body_rest_max) {
     send_answers(then::receive_body);
     return false;
@@ -264,7 +271,10 @@ void server_session::read_small_body() {
   socket_.async_read_some(in, guarded([this](std::error_code ec, std::size_t n) {
                             io_pending_ = false;
                             FL_ASSERT(state_ == session_state::receiving_body);
-                            if (ec) return end();
+                            if (ec) {
+                              FAULTLANE_PROBE(write_body_cut);
+                              return end();
+                            }
                             small_body_read(n);
                             if (body_have_ < lease_.size()) return read_small_body();
                             (void)write_landed();
@@ -290,6 +300,7 @@ void server_session::read_write_body() {
                      FL_ASSERT(state_ == session_state::receiving_body);
                      watermark_.end(socket_);
                      if (ec) {
+                       FAULTLANE_PROBE(write_body_cut);
                        release_lease();
                        return end();
                      }
@@ -350,6 +361,7 @@ void server_session::answers_sent(const std::error_code& ec, std::size_t sent, t
       bump(rt_.stats.server_reads);
       report(a.request, status::ok);
     }
+    FAULTLANE_PROBE_IF(a.payload && end_of > sent, read_answer_cut_in_send);
     release(a.payload, a.request.registration_id);
   }
   answers_used_ = 0;
@@ -391,8 +403,10 @@ void server_session::report(const wire::request_frame& r, status outcome) {
 void server_session::end() {
   if (state_ == session_state::ended) return;
   state_ = session_state::ended;
+  FAULTLANE_PROBE_IF(lease_, session_ended_holding_leases);
   release_lease();
   for (std::size_t i = 0; i < answers_used_; ++i) {
+    FAULTLANE_PROBE_IF(answers_[i].payload, session_ended_holding_leases);
     release(answers_[i].payload, answers_[i].request.registration_id);
   }
   answers_used_ = 0;
