@@ -98,5 +98,26 @@ TEST(merge, what_is_not_a_report_is_refused_by_name) {
             std::string::npos);
 }
 
+// Catches a merge that keeps one shard's probes, or sums a run twice.
+TEST(merge, the_merged_probes_are_the_shards_summed) {
+  const auto at = [](probe_id id) { return static_cast<std::size_t>(id); };
+  auto shard_with_probes = [&](const std::string& name, shard part) {
+    std::vector<run_result> runs;
+    for (auto seed : shard_seeds({1, 4}, part)) {
+      runs.push_back(passed_run("s", seed));
+      runs.back().probes[at(probe_id::relay_frame_dropped)] = seed;
+    }
+    return named_report{name, swarm_report(runs, {"s", {1, 4}, part})};
+  };
+  auto merged = merge_reports({shard_with_probes("a", {0, 2}), shard_with_probes("b", {1, 2})});
+  ASSERT_TRUE(merged.ok()) << merged.error().message;
+  EXPECT_EQ(merged->probes.hits["relay_frame_dropped"], 1u + 2 + 3 + 4);
+  EXPECT_EQ(merged->probes.runs, 4u);
+  auto doc = nlohmann::json::parse(merged->text);
+  EXPECT_EQ(doc["probes"]["relay_frame_dropped"], 10u);
+  EXPECT_EQ(doc["probes_never_reached"].size(), probes::count - 1);
+  EXPECT_EQ(doc["probes_counted"], probes::counted);
+}
+
 }  // namespace
 }  // namespace faultlane::sim

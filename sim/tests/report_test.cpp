@@ -3,6 +3,8 @@
 // names the wrong line it would catch.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "faultlane/sim/report.hpp"
@@ -255,6 +257,47 @@ TEST(ReportJunit, EmptyRunListIsStillAValidSuite) {
   auto xml = to_junit({});
   EXPECT_EQ(check_balanced(xml), "");
   EXPECT_NE(xml.find(R"(tests="0" failures="0" errors="0" skipped="0")"), std::string::npos);
+}
+
+// Catches probes summed wrong, a never-reached list with a reached probe
+// (or without an unreached one), a line past 100 columns, and counts shown
+// as if meaningful where probes are compiled out.
+TEST(ReportProbes, SumsHitsByNameAndNamesEveryProbeNeverReached) {
+  auto a = passed_run("a", 1);
+  auto b = passed_run("b", 2);
+  const auto at = [](probe_id id) { return static_cast<std::size_t>(id); };
+  a.probes[at(probe_id::ambiguous_write)] = 2;
+  b.probes[at(probe_id::ambiguous_write)] = 3;
+  b.probes[at(probe_id::world_load_hiccup)] = 1;
+  auto p = summarize_probes({a, b});
+  EXPECT_EQ(p.runs, 2u);
+  EXPECT_EQ(p.hits.size(), probes::count);
+  EXPECT_EQ(p.hits["ambiguous_write"], 5u);
+  EXPECT_EQ(p.hits["world_load_hiccup"], 1u);
+  EXPECT_EQ(p.hits["lane_handler_threw"], 0u);
+  const auto never = never_reached(p);
+  EXPECT_EQ(never.size(), probes::count - 2);
+  EXPECT_EQ(never.front(), std::string(probes::table[0].name));
+  EXPECT_EQ(std::count(never.begin(), never.end(), "ambiguous_write"), 0);
+  p.counted = true;
+  const auto text = probes_text(p);
+  EXPECT_TRUE(text.starts_with("code probes: 2 of " + std::to_string(probes::count) +
+                               " reached over 2 run(s)\n"))
+      << text;
+  for (const auto& line : lines_of(text)) EXPECT_LE(line.size(), 100u) << line;
+  EXPECT_NE(text.find("ambiguous_write"), std::string::npos);
+  EXPECT_NE(text.find("never reached (" + std::to_string(probes::count - 2) + "):"),
+            std::string::npos);
+  for (const auto& name : never) EXPECT_NE(text.find(name), std::string::npos) << name;
+  p.counted = false;
+  EXPECT_EQ(probes_text(p), "code probes: not counted in this build (failpoints compiled out)\n");
+  // The JSON: each run's own probes, then the sum, the list and whether counted.
+  const auto doc = nlohmann::json::parse(to_json({a, b}));
+  EXPECT_EQ(doc["runs"][0]["probes"], (nlohmann::json{{"ambiguous_write", 2}}));
+  EXPECT_EQ(doc["probes"]["ambiguous_write"], 5u);
+  EXPECT_EQ(doc["probes"].size(), probes::count);
+  EXPECT_EQ(doc["probes_never_reached"].get<std::vector<std::string>>(), never);
+  EXPECT_EQ(doc["probes_counted"], probes::counted);
 }
 
 }  // namespace

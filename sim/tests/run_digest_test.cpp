@@ -88,6 +88,7 @@ TEST(run_digest, every_part_it_chains_moves_it_and_nothing_else_does) {
       {"the wall-clock seconds", [](history&, run_result& r) { r.seconds += 1; }},
       {"the file", [](history&, run_result& r) { r.file = "elsewhere.yaml"; }},
       {"the replay line", [](history&, run_result& r) { r.replay += " --again"; }},
+      {"the code probes", [](history&, run_result& r) { r.probes[0] += 5; }},
   };
   for (const auto& p : left_out) EXPECT_EQ(base, digest_after(p.change)) << p.name;
 }

@@ -267,6 +267,7 @@ int run_command(const run_flags& f) {
   }
   std::cout << summary_table(results);
   std::cout << deterministic_text(results);
+  std::cout << probes_text(summarize_probes(results));
   if (!results.empty() &&
       std::all_of(results.begin(), results.end(), [](const run_result& r) { return r.skipped; })) {
     std::cout << "every run skipped\n";

@@ -117,6 +117,7 @@ int swarm_command(swarm_flags& f) {
       "seeds/min\n",
       original.name, range.value().first, range.value().last, part.value().index,
       part.value().count, results.size(), results.size() - *failed, *failed, wall, per_minute);
+  std::cout << probes_text(summarize_probes(results));
   const swarm_meta meta{original.name, range.value(), part.value()};
   if (!f.run.json.empty() && !write_file(f.run.json, swarm_report(results, meta))) {
     return exit_bad_input;
@@ -148,6 +149,7 @@ int merge_command(const std::vector<std::string>& inputs, const std::string& jso
   if (!write_file(json_out, merged.value().text)) return exit_bad_input;
   std::cout << fmt::format("merged {} runs from {} reports into {}\n", merged.value().runs,
                            reports.size(), json_out);
+  std::cout << probes_text(merged.value().probes);
   return 0;
 }
 

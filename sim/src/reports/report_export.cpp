@@ -90,6 +90,11 @@ json run_json(const run_result& r) {
                        {"listed", c.listed}});
   }
   out["callers"] = std::move(callers);
+  json reached = json::object();
+  for (std::size_t i = 0; i < probes::count; ++i) {
+    if (r.probes[i] > 0) reached[std::string(probes::table[i].name)] = r.probes[i];
+  }
+  out["probes"] = std::move(reached);
   return out;
 }
 
@@ -98,8 +103,13 @@ json run_json(const run_result& r) {
 std::string to_json(const std::vector<run_result>& runs) {
   json list = json::array();
   for (const auto& r : runs) list.push_back(run_json(r));
+  const auto p = summarize_probes(runs);
+  json out{{"runs", std::move(list)},
+           {"probes", p.hits},
+           {"probes_never_reached", never_reached(p)},
+           {"probes_counted", p.counted}};
   // Replace invalid UTF-8 (a name or evidence quoting raw bytes) rather than throw.
-  return json{{"runs", std::move(list)}}.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 namespace {

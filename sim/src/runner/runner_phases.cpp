@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "faultlane/base/hash.hpp"
+#include "faultlane/base/probe.hpp"
 #include "faultlane/core/failpoint.hpp"
 #include "faultlane/core/limits.hpp"
 #include "runner/run_digest.hpp"
@@ -206,9 +207,9 @@ run_result scenario_run::judge(run_result r) {
   return r;
 }
 
-run_result run_scenario(const scenario& s, const run_options& options) {
-  // A child that dies mid-command must not take the runner with it.
-  std::signal(SIGPIPE, SIG_IGN);
+namespace {
+
+run_result run_in_this_build(const scenario& s, const run_options& options) {
 #if defined(FAULTLANE_DSIM)
   const auto wall_started = std::chrono::steady_clock::now();
   dsim::world w(options.seed, std::max<std::size_t>(options.trace_events, 1));
@@ -231,6 +232,20 @@ run_result run_scenario(const scenario& s, const run_options& options) {
   scenario_run run(s, options);
   return run.run();
 #endif
+}
+
+}  // namespace
+
+run_result run_scenario(const scenario& s, const run_options& options) {
+  // A child that dies mid-command must not take the runner with it.
+  std::signal(SIGPIPE, SIG_IGN);
+  // The probes this run reached: on the world this thread's alone (the
+  // world runs here), else the process's, other runs at the same time
+  // included. Added after the digest and the verdict, which never read them.
+  const auto before = probes::snapshot();
+  auto r = run_in_this_build(s, options);
+  r.probes = probes::delta(before, probes::snapshot());
+  return r;
 }
 
 }  // namespace faultlane::sim

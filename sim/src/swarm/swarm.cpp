@@ -194,6 +194,25 @@ result<void> check_shards(const std::vector<named_report>& reports, const std::v
   return {};
 }
 
+// The merged runs' probe hits, summed as one report's are; counted only
+// when every input counted them.
+probe_summary merged_probes(const std::vector<json>& docs,
+                            const std::map<std::pair<std::string, std::uint64_t>, json>& runs) {
+  probe_summary out;
+  out.runs = runs.size();
+  out.counted = std::all_of(docs.begin(), docs.end(),
+                            [](const json& d) { return d.value("probes_counted", false); });
+  for (const auto& row : probes::table) out.hits[std::string(row.name)] = 0;
+  for (const auto& [key, run] : runs) {
+    const auto it = run.find("probes");
+    if (it == run.end() || !it->is_object()) continue;
+    for (const auto& [name, hits] : it->items()) {
+      if (hits.is_number_unsigned()) out.hits[name] += hits.get<std::uint64_t>();
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 result<merged_report> merge_reports(const std::vector<named_report>& reports) {
@@ -228,11 +247,16 @@ result<merged_report> merge_reports(const std::vector<named_report>& reports) {
       from[key] = reports[i].name;
     }
   }
+  const auto p = merged_probes(docs, runs);
   json list = json::array();
   for (auto& [key, run] : runs) list.push_back(std::move(run));
-  json out{{"runs", std::move(list)}};
+  json out{{"runs", std::move(list)},
+           {"probes", p.hits},
+           {"probes_never_reached", never_reached(p)},
+           {"probes_counted", p.counted}};
   if (!meta.is_null()) out["swarm"] = std::move(meta);
-  return merged_report{out.dump(2, ' ', false, json::error_handler_t::replace) + "\n", runs.size()};
+  return merged_report{out.dump(2, ' ', false, json::error_handler_t::replace) + "\n", runs.size(),
+                       p};
 }
 
 }  // namespace faultlane::sim

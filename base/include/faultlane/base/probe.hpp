@@ -47,7 +47,7 @@
   X(inflight_slice_cut_for_sibling, "a slice in flight was cut because a sibling failed",          \
     failed_slice_cancels_siblings)                                                                 \
   X(progress_deadline_met_queued_bytes,                                                            \
-    "a progress deadline found payload bytes queued below the watermark", slow_rail_three_rails)   \
+    "a progress deadline found payload bytes queued below the watermark", swarm)                   \
   X(progress_timeout_broke_lane, "no progress within progress_timeout_ms: the lane broke",         \
     stalled_peer_healthy_peer)                                                                     \
   X(shutdown_with_exchanges_in_flight, "shutdown reached a lane with exchanges in flight",         \
@@ -60,7 +60,7 @@
   X(cancelled_slice_skipped_at_send, "a queued slice of a failed task was skipped at send",        \
     failed_slice_cancels_siblings)                                                                 \
   X(exchanges_cut_behind_head, "a broken connection cut exchanges behind the oldest",              \
-    torn_writes_under_load)                                                                        \
+    shutdown_under_load_stalled_peer)                                                              \
   X(ambiguous_write, "a WRITE failed after bytes of it left: ambiguous, never replayed",           \
     reset_in_write_body)                                                                           \
   X(stale_refresh_requested, "stale_registration answered: the id is refreshed by name",           \
@@ -78,7 +78,7 @@
   X(header_rejection_alone, "a header rejection with one exchange in flight: not executed",        \
     corrupted_header)                                                                              \
   X(header_rejection_with_others, "a header rejection with several in flight: outcome unknown",    \
-    corrupted_header)                                                                              \
+    swarm)                                                                                         \
   X(read_payload_cut, "a READ's payload stopped before its end", truncated_read_payload)           \
   X(request_send_went_async, "a gather write of requests did not leave at once",                   \
     small_writes_slow_link)                                                                        \
@@ -97,7 +97,7 @@
   X(stale_id_refreshed_by_name, "a stale id was replaced by the new id of its name",               \
     stale_ids_after_restart)                                                                       \
   X(refresh_found_no_new_id, "a refresh found no new id for the name: stays stale",                \
-    control_restart_redescribed)                                                                   \
+    unregister_during_reads)                                                                       \
   /* core: submit, admission, shutdown, the registry */                                            \
   X(submit_after_runtime_failed, "a submit after the runtime failed", throwing_handler)            \
   X(submit_while_shutting_down, "a submit while the transport shuts down",                         \
@@ -106,7 +106,7 @@
   X(shutdown_drain_timed_out, "shutdown's drain ran out of time with work admitted",               \
     shutdown_under_load_stalled_peer)                                                              \
   X(shutdown_waits_for_sessions, "shutdown waited for target sessions to end",                     \
-    half_header_shutdown)                                                                          \
+    stale_ids_after_restart)                                                                       \
   X(unregister_waits_for_leases, "an unregister waited for leases on its buffer",                  \
     unregister_during_reads)                                                                       \
   X(acquire_of_unknown_id, "a request named an id this registry does not know",                    \
@@ -122,12 +122,12 @@
   X(refused_write_body_drained, "a refused WRITE's body is read and dropped",                      \
     stale_ids_after_restart)                                                                       \
   X(reads_answered_before_write, "READ answers held left before a WRITE landed",                   \
-    torn_writes_under_load)                                                                        \
+    stalled_peer_healthy_peer)                                                                     \
   X(write_body_waits_after_header, "a WRITE's body was not all there with its header",             \
     small_writes_slow_link)                                                                        \
   X(write_body_cut, "a WRITE's body stopped before its end", reset_in_write_body)                  \
   X(read_answer_cut_in_send, "a READ answer's payload did not all leave",                          \
-    shutdown_under_load_stalled_peer)                                                              \
+    failed_slice_cancels_siblings)                                                                 \
   X(session_ended_holding_leases, "a session ended holding leases (a READ not yet sent)",          \
     shutdown_under_load_stalled_peer)                                                              \
   X(session_refused_at_connection_limit, "a connection over max_connections was closed",           \
@@ -165,19 +165,21 @@
     small_writes_slow_link)                                                                        \
   X(relay_fin_held_behind_stall, "a source's FIN waits behind a stall", half_header_shutdown)      \
   X(relay_stall_lifted, "a stall was removed and what it held went on", stalled_peer_healthy_peer) \
-  X(relay_upstream_refused, "a relay could not connect to its upstream", peer_restart_no_storm)    \
+  X(relay_upstream_refused, "a relay could not connect to its upstream",                           \
+    control_restart_redescribed)                                                                   \
   X(relay_reset_passed_on, "a relay passed a reset from one side on to the other",                 \
     kill_child_mid_write)                                                                          \
   /* dsim: the world's network and load model */                                                   \
   X(world_bytes_read_before_reset, "a read took bytes that arrived before a reset",                \
-    kill_child_mid_write)                                                                          \
+    failed_slice_cancels_siblings)                                                                 \
   X(world_crashed_end_bytes_delivered, "bytes a crashed end wrote arrived before its reset",       \
     kill_child_mid_write)                                                                          \
   X(world_bytes_met_closed_socket, "bytes arrived at a closed socket: it answers a reset",         \
     peer_restart_no_storm)                                                                         \
   X(world_writer_waits_for_room, "a write found no room in the peer's buffer and waits",           \
-    small_writes_slow_link)                                                                        \
-  X(world_connect_refused, "a connect found no listener, or its node down", peer_restart_no_storm) \
+    slow_rail_three_rails)                                                                         \
+  X(world_connect_refused, "a connect found no listener, or its node down",                        \
+    control_restart_redescribed)                                                                   \
   X(world_listener_closed_with_queue, "a listener closed with connections not yet accepted",       \
     kill_child_mid_write)                                                                          \
   X(world_node_crashed_with_connections, "a node crashed with connections open",                   \
@@ -185,7 +187,7 @@
   X(world_load_hiccup, "the load model held a context busy for a hiccup",                          \
     stalled_peer_healthy_peer)                                                                     \
   X(world_data_before_accept, "bytes arrived on a connection before it was accepted",              \
-    torn_writes_under_load)
+    control_stalled_connection)
 
 namespace faultlane {
 
@@ -267,7 +269,7 @@ inline counts delta(const counts& before, const counts& after) noexcept {
 #else
 // Names the enumerator, so an undeclared name fails here too, and does nothing.
 #define FAULTLANE_PROBE(name) static_cast<void>(::faultlane::probe_id::name)
-#define FAULTLANE_PROBE_IF(condition, name)                  \
+#define FAULTLANE_PROBE_IF(condition, name)                 \
   (static_cast<void>(sizeof(static_cast<bool>(condition))), \
    static_cast<void>(::faultlane::probe_id::name))
 #endif

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "faultlane/base/probe.hpp"
 #include "faultlane/sim/checkers.hpp"
 #include "faultlane/sim/history.hpp"
 #include "faultlane/sim/scenario.hpp"
@@ -44,6 +45,10 @@ struct run_result {
   std::uint64_t digest = 0;
   double virtual_seconds = 0;
   std::string trace;
+  // The code probes this run reached (docs/dsim.md, "Code probes"): hits
+  // per probe, in FAULTLANE_PROBES' order; all zero in a build that does
+  // not count them. Neither the verdict nor the digest reads them.
+  probes::counts probes{};
 };
 
 // How a run ended, in the order the reports decide it: a run error wins,
@@ -82,10 +87,28 @@ std::string deterministic_text(const std::vector<run_result>& runs);
 // describe(caller_summary)); empty when no run had callers.
 std::string callers_text(const std::vector<run_result>& runs);
 
+// Code probe hits over a set of runs: every probe this build declares, by
+// name, summed over the runs (0: no run reached it); a merged report keeps
+// the names of another build's table too.
+struct probe_summary {
+  bool counted = probes::counted;  // false: a build (or an input) without probes
+  std::map<std::string, std::uint64_t> hits;
+  std::size_t runs = 0;
+};
+probe_summary summarize_probes(const std::vector<run_result>& runs);
+// The declared probes with no hit, in the table's order.
+std::vector<std::string> never_reached(const probe_summary& p);
+// "code probes: R of N reached over K runs", a table of the probes reached
+// (probe | hits) and "never reached (M): a, b, ..." wrapped to 100
+// columns; one line saying they are not counted where they are not.
+std::string probes_text(const probe_summary& p);
+
 // {"runs": [...]}: every run_result field but hist, the checkers with every
 // violation field, and "counters": ops by outcome status (when hist is
 // set; "not_completed" for ops that never completed) and each link's relay
-// counters and tap record counts.
+// counters and tap record counts; a run's "probes" holds the probes it
+// reached. Then the runs' probes: "probes" (every declared name: hits,
+// summed), "probes_never_reached" and "probes_counted".
 std::string to_json(const std::vector<run_result>& runs);
 // JUnit XML as Jenkins and GitLab read it: one <testsuite name="faultlane-sim">
 // with one <testcase> per scenario x seed; a failure's message is

@@ -78,6 +78,7 @@ struct named_report {
 struct merged_report {
   std::string text;
   std::size_t runs = 0;
+  probe_summary probes;  // the merged runs' code probes, as the report has them
 };
 result<merged_report> merge_reports(const std::vector<named_report>& reports);
 
