@@ -114,13 +114,23 @@ struct fault_kind_traits {
   constexpr bool lasting() const { return effect == fault_effect::lasting; }
 };
 
+// Every entry of a row's keys written out (keys_of's defaults), not left
+// to the array's brace elision: GCC 12 cannot copy an element an aggregate
+// initializer left out in a constant expression ("modification of
+// fault_kinds is not a constant expression"), which the static_asserts
+// below do.
+constexpr std::array<std::string_view, fault_value_keys_max> keys_of(std::string_view a = {},
+                                                                    std::string_view b = {},
+                                                                    std::string_view c = {}) {
+  return {a, b, c};
+}
 #define FAULTLANE_FAULT_KIND_UNPAREN(...) __VA_ARGS__
 #define FAULTLANE_FAULT_KIND_TRAITS(kind, category, effect, keys, toxic, attributes) \
   fault_kind_traits{fault_kind::kind,                                                \
                     #kind,                                                           \
                     fault_class::category,                                           \
                     fault_effect::effect,                                            \
-                    {{FAULTLANE_FAULT_KIND_UNPAREN keys}},                           \
+                    keys_of(FAULTLANE_FAULT_KIND_UNPAREN keys),                      \
                     toxic,                                                           \
                     {{FAULTLANE_FAULT_KIND_UNPAREN attributes}}},
 inline constexpr std::array fault_kinds{FAULTLANE_RELAY_FAULT_KINDS(FAULTLANE_FAULT_KIND_TRAITS)};
