@@ -133,18 +133,18 @@
   X(session_refused_at_connection_limit, "a connection over max_connections was closed",           \
     connection_limit_idle_cleanup)                                                                 \
   /* control: the rpc server and client */                                                         \
-  X(rpc_queue_full, "the worker queue was full: a call answered busy", ping_while_pool_saturated)  \
+  X(rpc_queue_full, "the worker queue was full: a call answered busy", control_queue_full)         \
   X(rpc_call_cancelled_by_stop, "a queued call was cancelled by the service's stop",               \
-    ping_while_pool_saturated)                                                                     \
+    control_queue_full)                                                                            \
   X(rpc_answer_for_closed_session, "a call's answer was ready after its connection closed",        \
-    control_reset_during_describe)                                                                 \
+    control_queue_full)                                                                            \
   X(rpc_reading_paused, "a session stopped reading calls: too many unanswered",                    \
     control_stalled_connection)                                                                    \
   X(rpc_client_waits_out_cooldown, "a client call waits out the reconnect cooldown",               \
     control_restart_redescribed)                                                                   \
   X(rpc_client_connect_failed, "the control client could not connect",                             \
-    control_restart_redescribed)                                                                   \
-  X(rpc_client_busy_retried, "a call answered busy is sent again", ping_while_pool_saturated)      \
+    control_queue_full)                                                                            \
+  X(rpc_client_busy_retried, "a call answered busy is sent again", control_queue_full)             \
   X(rpc_calls_resent_after_reset, "calls sent on a reset connection are sent again",               \
     control_reset_during_describe)                                                                 \
   X(rpc_attempt_timed_out, "a call got no answer within call_timeout_ms: reset",                   \
