@@ -115,9 +115,9 @@
     shutdown_under_load_stalled_peer)                                                              \
   /* core: the target's sessions */                                                                \
   X(session_deadline_met_queued_body,                                                              \
-    "a session's deadline found body bytes queued below the watermark", small_writes_slow_link)    \
+    "a session's deadline found body bytes queued below the watermark", target_progress_deadline)  \
   X(session_timed_out, "a target session made no progress in time: closed",                        \
-    connection_limit_idle_cleanup)                                                                 \
+    target_progress_deadline)                                                                      \
   X(target_rejected_header, "the target could not decode a request header", corrupted_header)      \
   X(refused_write_body_drained, "a refused WRITE's body is read and dropped",                      \
     stale_ids_after_restart)                                                                       \
@@ -128,8 +128,9 @@
   X(write_body_cut, "a WRITE's body stopped before its end", reset_in_write_body)                  \
   X(read_answer_cut_in_send, "a READ answer's payload did not all leave",                          \
     failed_slice_cancels_siblings)                                                                 \
-  X(session_ended_holding_leases, "a session ended holding leases (a READ not yet sent)",          \
-    shutdown_under_load_stalled_peer)                                                              \
+  X(session_ended_holding_leases,                                                                  \
+    "a session ended holding leases (a WRITE body cut, or a READ not yet sent)",                   \
+    target_progress_deadline)                                                                      \
   X(session_refused_at_connection_limit, "a connection over max_connections was closed",           \
     connection_limit_idle_cleanup)                                                                 \
   /* control: the rpc server and client */                                                         \
@@ -181,7 +182,7 @@
   X(world_connect_refused, "a connect found no listener, or its node down",                        \
     control_restart_redescribed)                                                                   \
   X(world_listener_closed_with_queue, "a listener closed with connections not yet accepted",       \
-    kill_child_mid_write)                                                                          \
+    accept_backlog_restart)                                                                        \
   X(world_node_crashed_with_connections, "a node crashed with connections open",                   \
     kill_child_mid_write)                                                                          \
   X(world_load_hiccup, "the load model held a context busy for a hiccup",                          \
