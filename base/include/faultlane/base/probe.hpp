@@ -163,7 +163,7 @@
   X(relay_stream_truncated, "a relay truncated a stream", truncated_read_payload)                  \
   X(relay_half_closed, "a relay sent a FIN in one direction only", half_closed_idle_lane)          \
   X(relay_paused_for_room, "a relay stopped reading until its send queue drained",                 \
-    small_writes_slow_link)                                                                        \
+    paced_large_reads)                                                                             \
   X(relay_fin_held_behind_stall, "a source's FIN waits behind a stall", half_header_shutdown)      \
   X(relay_stall_lifted, "a stall was removed and what it held went on", stalled_peer_healthy_peer) \
   X(relay_upstream_refused, "a relay could not connect to its upstream",                           \
