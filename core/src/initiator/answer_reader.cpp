@@ -229,12 +229,11 @@ void answer_reader::on_response(std::size_t payload_have) {
   FL_ASSERT(state_ == state::idle || state_ == state::answering);
   auto& l = lane_;
   FL_ASSERT(l.state_ == lane::state::busy && !l.inflight_.empty());
-  // An answer that arrived after the connection broke is not trusted: the
-  // lane is settling everything in flight already.
-  if (l.broken_) {
-    FAULTLANE_PROBE(answer_after_connection_broke);
-    return l.break_connection(l.io_failure());
-  }
+  // Never on a broken connection: every way here looks first (a read's
+  // handler, read_head, and on_answers after each answer it ended), and
+  // nothing between that look and this call breaks the lane. An answer
+  // read after the connection broke is dropped there, untrusted.
+  FL_ASSERT(!l.broken_);
   (void)FAULTLANE_FAILPOINT("client.on_response");
   auto& op = *l.inflight_.front();
   auto decoded = wire::decode_response(response_);

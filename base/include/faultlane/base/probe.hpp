@@ -73,8 +73,6 @@
     stale_ids_after_restart)                                                                       \
   X(answer_read_cut_in_header, "a read of answers ended inside an answer's header",                \
     torn_writes_under_load)                                                                        \
-  X(answer_after_connection_broke, "an answer arrived after its connection broke",                 \
-    reset_in_write_body)                                                                           \
   X(header_rejection_alone, "a header rejection with one exchange in flight: not executed",        \
     corrupted_header)                                                                              \
   X(header_rejection_with_others, "a header rejection with several in flight: outcome unknown",    \
