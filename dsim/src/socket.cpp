@@ -16,6 +16,15 @@
 
 namespace faultlane::dsim {
 
+std::error_code detail::connect_result(const std::weak_ptr<socket_state>& state,
+                                       std::error_code ec) {
+  if (ec) return ec;
+  auto s = state.lock();
+  if (!s || !s->open || !s->conn || !s->conn->reset_at[s->side]) return ec;
+  s->net->owner().record("connect_reset", s->conn->id);
+  return asio::error::connection_reset;
+}
+
 // --- socket ------------------------------------------------------------------
 
 socket::socket(const executor_type& ex) : ex_(ex) {}

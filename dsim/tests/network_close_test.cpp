@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <asio/error.hpp>
+#include <asio/post.hpp>
 #include <asio/read.hpp>
 
 #include <algorithm>
@@ -21,6 +22,7 @@ namespace faultlane::dsim {
 namespace {
 
 using namespace testing;
+using namespace std::chrono_literals;
 
 // What the next read of `s` ends with once the world has settled: eof,
 // connection_reset, or no error when bytes wait.
@@ -224,6 +226,47 @@ TEST(dsim_network_close, a_connect_given_up_on_its_way_opens_no_connection) {
     std::error_code ec;
     a.accept(none, ec);
     EXPECT_EQ(ec, code(asio::error::would_block));
+  }
+}
+
+// A connect's result is read when its completion runs, as Asio's reactor
+// reads SO_ERROR when the thread gets to the socket: a listener that
+// accepts and resets at once fails a connect whose thread was still busy
+// when the reset came (connection_reset), and leaves one whose completion
+// ran first connected, its next read failing with the reset.
+TEST(dsim_network_close, a_reset_before_a_connects_completion_runs_fails_the_connect) {
+  for (bool busy : {false, true}) {
+    two_nodes t(78);
+    // After every handler its context is held 5 to 10 ms: far longer than
+    // the reset takes to come back (two latencies of at most 200 us).
+    if (busy) t.w.set_load({.handler_cost_max = {}, .hiccup_probability = 1, .hiccup_max = 10ms});
+    acceptor a(t.server_ctx);
+    const auto at = t.listen(a);
+    socket server(t.server_ctx);
+    a.async_accept(t.server_ctx, [&](std::error_code ec, socket s) {
+      ASSERT_FALSE(ec) << ec.message();
+      s.set_option(asio::socket_base::linger(true, 0));
+      s.close();
+    });
+    bool ran = false;
+    asio::post(t.client_ctx, [&] { ran = true; });  // the client's thread is busy after it
+    socket client(t.client_ctx);
+    std::error_code end = code(asio::error::in_progress);
+    client.async_connect(at, [&](std::error_code e) { end = e; });
+    settle(t);
+    EXPECT_TRUE(ran);
+    EXPECT_EQ(t.net.connections_opened(), 1u);
+    if (busy) {
+      EXPECT_EQ(end, code(asio::error::connection_reset));
+    } else {
+      EXPECT_FALSE(end) << end.message();
+      std::byte one[1];
+      std::error_code ec;
+      client.read_some(asio::buffer(one), ec);
+      EXPECT_EQ(ec, code(asio::error::connection_reset));
+    }
+    a.close();
+    settle(t);
   }
 }
 

@@ -89,7 +89,7 @@
   X(connect_refused_in_cooldown, "the connect gate refused: the peer's cooldown runs",             \
     refusing_target)                                                                               \
   X(connect_waits_for_probe, "a lane waits while another lane probes a failed peer",               \
-    peer_restart_no_storm)                                                                         \
+    refusing_target)                                                                               \
   X(connect_probes_failed_peer, "one lane probes a peer whose last connect failed",                \
     refusing_target)                                                                               \
   X(stale_id_refreshed_by_name, "a stale id was replaced by the new id of its name",               \

@@ -52,6 +52,26 @@ done_handler posting_done(Handler h, const Fallback& fallback) {
     asio::post(ex, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
   };
 }
+// A connect's result as the socket's thread finds it when the completion
+// runs: Asio's reactor reads it (SO_ERROR) once the thread gets to the
+// socket, so a reset that reached the socket after the connection was
+// made but before then fails the connect with connection_reset, as on
+// Linux (socket.cpp). Any other result stays as it was.
+std::error_code connect_result(const std::weak_ptr<socket_state>& state, std::error_code ec);
+
+// posting_done for a connect: the result is read when the handler runs.
+template <typename Handler, typename Fallback>
+done_handler posting_connect(Handler h, const Fallback& fallback,
+                             std::weak_ptr<socket_state> state) {
+  auto ex = asio::get_associated_executor(h, fallback);
+  auto alive = alive_flag(ex);
+  return [h = std::move(h), ex, alive, state = std::move(state)](std::error_code ec) mutable {
+    if (!*alive) return;
+    asio::post(ex, [h = std::move(h), ec, state = std::move(state)]() mutable {
+      std::move(h)(connect_result(state, ec));
+    });
+  };
+}
 template <typename Buffers>
 std::vector<asio::mutable_buffer> mutable_list(const Buffers& b) {
   return {asio::buffer_sequence_begin(b), asio::buffer_sequence_end(b)};
@@ -167,7 +187,12 @@ class socket : public asio::socket_base {
   auto async_connect(const endpoint& to, Token&& token) {
     return asio::async_initiate<Token, void(std::error_code)>(
         [this](auto handler, endpoint at) {
-          start_connect(at, detail::posting_done(std::move(handler), ex_));
+          // Opened first (start_connect would), so the result is read from
+          // the state this connect uses.
+          std::error_code ignored;
+          if (!is_open()) open(asio::ip::tcp::v4(), ignored);
+          start_connect(at, detail::posting_connect(std::move(handler), ex_,
+                                                    std::weak_ptr<detail::socket_state>(state_)));
         },
         token, to);
   }
