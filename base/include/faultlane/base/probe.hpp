@@ -85,7 +85,7 @@
   X(connect_cancelled, "a connect was cancelled by a drop or a shutdown",                          \
     shutdown_under_load_stalled_peer)                                                              \
   X(connect_failed, "a connect to the peer failed", refusing_target)                               \
-  X(connect_ended_by_throw, "a connect's handler threw", throwing_handler)                         \
+  X(connect_ended_by_throw, "a connect's handler threw", throwing_connect)                         \
   X(connect_refused_in_cooldown, "the connect gate refused: the peer's cooldown runs",             \
     refusing_target)                                                                               \
   X(connect_waits_for_probe, "a lane waits while another lane probes a failed peer",               \
