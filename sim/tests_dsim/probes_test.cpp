@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include "../tests/program_run.hpp"
 #include "faultlane/base/probe.hpp"
+#include "faultlane/sim/history.hpp"
 #include "faultlane/sim/runner.hpp"
 
 namespace faultlane::sim::probes_on_world {
@@ -66,6 +68,29 @@ TEST(probes_on_world, the_same_seed_gives_the_same_digest_and_the_same_probes) {
   o.seed = 8;
   const auto other = run_scenario(s, o);
   EXPECT_NE(other.digest, first.digest);
+}
+
+// A shutdown event lets the streams go on, as a program's other threads
+// do: what a stream submits once the shutdown began is refused by the core
+// (shutting_down, submit_while_shutting_down), and recorded inside the
+// shutdown; the run still passes every checker.
+TEST(probes_on_world, a_stream_that_submits_during_a_shutdown_event_is_refused_by_the_core) {
+  const auto s = load_scenario(library_file("shutdown_under_load_stalled_peer")).value();
+  run_options o;
+  o.seed = 1;
+  const auto r = run_scenario(s, o);
+  ASSERT_TRUE(r.passed) << failure_text(r);
+  EXPECT_GE(hits_of(r, probe_id::submit_while_shutting_down), 1u);
+  ASSERT_NE(r.hist, nullptr);
+  const auto& h = *r.hist;
+  const auto sd = std::find_if(h.shutdowns.begin(), h.shutdowns.end(),
+                               [](const shutdown_record& x) { return x.transport == "client"; });
+  ASSERT_NE(sd, h.shutdowns.end());
+  const auto inside = std::count_if(h.ops.begin(), h.ops.end(), [&](const op_record& op) {
+    return op.initiator == "client" && op.submit_failed && op.outcome == status::shutting_down &&
+           op.submit_seq > sd->start_seq && op.submit_seq < sd->end_seq;
+  });
+  EXPECT_GE(inside, 1);
 }
 
 TEST(probes_on_world, run_reports_its_probes_by_name_and_those_never_reached) {

@@ -24,6 +24,7 @@ struct transport_slot {
   std::atomic<std::uint32_t> incarnation{0};
   std::atomic<bool> up{false};
   bool shut_down = false;                      // by a shutdown event: stays down (under `lock`)
+  bool shutdown_recorded = false;              // this incarnation's shutdown ran and was recorded
   std::map<std::string, registration_id> ids;  // region -> current id (0: unregistered)
 };
 

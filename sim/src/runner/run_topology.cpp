@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "faultlane/base/assert.hpp"
 #include "faultlane/base/hash.hpp"
 #include "faultlane/control/control_plane.hpp"
 
@@ -268,30 +269,40 @@ void run_topology::record_stats(transport_slot& t) {
   });
 }
 
-// Ends an incarnation: a graceful shutdown (recorded for the drained
-// shutdown checker), or a SIGKILL.
+// A graceful shutdown of the incarnation, recorded for the drained
+// shutdown checker. The transport stays up (its streams may still call
+// submit) until stop_transport.
+void run_topology::shut_down_recorded(transport_slot& t) {
+  FL_ASSERT(!t.shutdown_recorded);
+  t.shutdown_recorded = true;
+  shutdown_record sr;
+  sr.transport = t.spec->name;
+  sr.incarnation = t.incarnation;
+  sr.bound_ms = t.spec->config.shutdown_timeout_ms;
+  sr.start_seq = rec_.next_seq();
+  sr.start_us = rec_.now_us();
+  auto r = t.p->shutdown();
+  sr.end_seq = rec_.next_seq();
+  sr.end_us = rec_.now_us();
+  if (!r) {
+    sr.result = r.code();
+    sr.message = r.error().message;
+  }
+  if (auto after = t.p->stats()) sr.after = after.value();
+  rec_.edit([&](history& h) {
+    h.shutdowns.push_back(sr);
+    h.stats.push_back({sr.transport, sr.incarnation, sr.end_seq, sr.end_us, sr.after});
+  });
+}
+
+// Ends an incarnation: a graceful shutdown (recorded, unless
+// shut_down_recorded did that already), or a SIGKILL.
 void run_topology::stop_transport(transport_slot& t, const std::string& reason, bool graceful) {
   if (!t.up) return;
   t.up = false;
+  if (graceful && !t.shutdown_recorded) shut_down_recorded(t);
+  t.shutdown_recorded = false;  // the next incarnation's own
   if (graceful) {
-    shutdown_record sr;
-    sr.transport = t.spec->name;
-    sr.incarnation = t.incarnation;
-    sr.bound_ms = t.spec->config.shutdown_timeout_ms;
-    sr.start_seq = rec_.next_seq();
-    sr.start_us = rec_.now_us();
-    auto r = t.p->shutdown();
-    sr.end_seq = rec_.next_seq();
-    sr.end_us = rec_.now_us();
-    if (!r) {
-      sr.result = r.code();
-      sr.message = r.error().message;
-    }
-    if (auto after = t.p->stats()) sr.after = after.value();
-    rec_.edit([&](history& h) {
-      h.shutdowns.push_back(sr);
-      h.stats.push_back({sr.transport, sr.incarnation, sr.end_seq, sr.end_us, sr.after});
-    });
     t.p->stop();
   } else {
     t.p->kill();

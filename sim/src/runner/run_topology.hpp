@@ -84,6 +84,7 @@ class run_topology {
   result<void> open_segments(const std::string& initiator);
   result<void> open_segment(pair_slot& p);
   void publish_descriptor(const std::string& target);
+  void shut_down_recorded(transport_slot& t);
   void stop_transport(transport_slot& t, const std::string& reason, bool graceful);
   void record_stats(transport_slot& t);
   void read_finals();

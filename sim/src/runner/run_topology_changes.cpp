@@ -43,6 +43,12 @@ result<void> run_topology::restart(transport_slot& t, bool sigkill) {
 }
 
 result<void> run_topology::shut_down(transport_slot& t) {
+  {
+    // Its streams go on meanwhile, as a program's other threads do: what
+    // they submit once the shutdown began is refused (shutting_down).
+    std::shared_lock lock(t.lock);
+    if (t.up) shut_down_recorded(t);
+  }
   std::unique_lock lock(t.lock);
   stop_transport(t, "shutdown", true);
   t.shut_down = true;

@@ -37,7 +37,7 @@
   /* core: the initiator's lanes and exchanges */                                                  \
   X(lane_handler_threw, "a lane's handler threw; its work ends runtime_failed", throwing_handler)  \
   X(op_reached_closed_lane, "work reached a lane that shutdown had closed",                        \
-    shutdown_under_load_stalled_peer)                                                              \
+    shutdown_mid_sliced_submit)                                                                    \
   X(slice_cancelled_before_queued, "a slice reached its lane after a sibling failed",              \
     failed_slice_cancels_siblings)                                                                 \
   X(queued_op_missed_start_deadline, "queued work passed its start deadline and never left",       \
