@@ -64,7 +64,7 @@ TEST_P(sim_on_world_load, the_stated_load_passes_and_a_load_past_the_margin_fail
 }
 
 INSTANTIATE_TEST_SUITE_P(library, sim_on_world_load,
-                         testing::Values(margin_case{"stalled_peer_healthy_peer", "expectations"},
+                         testing::Values(margin_case{"stalled_peer_healthy_peer", "liveness"},
                                          margin_case{"swarm", "liveness"}),
                          [](const auto& info) { return std::string(info.param.name); });
 
