@@ -1,6 +1,8 @@
 // tap: records, JSONL and queries; see tap.hpp and docs/taps.md.
 #include "faultlane/relays/tap.hpp"
 
+#include <utility>
+
 #include <fmt/format.h>
 
 namespace faultlane::relays {
@@ -96,6 +98,11 @@ void tap::record(tap_record r) {
 std::vector<tap_record> tap::records() const {
   std::lock_guard lock(mutex_);
   return records_;
+}
+
+std::vector<tap_record> tap::take_records() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(records_, {});
 }
 
 std::vector<tap_record> tap::frames(const std::function<bool(const tap_record&)>& keep) const {

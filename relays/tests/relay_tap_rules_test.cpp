@@ -226,7 +226,8 @@ tap_record frame_record(std::size_t rail, bool is_request, opcode op) {
 }
 
 // Rule: frames() keeps frame records (through a filter), READ requests are
-// grouped by rail (not responses, not WRITEs), count() counts one kind, and
+// grouped by rail (not responses, not WRITEs), count() counts one kind,
+// take_records() hands over every record in order and leaves none, and
 // clear() forgets everything.
 TEST(relay_tap_rules, queries_see_what_they_name_and_clear_forgets) {
   tap t;
@@ -245,6 +246,16 @@ TEST(relay_tap_rules, queries_see_what_they_name_and_clear_forgets) {
   EXPECT_EQ(by_rail[1].size(), 1u);
   EXPECT_EQ(t.count(record_kind::fault), 1u);
   EXPECT_EQ(t.count(record_kind::frame), 4u);
+  const auto before = t.records();
+  const auto taken = t.take_records();
+  ASSERT_EQ(taken.size(), 5u);
+  for (std::size_t i = 0; i < taken.size(); ++i) {
+    EXPECT_EQ(taken[i].kind, before[i].kind);
+    EXPECT_EQ(taken[i].rail, before[i].rail);
+    EXPECT_EQ(taken[i].op, before[i].op);
+  }
+  EXPECT_TRUE(t.records().empty());
+  t.record(fault);
   t.clear();
   EXPECT_TRUE(t.records().empty());
   EXPECT_EQ(t.count(record_kind::frame), 0u);

@@ -39,6 +39,10 @@ struct run_flags {
   bool deterministic = false;
   std::string trace;
   bool quiet = false;  // no line per passing run
+  // Keep a failing run's history after its line is printed (run prints
+  // each failure's text again at the end, and its timeline). A passing
+  // run's goes, but for the last run's when a timeline is asked for.
+  bool keep_failing_histories = true;
 };
 
 struct job {

@@ -11,6 +11,7 @@
 //
 // Exit status: 0 every run passed, 1 a violation (or a run error), 2 bad
 // input (a flag, a file that does not load).
+#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -134,6 +136,11 @@ std::vector<run_result> run_jobs(const std::vector<job>& jobs, const run_flags& 
       o.on_progress = [&, i](const progress& p) { printer.update(i + 1, p); };
       results[i] = run_scenario(*jobs[i].s, o);
       printer.done(i + 1, results[i]);
+      // A history is tens of MiB: a swarm of hundreds of seeds kept every
+      // one until a 200-seed swarm ran out of memory.
+      const bool keep = results[i].passed ? !f.timeline.empty() && i + 1 == jobs.size()
+                                          : f.keep_failing_histories;
+      if (!keep) results[i].hist.reset();
     }
   };
   std::vector<std::thread> threads;
@@ -323,8 +330,29 @@ int list_command(const std::vector<std::string>& paths) {
 
 }  // namespace
 
+namespace {
+
+// Runs one after another in this process allocate the same large buffers
+// (regions of MiBs, every READ's bytes, the taps' records) and free them.
+// By default glibc hands such memory back to the kernel (a block over 128
+// KiB is its own mapping; a freed heap top over 128 KiB is trimmed), and
+// the next run faults every page of it in again: on a VM, where a page
+// fault is dear, a swarm of swarm.yaml spent 40% of its CPU time there.
+// Kept in the process, the next run reuses it: twice the seeds per minute
+// (docs/benchmarks.md, "Seeds per minute"). The sanitizers' allocators
+// ignore mallopt.
+void keep_freed_memory() {
+#if defined(__GLIBC__)
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest: a bigger block is still mapped
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+#endif
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);  // a peer that hangs up is an error, not an exit
+  keep_freed_memory();
   if (argc == 2 && std::string_view(argv[1]) == "child") return run_child_process();
   CLI::App app{"faultlane-sim: YAML fault scenarios against the faultlane core"};
   app.require_subcommand(1);

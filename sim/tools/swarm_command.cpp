@@ -105,6 +105,7 @@ int swarm_command(swarm_flags& f) {
   std::vector<job> jobs;
   for (std::size_t i = 0; i < seeds.size(); ++i) jobs.push_back({&variants[i], seeds[i]});
   f.run.quiet = true;
+  f.run.keep_failing_histories = false;  // each failure's text is printed as it ends
   const auto started = std::chrono::steady_clock::now();
   auto results = run_jobs(jobs, f.run);
   const double wall =

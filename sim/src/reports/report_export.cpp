@@ -38,24 +38,14 @@ json checker_json(const checker_result& c) {
           {"checked", c.checked}, {"passed", c.passed()}, {"violations", std::move(violations)}};
 }
 
-json counters_json(const history& h) {
-  json ops = json::object();
-  for (const auto& op : h.ops) {
-    std::string key(ending_name(op));
-    ops[key] = ops.value(key, std::uint64_t{0}) + 1;
-  }
+json counters_json(const run_counts& c) {
   json links = json::object();
-  for (const auto& link : h.links) {
-    json tap = json::object();
-    for (const auto& record : link.tap) {
-      std::string key(relays::record_kind_name(record.kind));
-      tap[key] = tap.value(key, std::uint64_t{0}) + 1;
-    }
+  for (const auto& link : c.links) {
     links[link.name] = {{"initiator", link.initiator}, {"target", link.target},
                         {"rail", link.rail},           {"tapped", link.tapped},
-                        {"counters", link.counters},   {"tap_records", std::move(tap)}};
+                        {"counters", link.counters},   {"tap_records", link.tap_records}};
   }
-  return {{"ops_by_status", std::move(ops)}, {"links", std::move(links)}};
+  return {{"ops_by_status", c.ops_by_status}, {"links", std::move(links)}};
 }
 
 json run_json(const run_result& r) {
@@ -69,7 +59,7 @@ json run_json(const run_result& r) {
               {"ops_done", r.ops_done}, {"faults_fired", r.faults_fired},
               {"seconds", r.seconds},   {"check_seconds", r.check_seconds},
               {"replay", r.replay},     {"checkers", std::move(checkers)}};
-  out["counters"] = r.hist ? counters_json(*r.hist) : json::object();
+  out["counters"] = counters_json(r.counts);
   if (r.deterministic) {
     out["digest"] = digest_text(r.digest);
     out["virtual_time_ms"] = r.virtual_seconds * 1e3;
@@ -99,6 +89,19 @@ json run_json(const run_result& r) {
 }
 
 }  // namespace
+
+run_counts count_history(const history& h) {
+  run_counts c;
+  for (const auto& op : h.ops) ++c.ops_by_status[std::string(ending_name(op))];
+  for (const auto& link : h.links) {
+    link_counts l{link.name,   link.initiator, link.target, link.rail,
+                  link.tapped, link.counters,  {}};
+    for (const auto& record : link.tap)
+      ++l.tap_records[std::string(relays::record_kind_name(record.kind))];
+    c.links.push_back(std::move(l));
+  }
+  return c;
+}
 
 std::string to_json(const std::vector<run_result>& runs) {
   json list = json::array();

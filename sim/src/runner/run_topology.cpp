@@ -436,7 +436,7 @@ void run_topology::stop_relays() {
     lr.active_faults_peak = rail.r->active_faults_peak();
     lr.active_faults_max = rail.r->config().active_faults_max;
     if (lr.tapped) {
-      lr.tap = rail.r->taps().records();
+      lr.tap = rail.r->taps().take_records();  // the relay has stopped
       for (auto& t : lr.tap) t.time_us += rail.started_us;
     }
     rec_.edit([&](history& h) { h.links.push_back(std::move(lr)); });

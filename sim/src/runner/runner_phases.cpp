@@ -203,6 +203,7 @@ run_result scenario_run::judge(run_result r) {
   r.callers = summarize_callers(s_, *h);
   r.passed = r.error.empty() && std::all_of(r.checkers.begin(), r.checkers.end(),
                                             [](const auto& c) { return c.passed(); });
+  r.counts = count_history(*h);
   r.hist = std::move(h);
   return r;
 }

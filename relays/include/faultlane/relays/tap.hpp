@@ -90,6 +90,9 @@ class tap {
 
   void record(tap_record r);
   std::vector<tap_record> records() const;
+  // The records, moved out: the tap holds none after (as after clear()).
+  // For a reader done with the relay, without a copy of every record.
+  std::vector<tap_record> take_records();
   std::vector<tap_record> frames(const std::function<bool(const tap_record&)>& keep = {}) const;
   // READ request frames (direction up) grouped by rail.
   std::map<std::size_t, std::vector<tap_record>> read_requests_by_rail() const;

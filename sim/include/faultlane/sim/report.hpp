@@ -21,6 +21,23 @@
 
 namespace faultlane::sim {
 
+// What the reports keep of a run's history once the history itself is let
+// go (a swarm keeps no history: one seed's is tens of MiB): the ops by how
+// they ended ("not_completed" for ops that never completed), and each
+// link's relay counters and its tap records counted by kind.
+struct link_counts {
+  std::string name, initiator, target;
+  std::size_t rail = 0;
+  bool tapped = false;
+  std::map<std::string, std::uint64_t> counters;
+  std::map<std::string, std::uint64_t> tap_records;
+};
+struct run_counts {
+  std::map<std::string, std::uint64_t> ops_by_status;
+  std::vector<link_counts> links;
+};
+run_counts count_history(const history& h);
+
 struct run_result {
   std::string scenario;  // name
   std::string file;
@@ -36,8 +53,11 @@ struct run_result {
   double seconds = 0;                                 // the run, checkers included
   double check_seconds = 0;                           // of which the checkers
   std::vector<caller_summary> callers;                // the `control:` callers, in file order
-  std::string replay;                   // one shell line that replays exactly this run
-  std::shared_ptr<const history> hist;  // kept for the timeline
+  std::string replay;  // one shell line that replays exactly this run
+  run_counts counts;   // of hist, made when the run ends
+  // For the failure text and the timeline; callers that need neither let
+  // it go (faultlane-sim's swarm does, for every run).
+  std::shared_ptr<const history> hist;
   // A deterministic run (the dsim build, docs/dsim.md): the run digest
   // (the same for the same file and seed, in any process), the virtual
   // time it took, and the world's latest events when asked for.
@@ -104,9 +124,8 @@ std::vector<std::string> never_reached(const probe_summary& p);
 std::string probes_text(const probe_summary& p);
 
 // {"runs": [...]}: every run_result field but hist, the checkers with every
-// violation field, and "counters": ops by outcome status (when hist is
-// set; "not_completed" for ops that never completed) and each link's relay
-// counters and tap record counts; a run's "probes" holds the probes it
+// violation field, and "counters": the run's counts (ops by outcome
+// status, each link's relay counters and tap record counts); a run's "probes" holds the probes it
 // reached. Then the runs' probes: "probes" (every declared name: hits,
 // summed), "probes_never_reached" and "probes_counted".
 std::string to_json(const std::vector<run_result>& runs);
