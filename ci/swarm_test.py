@@ -137,6 +137,7 @@ class CiSwarm(unittest.TestCase):
             (["--seeds", "5..1", LIBRARY / "swarm.yaml"], "want A..B"),
             (["--seeds", "1..2", self.dir / "none.yaml"], "no such file"),
             (["--seeds", "1..2", "--jobs", "0", LIBRARY / "swarm.yaml"], "--jobs"),
+            (["--seeds", "1..2", "--jobs", "65", LIBRARY / "swarm.yaml"], "want 1 to 64"),
         ]:
             code, out = swarm(*args, out=self.dir / "bad")
             self.assertEqual(code, 2, out)

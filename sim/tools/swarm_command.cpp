@@ -105,7 +105,9 @@ int swarm_command(swarm_flags& f) {
   std::vector<job> jobs;
   for (std::size_t i = 0; i < seeds.size(); ++i) jobs.push_back({&variants[i], seeds[i]});
   f.run.quiet = true;
-  f.run.keep_failing_histories = false;  // each failure's text is printed as it ends
+  // Each failure's text is printed as it ends; JUnit writes it again at
+  // the end, from the run's history.
+  f.run.keep_failing_histories = !f.run.junit.empty();
   const auto started = std::chrono::steady_clock::now();
   auto results = run_jobs(jobs, f.run);
   const double wall =

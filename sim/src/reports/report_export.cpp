@@ -59,7 +59,15 @@ json run_json(const run_result& r) {
               {"ops_done", r.ops_done}, {"faults_fired", r.faults_fired},
               {"seconds", r.seconds},   {"check_seconds", r.check_seconds},
               {"replay", r.replay},     {"checkers", std::move(checkers)}};
-  out["counters"] = counters_json(r.counts);
+  // A run with its history counts it (a caller may have built the result
+  // by hand); one let go kept its counts; one that never ran has neither.
+  if (r.hist) {
+    out["counters"] = counters_json(count_history(*r.hist));
+  } else if (!r.counts.ops_by_status.empty() || !r.counts.links.empty()) {
+    out["counters"] = counters_json(r.counts);
+  } else {
+    out["counters"] = json::object();
+  }
   if (r.deterministic) {
     out["digest"] = digest_text(r.digest);
     out["virtual_time_ms"] = r.virtual_seconds * 1e3;
