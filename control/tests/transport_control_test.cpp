@@ -94,14 +94,22 @@ TEST(transport_control, hostile_patterns_are_bounded_and_a_running_scan_ends_at_
   std::thread scanner([&, c = client::create(quick).value()] {
     while (!done.load()) (void)c->list_registrations("^(a*)*b$");
   });
+  // Joined on every way out: a failed wait must report, not terminate on
+  // a joinable thread.
+  struct joiner {
+    std::atomic<bool>& done;
+    std::thread& t;
+    ~joiner() {
+      done = true;
+      t.join();
+    }
+  } join_scanner{done, scanner};
   ASSERT_TRUE(testing::eventually([&] {
     return control::metrics_of(*target).calls_of("list_registrations", rpc_status::ok) >= 2;
   }));
   EXPECT_TRUE(target->shutdown().ok());
   done = true;
-  scanner.join();
-  target.reset();  // with no handler left to read the names it frees
-}
+}  // the scanner joined, then the target goes, with no handler left to read the names it frees
 
 TEST(transport_control, thread_counts_are_validated_by_name) {
   auto c = testing::loopback_config();
