@@ -170,10 +170,13 @@ void server::add(std::string name, placement where, handler h) {
   FL_ASSERT(added);
 }
 
+// Any thread, any time: the port listen() bound (set once; 0 if it did
+// not), and 0 once stop() began. Not the acceptor's local_endpoint(): that
+// is for its io thread, and read beside stop() closing it there it raced
+// (TSan, in the scenario control_queue_full).
 endpoint server::local_endpoint() const {
-  std::error_code ec;
-  auto ep = impl_->listener.local_endpoint(ec);
-  return {impl_->options.bind_address, ec ? std::uint16_t{0} : ep.port()};
+  const bool stopping = impl_->stopped.load(std::memory_order_acquire);
+  return {impl_->options.bind_address, stopping ? std::uint16_t{0} : impl_->listener.port()};
 }
 
 metrics_snapshot server::metrics() const {

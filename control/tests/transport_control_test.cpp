@@ -384,5 +384,33 @@ TEST(transport_control, opening_an_address_nobody_serves_fails_within_the_bound)
   EXPECT_EQ(bad.code(), status::invalid_argument);
 }
 
+// Rule: endpoint_of may be read from any thread at any time, a shutdown
+// beside it included: the bound port until the control plane stops, 0
+// after. (It read the acceptor from the caller's thread while an io
+// thread closed it: a data race under TSan.)
+TEST(transport_control, endpoint_of_reads_safely_while_the_transport_shuts_down) {
+  auto target = testing::start(testing::loopback_config());
+  const auto port = control::endpoint_of(*target).value().port;
+  ASSERT_NE(port, 0);
+  std::atomic<bool> done{false};
+  std::atomic<std::size_t> reads{0};
+  std::atomic<bool> only_port_or_zero{true};
+  std::thread reader([&] {
+    while (!done.load()) {
+      const auto at = control::endpoint_of(*target);
+      if (at && at->port != port && at->port != 0) only_port_or_zero = false;
+      reads.fetch_add(1);
+    }
+  });
+  ASSERT_TRUE(testing::eventually([&] { return reads.load() >= 100; }));
+  EXPECT_TRUE(target->shutdown().ok());
+  const auto after = reads.load();
+  ASSERT_TRUE(testing::eventually([&] { return reads.load() >= after + 100; }));
+  done = true;
+  reader.join();
+  EXPECT_TRUE(only_port_or_zero.load());
+  const auto stopped = control::endpoint_of(*target);
+  EXPECT_TRUE(!stopped || stopped->port == 0);
+}
 }  // namespace
 }  // namespace faultlane::rpc
