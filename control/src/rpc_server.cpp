@@ -171,12 +171,13 @@ void server::add(std::string name, placement where, handler h) {
 }
 
 // Any thread, any time: the port listen() bound (set once; 0 if it did
-// not), and 0 once stop() began. Not the acceptor's local_endpoint(): that
-// is for its io thread, and read beside stop() closing it there it raced
-// (TSan, in the scenario control_queue_full).
+// not), kept after stop(): a caller handed it then is refused at connect,
+// as by a peer that went away, not told the address is malformed. Not the
+// acceptor's local_endpoint(): that is for its io thread, and read beside
+// stop() closing it there it raced (TSan, in the scenario
+// control_queue_full).
 endpoint server::local_endpoint() const {
-  const bool stopping = impl_->stopped.load(std::memory_order_acquire);
-  return {impl_->options.bind_address, stopping ? std::uint16_t{0} : impl_->listener.port()};
+  return {impl_->options.bind_address, impl_->listener.port()};
 }
 
 metrics_snapshot server::metrics() const {

@@ -385,32 +385,47 @@ TEST(transport_control, opening_an_address_nobody_serves_fails_within_the_bound)
 }
 
 // Rule: endpoint_of may be read from any thread at any time, a shutdown
-// beside it included: the bound port until the control plane stops, 0
-// after. (It read the acceptor from the caller's thread while an io
-// thread closed it: a data race under TSan.)
-TEST(transport_control, endpoint_of_reads_safely_while_the_transport_shuts_down) {
+// beside it included, and names the port listen() bound throughout: a
+// caller handed it after the shutdown is refused at connect
+// (and ends timeout as its client tries again), not told the address is malformed. (It read the
+// acceptor from the caller's thread while an io thread closed it: a data
+// race under TSan. Then it said port 0 once stopped, and a scenario's late
+// caller failed "not a numeric IPv4 address and port".)
+TEST(transport_control, endpoint_of_keeps_the_bound_port_while_and_after_the_transport_shuts_down) {
   auto target = testing::start(testing::loopback_config());
   const auto port = control::endpoint_of(*target).value().port;
   ASSERT_NE(port, 0);
   std::atomic<bool> done{false};
   std::atomic<std::size_t> reads{0};
-  std::atomic<bool> only_port_or_zero{true};
+  std::atomic<bool> only_the_port{true};
   std::thread reader([&] {
     while (!done.load()) {
       const auto at = control::endpoint_of(*target);
-      if (at && at->port != port && at->port != 0) only_port_or_zero = false;
+      if (!at || at->port != port) only_the_port = false;
       reads.fetch_add(1);
     }
   });
-  ASSERT_TRUE(testing::eventually([&] { return reads.load() >= 100; }));
-  EXPECT_TRUE(target->shutdown().ok());
+  const bool read_before = testing::eventually([&] { return reads.load() >= 100; });
+  const bool shut = target->shutdown().ok();
   const auto after = reads.load();
-  ASSERT_TRUE(testing::eventually([&] { return reads.load() >= after + 100; }));
+  const bool read_after = testing::eventually([&] { return reads.load() >= after + 100; });
   done = true;
   reader.join();
-  EXPECT_TRUE(only_port_or_zero.load());
+  ASSERT_TRUE(read_before && shut && read_after);
+  EXPECT_TRUE(only_the_port.load());
   const auto stopped = control::endpoint_of(*target);
-  EXPECT_TRUE(!stopped || stopped->port == 0);
+  ASSERT_TRUE(stopped.has_value());
+  EXPECT_EQ(stopped->port, port);
+  client_options o;
+  o.server = *stopped;
+  o.overall_timeout_ms = 300;  // refused connects are tried again until then
+  auto late = client::create(o);
+  ASSERT_TRUE(late.ok()) << late.error().message;
+  const auto r = late.value()->describe();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.code(), status::timeout) << r.error().message;
+  EXPECT_GE(late.value()->counters().connect_failures, 1U);
+  EXPECT_EQ(late.value()->counters().connects, 0U);
 }
 }  // namespace
 }  // namespace faultlane::rpc
