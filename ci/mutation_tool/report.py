@@ -23,10 +23,11 @@ def tally(results):
     rows = {}
     for r in results:
         for key in (folder_of(r["file"]), "all"):
-            row = rows.setdefault(key, dict.fromkeys(OUTCOMES, 0))
+            row = rows.setdefault(key, dict(dict.fromkeys(OUTCOMES, 0), cut_short=0))
             row[r["outcome"]] += 1
+            row["cut_short"] += 1 if r["outcome"] == "survived" and r.get("cut_short") else 0
     for row in rows.values():
-        row["generated"] = sum(row[o] for o in OUTCOMES)
+        row["generated"] = sum(row[o] for o in OUTCOMES)  # cut_short is within survived
         row["compiled"] = row["generated"] - row["not_compiled"]
         dead = row["killed"] + row["timed_out"]
         scored = dead + row["survived"] + row["not_reached"]
@@ -77,7 +78,10 @@ def markdown(run, rows, results):
     out.append(f"Commit `{run['commit']}`, seed {run['seed']}, {run['date']}; "
                f"{run['minutes']:.1f} min on {run['jobs']} jobs "
                f"({run['mutants_per_minute']:.1f} mutants/min over the mutant runs, "
-               f"{run['setup_minutes']:.1f} min of parsing, schemata, builds and the trace run).")
+               f"{run['setup_minutes']:.1f} min of parsing, schemata, builds and the trace run"
+               + (f"; a budget of {run['budget_minutes']:g} min, first pass "
+                  f"{run['mutant_seconds']:g} test seconds a mutant" if "budget_minutes" in run
+                  else "") + ").")
     out.append("")
     out.append("| folder | generated | compiled | killed | timed out | survived | not reached "
                "| equivalent | not run | score |")
@@ -88,13 +92,21 @@ def markdown(run, rows, results):
             continue
         score = "n/a" if r["score"] is None else f"{r['score']}%"
         name = f"**{folder}**" if folder == "all" else f"`{folder}`"
+        survived = f"{r['survived']}" + (f" ({r['cut_short']})" if r["cut_short"] else "")
         out.append(f"| {name} | {r['generated']} | {r['compiled']} | {r['killed']} | "
-                   f"{r['timed_out']} | {r['survived']} | {r['not_reached']} | "
+                   f"{r['timed_out']} | {survived} | {r['not_reached']} | "
                    f"{r['equivalent']} | {r['not_run']} | {score} |")
     out.append("")
     out.append("The score is killed and timed out over killed, timed out, survived and not "
                "reached; equivalent mutants (ci/mutation-equivalent.txt), mutants that did not "
                "compile and mutants the budget left are outside it.")
+    cut = rows.get("all", {}).get("cut_short", 0)
+    if cut:
+        out.append("")
+        out.append(f"{cut} survivor(s), in brackets, were cut short: they passed the tests "
+                   f"they ran, and the budget ended before the rest of the tests that reach "
+                   f"them. A later test might have killed them, so the score is a lower "
+                   f"bound; a longer --budget runs their other tests.")
     if not trustworthy(rows):
         out.append("")
         out.append(f"**The score is not trustworthy**: more than "
@@ -105,7 +117,10 @@ def markdown(run, rows, results):
         out += ["", f"## {title} ({len(chosen)})", ""]
         for r in chosen:
             ran = r.get("tests_run", r["tests_reached"])
-            if r["outcome"] != "survived":
+            if r["outcome"] == "survived" and r.get("cut_short"):
+                reach = (f"reached by {r['tests_reached']} test(s); cut short by the budget "
+                         f"after {r['tests_finished']} of the {ran} it was to run, all passed")
+            elif r["outcome"] != "survived":
                 reach = "no test reaches it"
             elif ran == 0:
                 reach = f"reached by {r['tests_reached']} test(s), in none of which its value differs"

@@ -14,7 +14,9 @@ On a small C++ file written here it checks each part of the tool on its own:
     other tests at once, a mutant every test passes survived, one no test
     reaches is not reached, a test past its limit times the mutant out, a
     mutant's first test runs alone and the test that killed a mutant of a
-    file runs first for the next;
+    file runs first for the next; a mutant's tests past its first-pass
+    seconds wait for every other mutant's first pass, and a deadline cuts
+    a survivor short;
   - bad input to ci/mutation: exit 2 with a message, before anything runs.
 
 usage: selftest.py CXX
@@ -28,6 +30,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import report  # noqa: E402
 import schema  # noqa: E402
 import sites  # noqa: E402
 import tests  # noqa: E402
@@ -342,6 +345,66 @@ def check_scheduler(folder):
              f"mutant 0 of its file goes first and kills it")
 
 
+def check_two_passes(folder):
+    """A mutant's tests past its first-pass seconds wait until every mutant
+    had its first pass; past the deadline no test starts, and a mutant
+    with tests left survived, cut short."""
+    tool = load_tool()
+    log = os.path.join(folder, "passes.log")
+
+    def test(name):
+        t = tests.Test({"name": name, "command": ["sh", "-c", f"echo {name} $FAULTLANE_MUTANT"
+                                                  f" >> {log}; sleep 0.2"]})
+        t.seconds, t.reached = 0.2, {0, 1, 2}
+        return t
+
+    class M:
+        def __init__(self, i):
+            self.id, self.path, self.key, self.outcome = i, f"f{i}.cpp", f"m{i}", None
+            self.operator = "constant"
+
+    every = [test(f"t{k}") for k in range(3)]
+
+    def schedule(deadline_in, first_pass):
+        if os.path.exists(log):
+            os.remove(log)
+        plans = [tool.Plan(M(i), ["dsim"], {"dsim": every}) for i in range(3)]
+        results = {}
+        tool.Scheduler(plans, tests.Pacer(1, 1), time.monotonic() + deadline_in,
+                       lambda m, r: results.setdefault(m.id, r), first_pass).run()
+        ran = [tuple(line.split()) for line in open(log, encoding="utf-8")]
+        return results, ran
+
+    # One slot, a first pass of one test: every mutant's first test, then
+    # the rest, oldest mutant first.
+    results, ran = schedule(600, 0.1)
+    order = [m for _, m in ran]
+    if order != ["0", "1", "2", "0", "0", "1", "1", "2", "2"]:
+        fail(f"two passes ran the mutants in the order {order}: every first pass goes first")
+    if any(r["outcome"] != "survived" or r["cut_short"] for r in results.values()):
+        fail(f"two passes with time for all: {results}, want survivors not cut short")
+    # Without a first-pass bound, a mutant runs all its tests before the next.
+    _, ran = schedule(600, float("inf"))
+    if [m for _, m in ran] != ["0", "0", "0", "1", "1", "1", "2", "2", "2"]:
+        fail(f"one pass ran {ran}: a mutant's tests run before the next mutant's")
+    # A deadline after about two tests: mutant 0 ran some of its tests and
+    # survived cut short; mutant 2 never started and is not run.
+    results, ran = schedule(0.3, float("inf"))
+    m0 = results[0]
+    if m0["outcome"] != "survived" or not m0["cut_short"] or m0["tests_finished"] >= 3:
+        fail(f"a deadline mid-mutant: {m0}, want survived, cut short, fewer than 3 tests")
+    if results[2]["outcome"] != "not_run" or any(m == "2" for _, m in ran):
+        fail(f"a deadline before mutant 2: {results[2]}, ran {ran}; want not run")
+    rows = report.tally([dict(r, file="core/src/x.cpp") for r in results.values()])
+    if rows["all"]["cut_short"] != 1 or "cut short" not in report.markdown(
+            {"command": "x", "commit": "c", "seed": 1, "date": "d", "minutes": 1, "jobs": 1,
+             "mutants_per_minute": 1, "setup_minutes": 0},
+            rows, [dict(r, file="core/src/x.cpp", key="k", operator="constant", function="f",
+                        preset="dsim", before="a", after="b", fingerprint="0" * 12)
+                   for r in results.values()]):
+        fail(f"the report does not count or say the survivor cut short: {rows['all']}")
+
+
 def check_pacer(folder):
     """Past its floor, a test starts only on idle CPUs, a second after the
     last start, and never past the ceiling."""
@@ -400,6 +463,7 @@ def main():
         check_schemata(cxx, found, folder)
         check_pruning(cxx, found, folder)
         check_scheduler(folder)
+        check_two_passes(folder)
         check_pacer(folder)
     check_bad_input()
     print(f"ok: {len(found)} mutants over {len(EXPECTED)} operators")
