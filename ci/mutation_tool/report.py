@@ -99,7 +99,7 @@ def markdown(run, rows, results):
     out.append("")
     out.append("The score is killed and timed out over killed, timed out, survived and not "
                "reached; equivalent mutants (ci/mutation-equivalent.txt), mutants that did not "
-               "compile and mutants the budget left are outside it.")
+               "compile and mutants the budget never started (not run) are outside it.")
     cut = rows.get("all", {}).get("cut_short", 0)
     if cut:
         out.append("")

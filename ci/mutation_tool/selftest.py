@@ -15,8 +15,8 @@ On a small C++ file written here it checks each part of the tool on its own:
     reaches is not reached, a test past its limit times the mutant out, a
     mutant's first test runs alone and the test that killed a mutant of a
     file runs first for the next; a mutant's tests past its first-pass
-    seconds wait for every other mutant's first pass, and a deadline cuts
-    a survivor short;
+    seconds wait while another mutant's first pass can start one, and a
+    deadline cuts a survivor short;
   - bad input to ci/mutation: exit 2 with a message, before anything runs.
 
 usage: selftest.py CXX
@@ -346,16 +346,17 @@ def check_scheduler(folder):
 
 
 def check_two_passes(folder):
-    """A mutant's tests past its first-pass seconds wait until every mutant
-    had its first pass; past the deadline no test starts, and a mutant
-    with tests left survived, cut short."""
+    """A mutant's tests past its first-pass seconds wait while a mutant
+    still in its first pass can start one; past the deadline no test
+    starts, the running ones finish, and a mutant with tests left survived,
+    cut short."""
     tool = load_tool()
     log = os.path.join(folder, "passes.log")
 
-    def test(name):
+    def test(name, seconds):
         t = tests.Test({"name": name, "command": ["sh", "-c", f"echo {name} $FAULTLANE_MUTANT"
-                                                  f" >> {log}; sleep 0.2"]})
-        t.seconds, t.reached = 0.2, {0, 1, 2}
+                                                  f" >> {log}; sleep {seconds}"]})
+        t.seconds, t.reached = seconds, {0, 1, 2}
         return t
 
     class M:
@@ -363,46 +364,81 @@ def check_two_passes(folder):
             self.id, self.path, self.key, self.outcome = i, f"f{i}.cpp", f"m{i}", None
             self.operator = "constant"
 
-    every = [test(f"t{k}") for k in range(3)]
-
-    def schedule(deadline_in, first_pass):
+    def schedule(every, mutants, slots, first_pass, on_start=None):
+        """Runs the plans; on_start(sched, plan) before each test."""
         if os.path.exists(log):
             os.remove(log)
-        plans = [tool.Plan(M(i), ["dsim"], {"dsim": every}) for i in range(3)]
+        plans = [tool.Plan(M(i), ["dsim"], {"dsim": every}) for i in range(mutants)]
         results = {}
-        tool.Scheduler(plans, tests.Pacer(1, 1), time.monotonic() + deadline_in,
-                       lambda m, r: results.setdefault(m.id, r), first_pass).run()
-        ran = [tuple(line.split()) for line in open(log, encoding="utf-8")]
-        return results, ran
 
-    # One slot, a first pass of one test: every mutant's first test, then
-    # the rest, oldest mutant first.
-    results, ran = schedule(600, 0.1)
-    order = [m for _, m in ran]
-    if order != ["0", "1", "2", "0", "0", "1", "1", "2", "2"]:
+        def done(m, r):
+            if m.id in results:
+                fail(f"mutant {m.id} was reported twice: {results[m.id]}, then {r}")
+            results[m.id] = r
+
+        sched = tool.Scheduler(plans, tests.Pacer(slots, slots), float("inf"), done, first_pass)
+        if on_start is not None:
+            plain = sched._one
+
+            def one(plan, step, cancel):
+                on_start(sched, plan)
+                plain(plan, step, cancel)
+
+            sched._one = one
+        sched.run()
+        if len(results) != mutants:
+            fail(f"{len(results)} of {mutants} mutants reported: {results}")
+        ran = [tuple(line.split()) for line in open(log, encoding="utf-8")] \
+            if os.path.exists(log) else []
+        return results, [m for _, m in ran]
+
+    # One slot, 0.5 s tests, a first pass of 0.9 s: two tests a mutant (the
+    # second starts at 0.5 s spent, the third would at 1.0 s), then the
+    # third tests, oldest mutant first.
+    three = [test(f"t{k}", 0.5) for k in range(3)]
+    results, order = schedule(three, 3, 1, 0.9)
+    if order != ["0", "0", "1", "1", "2", "2", "0", "1", "2"]:
         fail(f"two passes ran the mutants in the order {order}: every first pass goes first")
     if any(r["outcome"] != "survived" or r["cut_short"] for r in results.values()):
         fail(f"two passes with time for all: {results}, want survivors not cut short")
     # Without a first-pass bound, a mutant runs all its tests before the next.
-    _, ran = schedule(600, float("inf"))
-    if [m for _, m in ran] != ["0", "0", "0", "1", "1", "1", "2", "2", "2"]:
-        fail(f"one pass ran {ran}: a mutant's tests run before the next mutant's")
-    # A deadline after about two tests: mutant 0 ran some of its tests and
-    # survived cut short; mutant 2 never started and is not run.
-    results, ran = schedule(0.3, float("inf"))
+    _, order = schedule(three, 3, 1, float("inf"))
+    if order != ["0", "0", "0", "1", "1", "1", "2", "2", "2"]:
+        fail(f"one pass ran {order}: a mutant's tests run before the next mutant's")
+
+    def deadline_at(sched, plan, running):
+        if plan.m.id == 0 and len(plan.running) == running:
+            sched.deadline = float("-inf")
+
+    # One slot, the deadline passing as mutant 0's first test starts: that
+    # test finishes, and no other starts.
+    quick = [test(f"q{k}", 0.1) for k in range(4)]
+    results, order = schedule(quick, 3, 1, float("inf"), lambda s, p: deadline_at(s, p, 1))
     m0 = results[0]
-    if m0["outcome"] != "survived" or not m0["cut_short"] or m0["tests_finished"] >= 3:
-        fail(f"a deadline mid-mutant: {m0}, want survived, cut short, fewer than 3 tests")
-    if results[2]["outcome"] != "not_run" or any(m == "2" for _, m in ran):
-        fail(f"a deadline before mutant 2: {results[2]}, ran {ran}; want not run")
-    rows = report.tally([dict(r, file="core/src/x.cpp") for r in results.values()])
-    if rows["all"]["cut_short"] != 1 or "cut short" not in report.markdown(
-            {"command": "x", "commit": "c", "seed": 1, "date": "d", "minutes": 1, "jobs": 1,
-             "mutants_per_minute": 1, "setup_minutes": 0},
-            rows, [dict(r, file="core/src/x.cpp", key="k", operator="constant", function="f",
-                        preset="dsim", before="a", after="b", fingerprint="0" * 12)
-                   for r in results.values()]):
-        fail(f"the report does not count or say the survivor cut short: {rows['all']}")
+    if order != ["0"] or m0["outcome"] != "survived" or not m0["cut_short"] \
+            or m0["tests_finished"] != 1:
+        fail(f"a deadline at the first test: ran {order}, mutant 0 {m0}; want one test, "
+             f"survived, cut short")
+    if results[1]["outcome"] != "not_run" or results[2]["outcome"] != "not_run":
+        fail(f"a deadline before mutants 1 and 2: {results[1]}, {results[2]}; want not run")
+    # Two slots, one mutant of four tests, the deadline passing while its
+    # second and third run side by side: both finish, the fourth never
+    # starts, and it is reported once, cut short after three.
+    results, order = schedule(quick, 1, 2, float("inf"), lambda s, p: deadline_at(s, p, 2))
+    m0 = results[0]
+    if order != ["0"] * 3 or m0["outcome"] != "survived" or not m0["cut_short"] \
+            or m0["tests_finished"] != 3:
+        fail(f"a deadline with two tests running: ran {order}, {m0}; want three tests, "
+             f"survived, cut short")
+    rows = report.tally([dict(m0, file="core/src/x.cpp")])
+    text = report.markdown(
+        {"command": "x", "commit": "c", "seed": 1, "date": "d", "minutes": 1, "jobs": 1,
+         "mutants_per_minute": 1, "setup_minutes": 0}, rows,
+        [dict(m0, file="core/src/x.cpp", key="k", operator="constant", function="f",
+              preset="dsim", before="a", after="b", fingerprint="0" * 12)])
+    if rows["all"]["cut_short"] != 1 or "| 1 (1) |" not in text \
+            or "cut short by the budget after 3 of the 4" not in text:
+        fail(f"the report does not count or say the survivor cut short: {rows['all']}\n{text}")
 
 
 def check_pacer(folder):
@@ -445,7 +481,10 @@ def check_bad_input():
     cases = [(["--files", "no/such/*.cpp"], "matches"), (["--sample", "0"], "at least one"),
              (["--presets", "nope"], "is not one of"), (["--bogus"], ""),
              (["--changed", "no-such-revision"], "not a revision"),
-             (["--changed", "HEAD"], "changed since then")]
+             (["--changed", "HEAD"], "changed since then"),
+             (["--mutant-seconds", "0"], "finite and above zero"),
+             (["--mutant-seconds", "nan"], "finite and above zero"),
+             (["--budget", "nan"], "finite and above zero")]
     for argv, words in cases:
         done = subprocess.run([tool, *argv], capture_output=True, text=True, timeout=60)
         if done.returncode != 2 or words not in done.stderr:

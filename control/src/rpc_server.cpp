@@ -170,12 +170,13 @@ void server::add(std::string name, placement where, handler h) {
   FL_ASSERT(added);
 }
 
-// Any thread, any time: the port listen() bound (set once; 0 if it did
-// not), kept after stop(): a caller handed it then is refused at connect,
-// as by a peer that went away, not told the address is malformed. Not the
-// acceptor's local_endpoint(): that is for its io thread, and read beside
-// stop() closing it there it raced (TSan, in the scenario
-// control_queue_full).
+// Any thread, any time: the port listen() bound (set once, before the
+// server is handed out), kept after stop(): a caller handed it then is
+// normally refused at connect, as by a peer that went away, not told the
+// address is malformed (the port is free again, and another listener may
+// take it). Not the acceptor's local_endpoint(): that is for its io
+// thread, and read beside stop() closing it there it raced (TSan, in the
+// scenario control_queue_full).
 endpoint server::local_endpoint() const {
   return {impl_->options.bind_address, impl_->listener.port()};
 }

@@ -386,11 +386,11 @@ TEST(transport_control, opening_an_address_nobody_serves_fails_within_the_bound)
 
 // Rule: endpoint_of may be read from any thread at any time, a shutdown
 // beside it included, and names the port listen() bound throughout: a
-// caller handed it after the shutdown is refused at connect
-// (and ends timeout as its client tries again), not told the address is malformed. (It read the
-// acceptor from the caller's thread while an io thread closed it: a data
-// race under TSan. Then it said port 0 once stopped, and a scenario's late
-// caller failed "not a numeric IPv4 address and port".)
+// caller handed it after the shutdown is refused at connect (and ends
+// timeout as its client tries again), not told the address is malformed.
+// (It read the acceptor from the caller's thread while an io thread closed
+// it: a data race under TSan. Then it said port 0 once stopped, and a
+// scenario's late caller failed "not a numeric IPv4 address and port".)
 TEST(transport_control, endpoint_of_keeps_the_bound_port_while_and_after_the_transport_shuts_down) {
   auto target = testing::start(testing::loopback_config());
   const auto port = control::endpoint_of(*target).value().port;

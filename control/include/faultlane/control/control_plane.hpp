@@ -37,7 +37,9 @@ result<std::unique_ptr<transport>> start_transport(const transport_config& confi
 // thread, an io thread included; it never waits for a shutdown.
 result<void> serve(transport& t);
 
-// The control plane's listener, when `t` serves one.
+// Where `t`'s control plane listens, when it serves or served one: kept
+// after the shutdown, when a call to it is normally refused at connect.
+// From any thread.
 std::optional<endpoint> endpoint_of(const transport& t);
 // Its calls by method and status, busy rejections, queue depth, queue wait
 // and handler time: what the `stats` method sends after the transport's

@@ -83,6 +83,7 @@ class server {
   // FL_ASSERT: a valid, unused name (valid_method_name).
   void add(std::string name, placement where, handler h);
 
+  // The address and port listen() bound, also after stop(). Any thread.
   endpoint local_endpoint() const;
   metrics_snapshot metrics() const;
 
