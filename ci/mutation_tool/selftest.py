@@ -22,6 +22,7 @@ On a small C++ file written here it checks each part of the tool on its own:
 usage: selftest.py CXX
 """
 import concurrent.futures
+import json
 import os
 import subprocess
 import sys
@@ -441,6 +442,33 @@ def check_two_passes(folder):
         fail(f"the report does not count or say the survivor cut short: {rows['all']}\n{text}")
 
 
+def check_rescore(folder):
+    """--rescore applies the equivalents file to a written report again:
+    a listed survivor leaves the score, an unlisted equivalent returns."""
+    tool = load_tool()
+    tool.EQUIVALENT_FILE = os.path.join(folder, "equivalent.txt")
+    with open(tool.EQUIVALENT_FILE, "w", encoding="utf-8") as f:
+        f.write("# a comment\n" + "a" * 12 + " core/src/x.cpp:1 reserve() sets capacity only\n")
+    out = os.path.join(folder, "rescore")
+    os.makedirs(out, exist_ok=True)
+
+    def mutant(fingerprint, outcome):
+        return {"fingerprint": fingerprint, "file": "core/src/x.cpp", "key": "k",
+                "operator": "constant", "function": "f", "preset": "dsim", "before": "a",
+                "after": "b", "outcome": outcome, "tests_reached": 1, "by": None}
+
+    run = {"command": "x", "commit": "c", "seed": 1, "date": "d", "minutes": 1, "jobs": 1,
+           "mutants_per_minute": 1, "setup_minutes": 0}
+    report.write(os.path.join(out, "report.json"), os.path.join(out, "report.md"), run,
+                 [mutant("a" * 12, "survived"), mutant("b" * 12, "killed"),
+                  dict(mutant("c" * 12, "equivalent"), reason="old", was="not_reached")])
+    tool.rescore(out)
+    with open(os.path.join(out, "report.json"), encoding="utf-8") as f:
+        got = {m["fingerprint"][0]: m["outcome"] for m in json.load(f)["mutants"]}
+    if got != {"a": "equivalent", "b": "killed", "c": "not_reached"}:
+        fail(f"--rescore gave {got}; want a equivalent, b killed, c back to not reached")
+
+
 def check_pacer(folder):
     """Past its floor, a test starts only on idle CPUs, a second after the
     last start, and never past the ceiling."""
@@ -503,6 +531,7 @@ def main():
         check_pruning(cxx, found, folder)
         check_scheduler(folder)
         check_two_passes(folder)
+        check_rescore(folder)
         check_pacer(folder)
     check_bad_input()
     print(f"ok: {len(found)} mutants over {len(EXPECTED)} operators")

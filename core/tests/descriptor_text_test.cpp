@@ -307,6 +307,21 @@ TEST(descriptor_text_rejects, overflow_past_64_bits) {
   expect_rejected(edited("\"0x9c3e4f10aa5b7d21\"", "\"0x00000000000000001\""), "incarnation", 2);
 }
 
+// Rule (docs/descriptors.md): a value echoed in a message is quoted and
+// shown whole up to 64 bytes; a longer one is cut after its first 64 bytes
+// and marked "...".
+TEST(descriptor_text_rejects, echoed_values_are_whole_up_to_64_bytes_and_cut_after) {
+  for (std::size_t n : {63, 64, 65, 200}) {
+    const std::string digits(n, '9');
+    auto r = parse_descriptor(edited("4096", digits));
+    ASSERT_FALSE(r.ok()) << n;
+    const auto shown = n <= 64 ? "\"" + digits + "\" does not fit in 64 bits"
+                               : "\"" + digits.substr(0, 64) + "\"... does not fit in 64 bits";
+    EXPECT_NE(r.error().message.find(shown), std::string::npos)
+        << n << " digits: " << r.error().message;
+  }
+}
+
 TEST(descriptor_text_rejects, port_out_of_range) {
   expect_rejected(edited("41234", "0"), "endpoints[0].port", 6);
   expect_rejected(edited("41234", "65536"), "endpoints[0].port", 6);

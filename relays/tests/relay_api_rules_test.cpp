@@ -381,5 +381,42 @@ TEST(relay_api_rules_http, received_bytes_are_one_series_per_direction_with_its_
   EXPECT_EQ(occurrences(text, "\nfaultlane_relay_received_bytes_total{"), 2u) << text;
 }
 
+// Rule: on every route that takes a proxy or a toxic, a body that is JSON
+// but not an object (an array, a number, a string, null) is a 400 "bad
+// request body: expected a JSON object" and changes nothing.
+TEST(relay_api_rules_http, a_body_that_is_not_a_json_object_is_refused_and_changes_nothing) {
+  plain_peer peer(plain_peer::mode::echo);
+  http_api api;
+  auto& http = *api.http;
+  auto made = http.Post("/proxies", json{{"name", "p"}, {"upstream", peer.where().str()}}.dump(),
+                        "application/json");
+  ASSERT_TRUE(made);
+  ASSERT_EQ(made->status, 201);
+  auto toxic = http.Post("/proxies/p/toxics",
+                         R"({"name": "t", "type": "latency", "attributes": {"latency": 5}})",
+                         "application/json");
+  ASSERT_TRUE(toxic);
+  ASSERT_EQ(toxic->status, 200) << toxic->body;
+  const auto before = json::parse(http.Get("/proxies")->body);
+  for (const char* path : {"/proxies", "/proxies/p", "/proxies/p/toxics", "/proxies/p/toxics/t"}) {
+    for (const char* body : {"[]", "[{\"name\": \"q\"}]", "7", "\"p\"", "null"}) {
+      for (const char* method : {"POST", "PATCH"}) {
+        if (std::string_view(method) == "PATCH" &&
+            (std::string_view(path) == "/proxies" || std::string_view(path).ends_with("/toxics"))) {
+          continue;  // no PATCH route there
+        }
+        auto r = std::string_view(method) == "POST" ? http.Post(path, body, "application/json")
+                                                    : http.Patch(path, body, "application/json");
+        ASSERT_TRUE(r) << method << " " << path;
+        EXPECT_EQ(r->status, 400) << method << " " << path << " " << body << ": " << r->body;
+        EXPECT_EQ(json::parse(r->body, nullptr, false),
+                  (json{{"error", "bad request body: expected a JSON object"}, {"status", 400}}))
+            << method << " " << path << " " << body << ": " << r->body;
+      }
+    }
+  }
+  EXPECT_EQ(json::parse(http.Get("/proxies")->body), before);
+}
+
 }  // namespace
 }  // namespace faultlane::relays::testing

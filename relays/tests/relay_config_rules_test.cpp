@@ -197,7 +197,7 @@ TEST(relay_config_rules, yaml_busy_poll_takes_its_bound_and_refuses_one_more) {
 TEST(relay_config_rules, yaml_settings_reach_the_configuration_and_defaults_stay) {
   auto parsed = parse_relays_yaml(
       "seed: 11\nrelays:\n  - upstream: 127.0.0.1:9\n"
-      "  - name: rail1\n    upstream: 127.0.0.1:9\n    listen: localhost:0\n"
+      "  - name: rail1\n    upstream: 127.0.0.1:9\n    listen: localhost:7001\n"
       "    upstream_source: 127.0.0.2\n    rail: 1\n    protocol: raw\n    tap: t.jsonl\n"
       "    seed: 5\n    allow_non_loopback: true\n    active_faults_max: 3\n");
   ASSERT_TRUE(parsed.ok()) << parsed.error().message;
@@ -212,7 +212,7 @@ TEST(relay_config_rules, yaml_settings_reach_the_configuration_and_defaults_stay
   EXPECT_EQ(d.active_faults_max, relay_config{}.active_faults_max);
   const auto& s = parsed.value()[1];
   EXPECT_EQ(s.name, "rail1");
-  EXPECT_EQ(s.listen, (address{"127.0.0.1", 0}));
+  EXPECT_EQ(s.listen, (address{"127.0.0.1", 7001}));  // not the default: it was read
   EXPECT_EQ(s.upstream_source, "127.0.0.2");
   EXPECT_EQ(s.rail, 1u);
   EXPECT_EQ(s.proto, protocol::raw);
@@ -221,6 +221,33 @@ TEST(relay_config_rules, yaml_settings_reach_the_configuration_and_defaults_stay
   EXPECT_EQ(s.seed, 5u);
   EXPECT_TRUE(s.allow_non_loopback);
   EXPECT_EQ(s.active_faults_max, 3u);
+}
+
+// Rule: a relay's `faults:` is a list; a mapping or a scalar there is
+// refused at that key, "expected a list of faults", not read as faults.
+TEST(relay_config_rules, yaml_faults_must_be_a_list) {
+  for (const char* faults : {"{type: drop, dir: up}", "drop dir=up", "7"}) {
+    auto parsed = parse_relays_yaml(
+        fmt::format("relays:\n  - upstream: 127.0.0.1:9\n    faults: {}\n", faults));
+    ASSERT_FALSE(parsed.ok()) << faults;
+    ASSERT_TRUE(parsed.error().place.has_value()) << parsed.error().message;
+    EXPECT_EQ(parsed.error().place->key, "relays[0].faults") << parsed.error().message;
+    EXPECT_EQ(parsed.error().place->what, "expected a list of faults") << parsed.error().message;
+    EXPECT_EQ(parsed.error().place->at.line, 3) << parsed.error().message;
+  }
+}
+
+// Rule: a relay's `listen` in YAML is checked as `upstream` is: a bad
+// address is refused at that key, not replaced by the default.
+TEST(relay_config_rules, yaml_listen_is_checked_at_its_key) {
+  for (const char* listen : {"127.0.0.1", "127.0.0.1:99999", "127.0.0.1:x", ":1"}) {
+    auto parsed = parse_relays_yaml(
+        fmt::format("relays:\n  - upstream: 127.0.0.1:9\n    listen: {}\n", listen));
+    ASSERT_FALSE(parsed.ok()) << listen;
+    ASSERT_TRUE(parsed.error().place.has_value()) << parsed.error().message;
+    EXPECT_EQ(parsed.error().place->key, "relays[0].listen") << parsed.error().message;
+    EXPECT_EQ(parsed.error().place->at.line, 3) << parsed.error().message;
+  }
 }
 
 // Rule: a YAML fault is one key per value: no duplicates, no empty value.

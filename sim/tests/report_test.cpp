@@ -147,6 +147,13 @@ TEST(ReportSummaryTable, OneAlignedLinePerRunAndTotals) {
   EXPECT_NE(lines[3].find("18446744073709551615"), std::string::npos) << "seed shortened";
   EXPECT_NE(lines[3].find("..."), std::string::npos);
   EXPECT_NE(lines[3].find("_tail"), std::string::npos) << "shortened at the end, not the middle";
+  // Shortened in the middle: the name's first and last characters stay.
+  const auto cut =
+      lines_of(summary_table({passed_run("head_" + std::string(150, 'x') + "_tail", 1)}));
+  ASSERT_GE(cut.size(), 3u);
+  EXPECT_TRUE(cut[2].starts_with("head_x")) << cut[2];
+  EXPECT_NE(cut[2].find("x...x"), std::string::npos) << cut[2];
+  EXPECT_NE(cut[2].find("x_tail "), std::string::npos) << cut[2];
   EXPECT_EQ(lines_of(summary_table({})).back(), "0 passed, 0 failed, 0 skipped");
 }
 

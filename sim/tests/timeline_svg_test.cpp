@@ -156,7 +156,8 @@ TEST(timeline_svg, each_shape_is_its_element) {
 }
 
 // Rule: a phase is a band from its start to its end (to the axis end while
-// it had none), named by its kind, its deadline in its title.
+// it had none), named by its kind, its deadline in its title, its name on
+// a label at its start.
 TEST(timeline_svg, a_phase_is_a_band_to_its_end) {
   history h;
   h.phases = {{"f", false, false, 0, 1, 2, 100, 300},
@@ -173,6 +174,12 @@ TEST(timeline_svg, a_phase_is_a_band_to_its_end) {
             std::string::npos)
       << svg;
   EXPECT_NE(svg.find("<title>phase f (phase): 0.100 ms to 0.300 ms</title>"), std::string::npos);
+  // Each band is labelled with its phase's name at its start.
+  for (const char* label :
+       {R"(<text x="363.0" y="12">f</text>)", R"(<text x="603.0" y="12">h</text>)",
+        R"(<text x="663.0" y="12">live</text>)"}) {
+    EXPECT_NE(svg.find(label), std::string::npos) << label << "\n" << svg;
+  }
 }
 
 // Rule: each runner mark is a line at its time, saying its kind, whether
