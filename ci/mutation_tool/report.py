@@ -75,6 +75,9 @@ def _cell(text):
 
 def markdown(run, rows, results):
     out = [f"# Mutation score: {run['command']}", ""]
+    if run.get("rescored"):
+        out += [f"Rescored {run['rescored']} with ci/mutation-equivalent.txt as it was then "
+                f"(`ci/mutation --rescore`).", ""]
     out.append(f"Commit `{run['commit']}`, seed {run['seed']}, {run['date']}; "
                f"{run['minutes']:.1f} min on {run['jobs']} jobs "
                f"({run['mutants_per_minute']:.1f} mutants/min over the mutant runs, "
@@ -134,6 +137,11 @@ def markdown(run, rows, results):
             out.append(f"  - `- {_cell(r['before'])}`")
             out.append(f"  - `+ {_cell(r['after'])}`")
             out.append(f"  - replay: `ci/mutation --only {r['fingerprint']}`")
+    chosen = [r for r in results if r["outcome"] == "equivalent"]
+    if chosen:
+        out += ["", f"## Equivalent ({len(chosen)}): ci/mutation-equivalent.txt", ""]
+        for r in chosen:
+            out.append(f"- `{r['key']}` ({r['fingerprint']}): {_cell(r.get('reason', ''))}")
     out += time_spent(results)
     killers = {}
     for r in results:

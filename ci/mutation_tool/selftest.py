@@ -460,13 +460,32 @@ def check_rescore(folder):
     run = {"command": "x", "commit": "c", "seed": 1, "date": "d", "minutes": 1, "jobs": 1,
            "mutants_per_minute": 1, "setup_minutes": 0}
     report.write(os.path.join(out, "report.json"), os.path.join(out, "report.md"), run,
-                 [mutant("a" * 12, "survived"), mutant("b" * 12, "killed"),
+                 [dict(mutant("a" * 12, "survived"), cut_short=True, tests_finished=1,
+                       tests_run=2), mutant("b" * 12, "killed"),
                   dict(mutant("c" * 12, "equivalent"), reason="old", was="not_reached")])
-    tool.rescore(out)
-    with open(os.path.join(out, "report.json"), encoding="utf-8") as f:
-        got = {m["fingerprint"][0]: m["outcome"] for m in json.load(f)["mutants"]}
-    if got != {"a": "equivalent", "b": "killed", "c": "not_reached"}:
+
+    def rescored():
+        tool.rescore(out)
+        with open(os.path.join(out, "report.json"), encoding="utf-8") as f:
+            return {m["fingerprint"][0]: m for m in json.load(f)["mutants"]}
+
+    got = rescored()
+    if {k: m["outcome"] for k, m in got.items()} != \
+            {"a": "equivalent", "b": "killed", "c": "not_reached"} \
+            or "reason" in got["c"] or "was" in got["c"] \
+            or got["a"]["reason"] != "reserve() sets capacity only":
         fail(f"--rescore gave {got}; want a equivalent, b killed, c back to not reached")
+    text = open(os.path.join(out, "report.md"), encoding="utf-8").read()
+    if "## Equivalent (1)" not in text or "reserve() sets capacity only" not in text:
+        fail(f"a rescored report.md lists no equivalents:\n{text}")
+    if rescored() != got:
+        fail("a second --rescore changed the report")
+    # Unlisted again, a survivor cut short comes back cut short.
+    with open(tool.EQUIVALENT_FILE, "w", encoding="utf-8") as f:
+        f.write("# none\n")
+    back = rescored()["a"]
+    if back["outcome"] != "survived" or not back.get("cut_short") or "reason" in back:
+        fail(f"an unlisted equivalent came back as {back}; want survived, cut short")
 
 
 def check_pacer(folder):
@@ -512,7 +531,9 @@ def check_bad_input():
              (["--changed", "HEAD"], "changed since then"),
              (["--mutant-seconds", "0"], "finite and above zero"),
              (["--mutant-seconds", "nan"], "finite and above zero"),
-             (["--budget", "nan"], "finite and above zero")]
+             (["--budget", "nan"], "finite and above zero"),
+             (["--rescore", "no/such/dir"], "no report to rescore"),
+             (["--rescore", "build", "--sample", "3"], "takes no other option")]
     for argv, words in cases:
         done = subprocess.run([tool, *argv], capture_output=True, text=True, timeout=60)
         if done.returncode != 2 or words not in done.stderr:

@@ -220,5 +220,27 @@ TEST(io_pool, an_event_on_a_pool_that_does_not_poll_starts_no_polling_anywhere) 
   EXPECT_TRUE(idle) << "an event on a pool that does not poll started polling";
 }
 
+// Rule: a handler still queued when the pool goes is destroyed while every
+// shard's context exists: what it owns may hold an I/O object of another
+// shard (an rpc answer queued on shard 1 holds its session, which holds the
+// server's acceptor timer on shard 0). Destroyed after shard 0's context,
+// the timer reached a freed service (UBSan: invalid vptr, in
+// transport_control's hostile_patterns test).
+TEST(io_pool, a_queued_handler_is_destroyed_while_every_shard_exists) {
+  auto pool = io_pool::create(2).value();
+  struct holder {
+    explicit holder(asio::io_context& c) : timer(c) {}
+    net::timer timer;
+  };
+  auto held = std::make_shared<holder>(pool->context(0));
+  pool->stop();
+  asio::post(pool->context(1), [held] { ADD_FAILURE() << "a stopped pool ran a handler"; });
+  std::weak_ptr<holder> watch = held;
+  held.reset();
+  ASSERT_FALSE(watch.expired());  // the queued handler owns it now
+  pool.reset();                   // ASan: heap-use-after-free here without the fix
+  EXPECT_TRUE(watch.expired());
+}
+
 }  // namespace
 }  // namespace faultlane

@@ -196,6 +196,27 @@ expect: {control: {paced.ok: 3}}
       << "calls started at " << starts[0] << ", " << starts[1] << " and " << starts[2] << " us";
 }
 
+// Rule: a caller's wait for its next interval never outlasts its
+// duration_ms (docs/scenarios.md, "control:"): a caller of 100 ms with an
+// interval of 10 s makes one call and ends with its duration, not 10 s
+// later. (Given 5 s here, for a loaded machine; 10 s is what it would
+// take if it slept to its next call.)
+TEST(runner_control, a_callers_interval_wait_ends_with_its_duration) {
+  auto r = run_control(parse_control(R"(
+transports: [{name: server}]
+phases: [{name: only}]
+control: [{name: slow, target: server, method: ping, duration_ms: 100, interval_ms: 10000}]
+expect: {control: {slow.ok: 1}}
+)"));
+  ASSERT_TRUE(r.passed) << failure_text(r);
+  ASSERT_TRUE(r.hist);
+  ASSERT_EQ(r.hist->phases.size(), 1u);
+  const auto& phase = r.hist->phases[0];
+  ASSERT_NE(phase.end_us, 0u);
+  EXPECT_LT(phase.end_us - phase.start_us, 5'000'000u)
+      << "the phase ran from " << phase.start_us << " to " << phase.end_us << " us";
+}
+
 TEST(runner_control, a_timing_scenario_runs_only_where_its_bounds_mean_something) {
   auto s = parse_control(R"(
 timing: true

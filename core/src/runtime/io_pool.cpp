@@ -68,7 +68,12 @@ io_pool::io_pool(std::size_t worker_count, std::uint32_t busy_poll_us)
   }
 }
 
-io_pool::~io_pool() { stop(); }
+io_pool::~io_pool() {
+  stop();
+  // Every shard's queued handlers go while every context still exists;
+  // then the contexts, in any order.
+  for (auto& s : shards_) s->context.shutdown();
+}
 
 void io_pool::run_shard(std::size_t index) {
   FL_ASSERT(index < shards_.size());

@@ -61,16 +61,26 @@ class io_pool {
   static void handler_ran() noexcept;
 
   // Stops every shard and joins every thread. Handlers still queued never
-  // run; they are destroyed with the pool. Idempotent. Must not be called
-  // from a pool thread (it would join itself).
+  // run; they are destroyed with the pool, every shard's before any shard's
+  // context goes (a handler queued on one shard may own an object bound to
+  // another's: an rpc answer holds its session, which holds the server's
+  // acceptor on shard 0). Idempotent. Must not be called from a pool thread
+  // (it would join itself).
   void stop();
   bool stopped() const noexcept { return stopped_.load(std::memory_order_acquire); }
 
  private:
+  // An io_context whose queued handlers the pool can destroy while every
+  // other shard's context still exists (execution_context::shutdown,
+  // which its destructor would run anyway, and which may run twice).
+  struct shard_context : asio::io_context {
+    using asio::io_context::io_context;
+    using asio::execution_context::shutdown;
+  };
   struct shard {
     explicit shard(std::uint32_t busy_poll_us)
         : polling(context, std::chrono::microseconds(busy_poll_us)) {}
-    asio::io_context context{1};
+    shard_context context{1};
     asio::executor_work_guard<asio::io_context::executor_type> guard{context.get_executor()};
     net::thread thread;
     poll_window polling;  // the shard's thread only
