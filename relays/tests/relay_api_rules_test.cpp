@@ -225,16 +225,21 @@ httplib::Result request(httplib::Client& http, const std::string& method, const 
   return http.Post(path, body, "application/json");
 }
 
+// Creates the proxy "p" in front of `peer` through the HTTP API (201).
+void create_p(httplib::Client& http, plain_peer& peer) {
+  auto made = http.Post("/proxies", json{{"name", "p"}, {"upstream", peer.where().str()}}.dump(),
+                        "application/json");
+  ASSERT_TRUE(made);
+  ASSERT_EQ(made->status, 201);
+}
+
 // Rule: every route that names a proxy answers 404 "proxy not found" when
 // there is none of that name, every route that names a toxic 404 "toxic
 // not found" when the proxy has none of that name, and neither creates one.
 TEST(relay_api_rules_http, every_route_answers_404_for_an_unknown_proxy_or_toxic) {
   plain_peer peer(plain_peer::mode::echo);
   http_api api;
-  auto made = api.http->Post(
-      "/proxies", json{{"name", "p"}, {"upstream", peer.where().str()}}.dump(), "application/json");
-  ASSERT_TRUE(made);
-  ASSERT_EQ(made->status, 201);
+  ASSERT_NO_FATAL_FAILURE(create_p(*api.http, peer));
   // Each path with the methods its route takes.
   struct route {
     const char* path;
@@ -267,10 +272,7 @@ TEST(relay_api_rules_http, a_proxys_toxics_are_listed_upstream_first_in_their_sh
   plain_peer peer(plain_peer::mode::echo);
   http_api api;
   auto& http = *api.http;
-  auto made = http.Post("/proxies", json{{"name", "p"}, {"upstream", peer.where().str()}}.dump(),
-                        "application/json");
-  ASSERT_TRUE(made);
-  ASSERT_EQ(made->status, 201);
+  ASSERT_NO_FATAL_FAILURE(create_p(http, peer));
   for (const char* toxic :
        {R"({"type": "latency", "attributes": {"latency": 5}})",
         R"({"type": "stall", "stream": "upstream", "name": "held"})",
@@ -388,10 +390,7 @@ TEST(relay_api_rules_http, a_body_that_is_not_a_json_object_is_refused_and_chang
   plain_peer peer(plain_peer::mode::echo);
   http_api api;
   auto& http = *api.http;
-  auto made = http.Post("/proxies", json{{"name", "p"}, {"upstream", peer.where().str()}}.dump(),
-                        "application/json");
-  ASSERT_TRUE(made);
-  ASSERT_EQ(made->status, 201);
+  ASSERT_NO_FATAL_FAILURE(create_p(http, peer));
   auto toxic = http.Post("/proxies/p/toxics",
                          R"({"name": "t", "type": "latency", "attributes": {"latency": 5}})",
                          "application/json");

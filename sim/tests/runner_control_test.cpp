@@ -175,21 +175,28 @@ expect:
   }
 }
 
+// The history of a run of one server and one caller (`spec`, its
+// `control:` entry) with `expect` as its expect.control; null, and a
+// failure, if the run failed.
+decltype(run_result::hist) one_caller(const std::string& spec, const std::string& expect) {
+  auto r = run_control(parse_control("transports: [{name: server}]\nphases: [{name: only}]\n"
+                                     "control: [" + spec + "]\nexpect: {control: {" + expect +
+                                     "}}\n"));
+  EXPECT_TRUE(r.passed) << failure_text(r);
+  return r.passed ? r.hist : nullptr;
+}
+
 // Rule: a caller with interval_ms starts each call interval_ms after the
 // one before (docs/scenarios.md, "control:"), where one without calls back
 // to back: three calls 200 ms apart span at least 400 ms, less what the
 // first start was late (given 100 ms here).
 TEST(runner_control, a_caller_with_an_interval_starts_its_calls_that_far_apart) {
-  auto r = run_control(parse_control(R"(
-transports: [{name: server}]
-phases: [{name: only}]
-control: [{name: paced, target: server, method: ping, count: 3, interval_ms: 200}]
-expect: {control: {paced.ok: 3}}
-)"));
-  ASSERT_TRUE(r.passed) << failure_text(r);
-  ASSERT_TRUE(r.hist);
+  const auto h =
+      one_caller("{name: paced, target: server, method: ping, count: 3, interval_ms: 200}",
+                 "paced.ok: 3");
+  ASSERT_TRUE(h);
   std::vector<std::uint64_t> starts;
-  for (const auto& c : r.hist->calls) starts.push_back(c.start_us);
+  for (const auto& c : h->calls) starts.push_back(c.start_us);
   ASSERT_EQ(starts.size(), 3u);
   std::sort(starts.begin(), starts.end());
   EXPECT_GE(starts[2] - starts[0], 300'000u)
@@ -202,16 +209,12 @@ expect: {control: {paced.ok: 3}}
 // later. (Given 5 s here, for a loaded machine; 10 s is what it would
 // take if it slept to its next call.)
 TEST(runner_control, a_callers_interval_wait_ends_with_its_duration) {
-  auto r = run_control(parse_control(R"(
-transports: [{name: server}]
-phases: [{name: only}]
-control: [{name: slow, target: server, method: ping, duration_ms: 100, interval_ms: 10000}]
-expect: {control: {slow.ok: 1}}
-)"));
-  ASSERT_TRUE(r.passed) << failure_text(r);
-  ASSERT_TRUE(r.hist);
-  ASSERT_EQ(r.hist->phases.size(), 1u);
-  const auto& phase = r.hist->phases[0];
+  const auto h = one_caller(
+      "{name: slow, target: server, method: ping, duration_ms: 100, interval_ms: 10000}",
+      "slow.ok: 1");
+  ASSERT_TRUE(h);
+  ASSERT_EQ(h->phases.size(), 1u);
+  const auto& phase = h->phases[0];
   ASSERT_NE(phase.end_us, 0u);
   EXPECT_LT(phase.end_us - phase.start_us, 5'000'000u)
       << "the phase ran from " << phase.start_us << " to " << phase.end_us << " us";
