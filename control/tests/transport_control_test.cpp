@@ -378,6 +378,43 @@ TEST(transport_control, registration_never_waits_on_a_scan) {
   EXPECT_EQ(listed.value().size(), names + 1);
   EXPECT_EQ(listed.value().back().name, "n/late");
 }
+
+// A scan that finds the service stopping between two pages ends there,
+// `cancelled`, instead of reading the rest of the registry while shutdown
+// waits for it (docs/control-plane.md, "Stopping"). The one worker is held
+// by the paused scan; the call queued behind it is answered `cancelled` as
+// the stop begins, so the scan is let go only once the stop is requested.
+TEST(transport_control, a_scan_that_finds_the_service_stopping_ends_cancelled) {
+  auto config = testing::loopback_config();
+  config.rpc_worker_count = 1;
+  config.shutdown_timeout_ms = 20000;
+  auto target = testing::start(config);
+  const std::size_t names = limits::registration_page_max + 1;  // two pages
+  std::vector<std::byte> memory(names);
+  for (std::size_t i = 0; i < names; ++i) {
+    (void)target->register_buffer(&memory[i], 1, permission::remote_read, fmt::format("n/{}", i))
+        .value();
+  }
+  fp::scoped paused("control.scan_page", {.act = fp::action::pause, .count = 1});
+  auto scanning = client_of(*target);
+  auto waiting = client_of(*target);
+  auto scan = std::async(std::launch::async, [&] { return scanning->list_registrations("^n/"); });
+  ASSERT_TRUE(fp::wait_paused("control.scan_page", 1, 5000ms));
+  auto queued = std::async(std::launch::async, [&] { return waiting->describe(); });
+  ASSERT_TRUE(testing::eventually([&] { return control::metrics_of(*target).queue_depth == 1; }));
+  auto down = std::async(std::launch::async, [&] { return target->shutdown(); });
+  ASSERT_EQ(queued.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(queued.get().code(), status::cancelled);
+  fp::resume("control.scan_page");
+  ASSERT_EQ(scan.wait_for(10s), std::future_status::ready);
+  auto listed = scan.get();
+  ASSERT_FALSE(listed.ok()) << "the scan ran on and listed " << listed.value().size();
+  EXPECT_EQ(listed.code(), status::cancelled);
+  EXPECT_NE(listed.error().message.find("stopped during the scan"), std::string::npos)
+      << listed.error().message;
+  ASSERT_EQ(down.wait_for(20s), std::future_status::ready);
+  EXPECT_TRUE(down.get().ok());
+}
 #endif
 
 TEST(transport_control, opening_an_address_nobody_serves_fails_within_the_bound) {

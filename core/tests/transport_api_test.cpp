@@ -1,11 +1,13 @@
-// The API promises a user relies on: a per-task start deadline, closing a
-// segment, submit() from a completion callback, and services attached to a
-// transport.
+// The API promises a user relies on: a per-task start deadline, what
+// submit() refuses, closing a segment, submit() from a completion callback,
+// services attached to a transport, and a shutdown that closes the listener.
 #include <gtest/gtest.h>
 
+#include <asio/ip/tcp.hpp>
 #include <asio/post.hpp>
 #include <atomic>
 #include <future>
+#include <limits>
 
 #include "faultlane/core/limits.hpp"
 #include "faultlane/testing/transport_fixture.hpp"
@@ -97,6 +99,49 @@ TEST(transport_api, start_deadline_at_the_bound_and_one_past) {
   EXPECT_NE(refused.error().message.find("start_deadline_ms"), std::string::npos);
   EXPECT_TRUE(initiator->shutdown().ok());
   EXPECT_TRUE(target->shutdown().ok());
+}
+
+// A request's remote range must end within 2^64: the last range that fits
+// is sent (and the target refuses it, far past the registration); one byte
+// further, submit() refuses the batch and nothing is sent.
+TEST(transport_api, a_remote_range_past_two_to_the_64_is_refused_at_submit) {
+  auto target = start(loopback_config());
+  auto initiator = start(loopback_config());
+  std::vector<std::byte> memory(64);
+  auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
+  auto seg = initiator->open_segment(target->descriptor()).value();
+  std::vector<std::byte> back(64);
+  // The last 64 bytes below 2^64.
+  constexpr auto last_start = std::numeric_limits<std::uint64_t>::max() - 64;
+  EXPECT_EQ(run_one(*initiator, read_req(seg, id, last_start, back.data(), 64)).code,
+            status::range_rejected);
+  auto r = read_req(seg, id, last_start + 1, back.data(), 64);
+  auto refused = initiator->submit(std::span(&r, 1));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.code(), status::invalid_argument);
+  EXPECT_NE(refused.error().message.find("offset overflows"), std::string::npos);
+  EXPECT_EQ(initiator->stats().tasks_submitted, 1u);
+  EXPECT_TRUE(initiator->shutdown().ok());
+  EXPECT_TRUE(target->shutdown().ok());
+}
+
+// Shutdown closes the listener: once it returns, a connect to the
+// transport's port is refused while the transport object still exists (a
+// listener left open would let the kernel take connections nobody serves).
+TEST(transport_api, shutdown_closes_the_listener) {
+  auto t = start(loopback_config());
+  const auto served = t->descriptor().endpoints[0];
+  const asio::ip::tcp::endpoint at(asio::ip::make_address(served.address), served.port);
+  asio::io_context io;
+  auto connect = [&] {
+    asio::ip::tcp::socket s(io);
+    std::error_code ec;
+    s.connect(at, ec);
+    return ec;
+  };
+  EXPECT_FALSE(connect()) << "the listener takes connections before shutdown";
+  ASSERT_TRUE(t->shutdown().ok());
+  EXPECT_EQ(connect(), asio::error::connection_refused);
 }
 
 // A request may move at most the smaller of the initiator's and the
