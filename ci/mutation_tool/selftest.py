@@ -344,6 +344,21 @@ def check_scheduler(folder):
     if m1 != ["kill0"] or results[1]["outcome"] != "killed":
         fail(f"mutant 1 ran {m1} and was {results[1]['outcome']}; the test that killed "
              f"mutant 0 of its file goes first and kills it")
+    # A quick test named after the mutant's file goes before a quicker one:
+    # mutant 0 of src/kill0.cpp runs kill0 before `quick`.
+    os.remove(log)
+    schedule([M(0, "src/kill0.cpp")], 1)
+    m0 = [x[1] for x in (line.split() for line in open(log, encoding="utf-8")) if x[2:] == ["0"]]
+    if m0[:1] != ["kill0"]:
+        fail(f"mutant 0 of src/kill0.cpp ran {m0}; the test named after its file goes first")
+    for path, name, want in (("a/io_pool.cpp", "io_pool.busy", True),
+                             ("a/pool.cpp", "io_pool.busy", True),
+                             ("a/io.cpp", "io_pool.busy", True),
+                             ("a/poo.cpp", "io_pool.busy", False),
+                             ("a/world.cpp", "sim_on_world_load/swarm", True),
+                             ("a/busy.cpp", "io_pool.busy", False)):
+        if tool.named_after(path, name) != want:
+            fail(f"named_after({path}, {name}) is not {want}")
 
 
 def check_two_passes(folder):
