@@ -306,6 +306,37 @@ TEST(data_integrity, a_failed_read_is_not_compared) {
   EXPECT_TRUE(check_data_integrity(w.h).passed()) << all(check_data_integrity(w.h));
 }
 
+// Rule: a READ that submit() refused has no bytes to check, whatever its
+// length: it never ran (the recorder gives it a completion seq and no data).
+TEST(data_integrity, a_read_refused_at_submit_is_not_compared) {
+  world w;
+  auto rd = w.start(wire::opcode::read, 0, 4096);
+  auto& op = w.op(rd);
+  op.submit_failed = true;
+  op.outcome = op.batch_status = status::busy;
+  op.complete_seq = w.tick();
+  auto r = check_data_integrity(w.h);
+  EXPECT_TRUE(r.passed()) << all(r);
+  EXPECT_EQ(r.checked, 0u);
+}
+
+// Rule: final bytes are held only to a model the history has: a region
+// with no registration in that incarnation has nothing to compare.
+TEST(data_integrity, final_bytes_of_a_region_with_no_model_are_not_compared) {
+  auto w = clean_world();
+  const auto checked = check_data_integrity(w.h).checked;
+  auto other = w.h.finals[0];
+  other.region = "other";  // never registered
+  other.bytes.assign(100, std::byte{0xee});
+  w.h.finals.push_back(other);
+  other.region = "buf";
+  other.incarnation = 1;  // the server never had a second incarnation
+  w.h.finals.push_back(other);
+  auto r = check_data_integrity(w.h);
+  EXPECT_TRUE(r.passed()) << all(r);
+  EXPECT_EQ(r.checked, checked);
+}
+
 // 10 000 ops of 4 KiB-64 KiB, eight in flight, over a 4 MiB region: every
 // READ byte is compared against the model, none skipped.
 TEST(data_integrity, ten_thousand_ops_are_all_compared) {
