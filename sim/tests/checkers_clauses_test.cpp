@@ -110,7 +110,9 @@ const std::map<std::string, std::vector<std::string>> clause_tests = {
      {"bounds.lease_released_without_acquire", "bounds.leases_are_counted_per_incarnation"}},
     {"bounds.leases_returned",
      {"bounds.lease_left_after_a_clean_shutdown", "bounds.leases_are_counted_per_incarnation"}},
-    {"bounds.relay_active_faults", {"bounds.a_relay_over_its_active_fault_cap"}},
+    {"bounds.relay_active_faults",
+     {"bounds.a_relay_over_its_active_fault_cap",
+      "bounds.a_relay_over_its_cap_names_no_point_in_the_history"}},
 
     {"drained_shutdown.within_bound", {"drained_shutdown.took_longer_than_its_bound"}},
     {"drained_shutdown.result",

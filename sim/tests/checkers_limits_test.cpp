@@ -34,6 +34,19 @@ TEST(bounds, a_relay_over_its_active_fault_cap) {
                             0, 0));
 }
 
+// Rule: a relay's fault-effect peak is a count over the whole run, not a
+// moment of it: its violation names the link's initiator and no seq.
+TEST(bounds, a_relay_over_its_cap_names_no_point_in_the_history) {
+  auto w = clean_world();
+  w.h.links[1].active_faults_max = 4;
+  w.h.links[1].active_faults_peak = 5;
+  const auto r = check_bounds(w.h);
+  ASSERT_EQ(r.violations.size(), 1u) << all(r);
+  EXPECT_EQ(r.violations[0].seq, 0u);
+  EXPECT_EQ(r.violations[0].transport, "client");
+  EXPECT_EQ(describe(r.violations[0]).find(" at seq "), std::string::npos) << all(r);
+}
+
 TEST(bounds, admission_tasks_over_the_limit) {
   auto w = clean_world();
   first(w, event_kind::admission_changed).tasks = 8;  // at the limit is within it

@@ -90,6 +90,23 @@ TEST(checkers_support, an_event_violation_finds_its_op_by_request_then_by_task) 
   EXPECT_EQ(event_violation("c", index, stray, "why").op_id, 0u);
 }
 
+// Rule: request and task ids count from 1, only 0 means "none": an event
+// with request id 1 names that request's op, and an event with no request
+// id but task 1 names the task's op.
+TEST(checkers_support, an_event_violation_takes_request_and_task_ids_from_1) {
+  history h;
+  h.ops = {op(1, 0, 1), op(2, 0, 2)};
+  h.events = {event(event_kind::slice_dispatched, 0, 2, 10, 1)};  // op 2's request 1
+  const history_index index(h);
+  auto executed = event(event_kind::server_executed, 0, 0, 20, 1);
+  executed.transport = "server";  // a target's event carries no task id
+  EXPECT_EQ(event_violation("c", index, executed, "why").op_id, 2u);
+  const auto finalized = event(event_kind::task_finalized, 0, 1, 30);
+  const auto v = event_violation("c", index, finalized, "why");
+  EXPECT_EQ(v.op_id, 1u);
+  EXPECT_EQ(v.task_id, 1u);
+}
+
 // Rule: every status is found by its to_string() name, the last one too.
 TEST(checkers_support, every_status_is_found_by_its_name) {
   for (int i = 0; i < status_count; ++i) {
