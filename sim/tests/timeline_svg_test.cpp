@@ -37,6 +37,21 @@ TEST(timeline_svg, the_axis_is_ticked_and_labelled_to_its_end) {
   EXPECT_EQ(count_of(svg_of(m), "<line class=\"grid\""), 10u);
 }
 
+// Rule: the axis step is 1, 2 or 5 times a power of ten, the least such
+// step that keeps ticks 110 px apart: on the narrowest plot (1200 px) every
+// run below has eleven ticks, 0 to its end.
+TEST(timeline_svg, the_axis_step_is_1_2_or_5_times_a_power_of_ten) {
+  const std::vector<std::pair<std::uint64_t, std::string>> runs = {
+      {5'000, "0.5"}, {20'000, "2"}, {50'000, "5"}, {100'000, "10"}};
+  for (const auto& [end_us, step] : runs) {
+    tl::model m;
+    m.end_us = end_us;
+    const auto svg = svg_of(m);
+    EXPECT_EQ(count_of(svg, "<line class=\"grid\""), 11u) << end_us << "\n" << svg;
+    EXPECT_NE(svg.find(">" + step + " ms</text>"), std::string::npos) << end_us << "\n" << svg;
+  }
+}
+
 // The model of a run 1 ms long, with `groups`.
 tl::model one_ms_model(std::vector<tl::row_group> groups = {}) {
   tl::model m;
