@@ -151,6 +151,45 @@ TEST(shrink, parts_the_failure_does_not_need_are_dropped_with_their_expectations
   EXPECT_TRUE(parse_scenario(to_yaml(out.minimal), "always.min.yaml").ok());
 }
 
+// A scenario whose armed failpoint never fires (its READs never reach a
+// WRITE's ack), with a fault and a disarm it does not need.
+const char* unfired_failpoint = R"(
+transports: [{name: a}, {name: b}]
+regions: [{name: r, transport: b, size: 4KiB}]
+workload: [{name: s, from: a, region: r, ops: read, size: 1, count: 2, depth: 1}]
+links:
+  - initiator: a
+    target: b
+    faults: [{type: latency, dir: up, ms: 1, name: lat, optional: true}]
+phases: [{name: p}]
+events:
+  - {at: {phase: p}, do: arm, failpoint: {name: server.before_write_ack, action: return_error,
+     error: busy}}
+  - {at: {after_phase: p}, do: disarm, failpoint: server.before_write_ack}
+)";
+
+// Rule: a shrunk scenario needs failpoints exactly while one of its events
+// arms one: here the arm is what fails, so it stays, and the disarm goes.
+TEST(shrink, a_shrunk_scenario_needs_failpoints_while_an_event_arms_one) {
+  if (!failpoints_available()) GTEST_SKIP() << "the scenario arms a failpoint";
+  auto s = parse_scenario(unfired_failpoint, "unfired.yaml");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  run_options o;
+  o.seed = 5;
+  const auto original = run_scenario(s.value(), o);
+  ASSERT_EQ(first_failing_checker(original), "expectations") << failure_text(original);
+  shrink_options so;
+  so.checker = "expectations";
+  so.evidence = original.checkers.back().violations.front().evidence;
+  so.runs_per_candidate = 1;
+  so.run = o;
+  const auto out = shrink(s.value(), so);
+  ASSERT_TRUE(out.confirmed);
+  ASSERT_EQ(out.minimal.events.size(), 1u) << to_yaml(out.minimal);
+  EXPECT_EQ(out.minimal.events.front().action, event_action::arm);
+  EXPECT_TRUE(out.minimal.needs_failpoints);
+}
+
 // A stream of `count` ops, `depth` deep in batches of `batch`, of sizes
 // `size`, and an event after `ops` of them.
 scenario numbers(std::uint64_t count, std::size_t depth, std::size_t batch, size_dist size,
