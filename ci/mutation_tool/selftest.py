@@ -351,11 +351,23 @@ def check_scheduler(folder):
     m0 = [x[1] for x in (line.split() for line in open(log, encoding="utf-8")) if x[2:] == ["0"]]
     if m0[:1] != ["kill0"]:
         fail(f"mutant 0 of src/kill0.cpp ran {m0}; the test named after its file goes first")
+    # ...but only a quick one: `slow` (5 s) is named after slow.cpp, and
+    # past a NAMED_SECONDS_MAX of 1 s it keeps its place after `quick`.
+    limit = tool.NAMED_SECONDS_MAX
+    tool.NAMED_SECONDS_MAX = 1.0
+    steps = sorted([(0, "dsim", slow), (1, "dsim", quick)],
+                   key=tool.first_tests_first("src/slow.cpp", {}))
+    tool.NAMED_SECONDS_MAX = limit
+    if [s[2].name for s in steps] != ["quick", "slow"]:
+        fail(f"src/slow.cpp's tests sort {[s[2].name for s in steps]}: a slow test named "
+             f"after the file goes by its seconds")
     for path, name, want in (("a/io_pool.cpp", "io_pool.busy", True),
-                             ("a/pool.cpp", "io_pool.busy", True),
+                             ("a/admission.cpp", "tasks/admission_underflow_case.x/0", True),
+                             ("a/rail.cpp", "rails/rail_slicing.x/2", True),
+                             ("a/rails.cpp", "rails/rail_slicing.x/2", False),
+                             ("a/pool.cpp", "io_pool.busy", False),
                              ("a/io.cpp", "io_pool.busy", True),
-                             ("a/poo.cpp", "io_pool.busy", False),
-                             ("a/world.cpp", "sim_on_world_load/swarm", True),
+                             ("a/io_poo.cpp", "io_pool.busy", False),
                              ("a/busy.cpp", "io_pool.busy", False)):
         if tool.named_after(path, name) != want:
             fail(f"named_after({path}, {name}) is not {want}")
