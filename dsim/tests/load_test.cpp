@@ -182,5 +182,23 @@ TEST(dsim_load, hiccups_last_half_to_all_of_their_bound_and_each_is_in_the_trace
   w.remove_context(ctx);
 }
 
+// Rule: a handler whose drawn cost is nothing leaves its context free at
+// once, with no busy time and no event behind it. A model on only for its
+// hiccups, none of which comes: 50 handlers are 50 steps at time zero.
+TEST(dsim_load, a_handler_that_costs_nothing_leaves_no_busy_time_and_no_event) {
+  world w(7);
+  w.set_load(hiccups_only(1e-12, 1ms));
+  ASSERT_TRUE(w.load().on());
+  asio::io_context ctx;
+  w.add_context(ctx, "ctx");
+  std::vector<clock::time_point> at;
+  chain(ctx, 50, at);
+  EXPECT_EQ(w.run_until([] { return false; }), world::wait_result::idle);
+  EXPECT_EQ(at.size(), 50u);
+  EXPECT_EQ(w.steps(), 50u) << "a step that ran no handler";
+  EXPECT_EQ(w.now(), clock::time_point{});
+  w.remove_context(ctx);
+}
+
 }  // namespace
 }  // namespace faultlane::dsim

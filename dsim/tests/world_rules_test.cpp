@@ -4,8 +4,9 @@
 // event due exactly at it, and with nothing left jumps to it; an event for
 // a time passed runs now, in the seeded order of the instant; a cancelled
 // event never runs nor moves time; time only moves forward; every ready
-// context (and fiber) is picked first on some seed; and a context drained
-// as it goes runs all it has at once, busy or not.
+// context (and fiber) is picked first on some seed; a context drained as
+// it goes runs all it has at once, busy or not; a timed event waits while
+// a context has a ready handler; and which context ran enters the digest.
 #include <gtest/gtest.h>
 
 #include <asio/io_context.hpp>
@@ -289,6 +290,50 @@ TEST(dsim_world_rules, a_drained_context_runs_all_it_has_at_once_busy_or_not) {
   asio::post(ctx, [&] { ++ran; });
   EXPECT_EQ(w.run_until([] { return false; }), world::wait_result::idle);
   EXPECT_EQ(ran, 4) << "a removed context still ran";
+}
+
+// Rule: a step runs a ready handler whenever a context has one; a timed
+// event runs only when none has, even an event due now. Three handlers
+// and an event due at once: the event runs last, stepped one by one or
+// by a wait, on every seed.
+TEST(dsim_world_rules, a_timed_event_waits_while_a_context_has_a_ready_handler) {
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    for (bool by_wait : {false, true}) {
+      world w(seed);
+      asio::io_context ctx;
+      w.add_context(ctx, "ctx");
+      std::string order;
+      w.at(w.now(), [&] { order += 'e'; });
+      for (int i = 0; i < 3; ++i) asio::post(ctx, [&] { order += 'h'; });
+      if (by_wait) {
+        EXPECT_EQ(w.run_until([&] { return order.size() == 4; }), world::wait_result::met);
+      } else {
+        for (int i = 0; i < 4; ++i) EXPECT_TRUE(w.step());
+      }
+      EXPECT_EQ(order, "hhhe") << "seed " << seed << (by_wait ? ", a wait" : ", steps");
+      w.remove_context(ctx);
+    }
+  }
+}
+
+// Rule: the digest chains which context ran each step. Two worlds of one
+// seed, alike but for the context their one handler is on, digest apart.
+TEST(dsim_world_rules, which_context_ran_a_step_enters_the_digest) {
+  auto digest_with_handler_on = [](std::size_t which) {
+    world w(13);
+    asio::io_context first, second;
+    w.add_context(first, "ctx");
+    w.add_context(second, "ctx");
+    asio::post(which == 0 ? first : second, [] {});
+    EXPECT_TRUE(w.step());
+    EXPECT_FALSE(w.step());
+    const auto digest = w.digest();
+    w.remove_context(first);
+    w.remove_context(second);
+    return digest;
+  };
+  EXPECT_EQ(digest_with_handler_on(0), digest_with_handler_on(0));
+  EXPECT_NE(digest_with_handler_on(0), digest_with_handler_on(1));
 }
 
 }  // namespace
