@@ -8,6 +8,7 @@
 #include <asio/post.hpp>
 #include <asio/write.hpp>
 
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -232,6 +233,36 @@ TEST(dsim_edge_read, a_failed_read_reads_no_byte_and_never_says_it_left_nothing)
     EXPECT_EQ(p.got->n, 0u) << "probe " << probe;
     EXPECT_FALSE(p.got->left_nothing) << probe;
   }
+}
+
+// Rule: what arrives before the step that performs an edge read is one
+// report. Two arrivals while the context is busy, a read that takes 4096
+// of their 6000 bytes, and a handler that queues the next read unprobed:
+// the 1904 bytes left raised no edge of their own, so that read waits for
+// the next arrival and then takes them with it.
+TEST(dsim_edge_read, arrivals_before_the_reads_step_are_one_report) {
+  edge_pair p(12);
+  std::vector<edge_result> reads;
+  std::function<void()> read_next = [&] {
+    p.server.start_edge_read({asio::buffer(p.buffer)}, /*probe=*/false,
+                             [&](std::error_code ec, std::size_t n, bool left) {
+                               reads.push_back({ec, n, left});
+                               if (reads.size() == 1) read_next();
+                             });
+  };
+  read_next();
+  p.hold_server();
+  p.send_now(3000);
+  ASSERT_EQ(p.t.w.run_until([&] { return p.server.queued() == 3000; }), world::wait_result::met);
+  p.send_now(3000);
+  ASSERT_EQ(p.t.w.run_until([&] { return !reads.empty(); }), world::wait_result::met);
+  EXPECT_EQ(reads[0].n, 4096u);
+  EXPECT_EQ(p.t.w.run_until([&] { return reads.size() == 2; }), world::wait_result::idle)
+      << "the bytes left were read without an arrival";
+  p.send_now(10);
+  ASSERT_EQ(p.t.w.run_until([&] { return reads.size() == 2; }), world::wait_result::met);
+  EXPECT_EQ(reads[1].n, 1914u);
+  EXPECT_TRUE(reads[1].left_nothing);
 }
 
 }  // namespace
