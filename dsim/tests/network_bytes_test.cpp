@@ -5,8 +5,9 @@
 // a read asking less than the watermark, or with a watermark of zero;
 // a cut read never below its watermark; zero-byte reads and writes done
 // at once; gathered writes and scattered reads in order; a read that
-// makes room wakes the held writer; readiness on a reset; and the bytes
-// waiting, counted for FIONREAD and the idle lane's check.
+// makes room wakes the held writer; readiness on a reset; the bytes
+// waiting, counted for FIONREAD and the idle lane's check; and a connect
+// answered one drawn latency after it starts.
 #include <gtest/gtest.h>
 
 #include <asio/error.hpp>
@@ -311,6 +312,29 @@ TEST(dsim_network_bytes, each_direction_draws_its_own_buffer_within_the_bounds) 
     EXPECT_EQ(t.client.queued(), down);
   }
   EXPECT_GT(differ, 0) << "both directions always drew one buffer";
+}
+
+// Rule: a connect is answered one latency drawn in the network's bounds
+// after it starts, never at once: refused where nobody listens, connected
+// where a listener is.
+TEST(dsim_network_bytes, a_connect_is_answered_one_drawn_latency_after_it_starts) {
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    network_options o = whole(64 << 10);
+    o.latency_min = 40us;
+    o.latency_max = 60us;
+    two_nodes t(seed, o);
+    acceptor a(t.server_ctx);
+    const auto at = t.listen(a);
+    for (bool listening : {false, true}) {
+      socket s(t.client_ctx);
+      const endpoint to{server_node, static_cast<unsigned short>(at.port() + (listening ? 0 : 1))};
+      const auto start = t.w.now();
+      const auto end = completion_code(t, [&](auto done) { s.async_connect(to, done); });
+      EXPECT_EQ(end, listening ? std::error_code() : code(asio::error::connection_refused));
+      EXPECT_GE(t.w.now() - start, 40us) << "seed " << seed << ", listening " << listening;
+      EXPECT_LE(t.w.now() - start, 60us) << "seed " << seed << ", listening " << listening;
+    }
+  }
 }
 
 }  // namespace

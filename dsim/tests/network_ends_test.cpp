@@ -3,12 +3,15 @@
 // listener's; ephemeral ports count up from 32768, skip ports in use and
 // wrap after 65535, per node; a listening port and both ends of a live
 // connection are in use until they go; the network counts connections
-// opened and those open at both ends; and each misuse of a socket or an
-// acceptor ends with the error code Asio gives it.
+// opened and those open at both ends; each misuse of a socket or an
+// acceptor ends with the error code Asio gives it; an option set on a
+// socket that is not open does nothing; and a network outlives its ends.
 #include <gtest/gtest.h>
 
 #include <asio/error.hpp>
 
+#include <cstdlib>
+#include <memory>
 #include <vector>
 
 #include "network_fixture.hpp"
@@ -317,6 +320,58 @@ TEST(dsim_network_ends, a_wildcard_listener_takes_its_port_on_a_node_it_was_neve
   auto pair = t.connect_pair(a, {third_node, port});
   EXPECT_EQ(pair.first.remote_endpoint().port(), port);
   EXPECT_EQ(t.net.connections_open(), 1u);
+}
+
+// Rule: an option set on a socket that is not open (before the connect
+// that opens it, or after its close) does nothing: the socket the connect
+// opens reads with no watermark and closes with a FIN, not a reset.
+TEST(dsim_network_ends, an_option_set_on_a_socket_that_is_not_open_does_nothing) {
+  two_nodes t(54, whole(64 << 10));
+  acceptor a(t.server_ctx);
+  const auto at = t.listen(a);
+  socket client(t.client_ctx), server(t.server_ctx);
+  client.set_option(asio::socket_base::linger(true, 0));
+  client.set_option(asio::socket_base::receive_low_watermark(500));
+  bool connected = false;
+  client.async_connect(at, [&](std::error_code e) { connected = !e; });
+  a.async_accept(t.server_ctx, [&](std::error_code, socket s) { server = std::move(s); });
+  ASSERT_EQ(t.w.run_until([&] { return connected && server.is_open(); }),
+            world::wait_result::met);
+  write_all_now(t, server, pattern(10, 54));
+  std::vector<std::byte> got(100);
+  std::size_t n = 0;
+  client.async_read_some(asio::buffer(got), [&](std::error_code, std::size_t k) { n = k; });
+  EXPECT_EQ(t.w.run_until([&] { return n > 0; }), world::wait_result::met) << "a watermark";
+  EXPECT_EQ(n, 10u);
+  client.close();
+  client.set_option(asio::socket_base::linger(true, 0));
+  client.set_option(asio::socket_base::receive_low_watermark(500));
+  EXPECT_FALSE(client.is_open());
+  settle(t);
+  std::error_code ec;
+  server.read_some(asio::buffer(got), ec);
+  EXPECT_EQ(ec, eof_code()) << "linger 0 set before the open reset the close";
+}
+
+// Rule: a network must outlive its sockets and acceptors: destroying it
+// while one is open is an assertion failure, not a dangling pointer.
+TEST(dsim_network_ends_death, a_network_destroyed_before_its_open_socket_or_acceptor_asserts) {
+  for (bool an_acceptor : {false, true}) {
+    EXPECT_DEATH(
+        {
+          world w(55);
+          asio::io_context ctx;
+          auto net = std::make_unique<network>(w);
+          socket s(ctx);
+          acceptor a(ctx);
+          std::error_code ec;
+          an_acceptor ? a.open(asio::ip::tcp::v4(), ec) : s.open(asio::ip::tcp::v4(), ec);
+          net.reset();
+          std::_Exit(0);  // with no assertion: the socket's close would use the network
+        },
+        "objects_ == 0")
+        << (an_acceptor ? "an acceptor" : "a socket");
+  }
 }
 
 }  // namespace
