@@ -5,8 +5,9 @@
 // listener that closes resets what it queued and refuses what it held; a
 // held connect that was cancelled, or whose node went down, never
 // connects; and a crash touches only the connections with an end on its
-// node still open, resets them behind the bytes already written, and
-// frees its ports for the node's next run.
+// node still open, and every one of them however many were opened, resets
+// them behind the bytes already written, and frees its ports for the
+// node's next run.
 #include <gtest/gtest.h>
 
 #include <asio/error.hpp>
@@ -347,6 +348,30 @@ TEST(dsim_network_close, a_crash_leaves_connections_between_other_nodes_open) {
   asio::read(t.server, asio::buffer(got), ec);
   EXPECT_FALSE(ec) << ec.message();
   EXPECT_TRUE(got == sent);
+}
+
+// Rule: a crash resets every connection with an end on its node, however
+// many the network opened: 100 connections, every other one closed on the
+// way (the network forgets only connections gone), 50 open, all reset.
+TEST(dsim_network_close, a_crash_resets_every_connection_of_its_node_however_many_were_opened) {
+  two_nodes t(74, whole(4096));
+  acceptor a(t.server_ctx);
+  const auto at = t.listen(a, 128);
+  std::vector<std::pair<socket, socket>> kept;
+  for (int i = 0; i < 100; ++i) {
+    auto pair = t.connect_pair(a, at);
+    if (i % 2 == 0) kept.push_back(std::move(pair));  // the others close here
+  }
+  settle(t);
+  EXPECT_EQ(t.net.connections_open(), 50u);
+  t.net.crash(server_node);
+  settle(t);
+  EXPECT_EQ(t.net.connections_open(), 0u);
+  std::size_t reset = 0;
+  for (auto& [client, server] : kept) {
+    reset += next_read(t, client) == code(asio::error::connection_reset) ? 1 : 0;
+  }
+  EXPECT_EQ(reset, 50u);
 }
 
 // What the crashed node wrote just before its crash still reaches its
