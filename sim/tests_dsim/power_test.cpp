@@ -42,11 +42,20 @@ std::uint64_t planted_fired(const run_result& r) {
   return it == r.hist->failpoints_fired.end() ? 0 : it->second;
 }
 
-TEST(sim_on_world_power, the_swarm_at_500ms_catches_the_planted_replay_on_every_seed_it_reaches) {
+// Seeds 1..4 and 5..8, each half a test of its own, so that ctest runs them
+// side by side: the eight in one test took 80 s alone on two idle cores and
+// past its 300 s limit under three test suites. The world is
+// deterministic, so which seeds reach the bug is fixed: four of 1..4, three
+// of 5..8 (the `reached` property in the test's XML).
+class sim_on_world_swarm_500ms : public ::testing::TestWithParam<std::uint64_t> {};
+
+INSTANTIATE_TEST_SUITE_P(seeds, sim_on_world_swarm_500ms, ::testing::Values(1u, 5u));
+
+TEST_P(sim_on_world_swarm_500ms, catches_the_planted_replay_on_every_seed_it_reaches) {
   const auto healthy = swarm_at_500ms(false);
   const auto planted = swarm_at_500ms(true);
   std::size_t reached = 0;
-  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+  for (std::uint64_t seed = GetParam(); seed < GetParam() + 4; ++seed) {
     run_options o;
     o.seed = seed;
     const auto ok = run_scenario(healthy, o);
@@ -63,7 +72,8 @@ TEST(sim_on_world_power, the_swarm_at_500ms_catches_the_planted_replay_on_every_
       EXPECT_EQ(again.digest, bad.digest) << "seed " << seed;
     }
   }
-  EXPECT_GE(reached, 5u);  // most seeds have an ambiguous WRITE to replay
+  RecordProperty("reached", static_cast<int>(reached));
+  EXPECT_GE(reached, 3u);  // most seeds have an ambiguous WRITE to replay
 }
 
 // The shrink test's schedule (sim/tests/shrink_test.cpp) in
