@@ -5,6 +5,8 @@
 // or order here blames the wrong op.
 #include <gtest/gtest.h>
 
+#include <iterator>
+
 #include "checkers/checkers_support.hpp"
 
 namespace faultlane::sim::detail {
@@ -124,6 +126,30 @@ TEST(checkers_support, a_count_range_is_shown_in_its_file_form) {
   EXPECT_EQ(show({0, UINT64_MAX}), ">=0");
   EXPECT_EQ(show({0, 2}), "<=2");
   EXPECT_EQ(show({2, 5}), "2..5");
+}
+
+// Rule: run_checkers reads the history through one index, built once for
+// all its checkers, and each reaches the verdict it reaches alone (where it
+// builds an index of its own).
+TEST(checkers_support, run_checkers_builds_one_index_for_every_checker) {
+  const history h = restarted();
+  const scenario s;
+  const auto before = history_index::built();
+  const auto together = run_checkers(s, h);
+  EXPECT_EQ(history_index::built() - before, 1u);
+  ASSERT_EQ(together.size(), std::size(checker_table) + 1);
+  std::size_t violations = 0;
+  for (std::size_t i = 0; i < std::size(checker_table); ++i) {
+    const auto alone = checker_table[i].check(h);
+    EXPECT_EQ(together[i].name, alone.name);
+    EXPECT_EQ(together[i].checked, alone.checked) << alone.name;
+    ASSERT_EQ(together[i].violations.size(), alone.violations.size()) << alone.name;
+    for (std::size_t v = 0; v < alone.violations.size(); ++v) {
+      EXPECT_EQ(describe(together[i].violations[v]), describe(alone.violations[v])) << alone.name;
+    }
+    violations += alone.violations.size();
+  }
+  EXPECT_GT(violations, 0u) << "a history with nothing to report compares nothing";
 }
 
 }  // namespace

@@ -68,9 +68,8 @@ void check_op_once(const detail::history_index& index, const op_record& op, chec
 
 }  // namespace
 
-checker_result check_exactly_once(const history& h) {
+checker_result detail::exactly_once_by_index(const history& h, const detail::history_index& index) {
   checker_result r{.name = std::string(exactly_once_name)};
-  detail::history_index index(h);
   std::set<detail::task_key> known;
   for (const auto& op : h.ops) {
     if (op.task_id != 0) known.insert(detail::key_of(op));
@@ -92,16 +91,33 @@ checker_result check_exactly_once(const history& h) {
   return r;
 }
 
+checker_result check_exactly_once(const history& h) {
+  return detail::exactly_once_by_index(h, detail::history_index(h));
+}
+
+// detail::indexed_checkers is checker_table, row for row, with each
+// checker's version that reads an index its caller built.
+static_assert([] {
+  if (std::size(detail::indexed_checkers) != std::size(checker_table)) return false;
+  for (std::size_t i = 0; i < std::size(checker_table); ++i) {
+    const auto& c = detail::indexed_checkers[i];
+    if (c.check != checker_table[i].check || c.by_index == nullptr) return false;
+  }
+  return true;
+}());
+
 std::vector<checker_result> run_checkers(const scenario& s, const history& h) {
+  // One index for every checker (it outlives the futures that read it).
+  const detail::history_index index(h);
   // Checkers only read the finished history, so each runs on its own
   // thread; the run's verdict waits for the slowest (the data checker).
   std::vector<std::future<checker_result>> running(std::size(checker_table));
   for (std::size_t i = 0; i < std::size(checker_table); ++i) {
-    const auto& c = checker_table[i];
-    if (s.expect.checkers_off.count(std::string(c.name)) != 0) continue;
-    running[i] = std::async(std::launch::async, c.check, std::cref(h));
+    if (s.expect.checkers_off.count(std::string(checker_table[i].name)) != 0) continue;
+    running[i] = std::async(std::launch::async, detail::indexed_checkers[i].by_index,
+                            std::cref(h), std::cref(index));
   }
-  auto expectations = check_expectations(s, h);
+  auto expectations = detail::expectations_by_index(s, h, index);
   std::vector<checker_result> results;
   for (std::size_t i = 0; i < std::size(checker_table); ++i) {
     std::string name(checker_table[i].name);

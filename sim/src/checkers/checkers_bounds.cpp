@@ -58,9 +58,9 @@ std::string stale_reason(const history& h, const core_event& e) {
 
 }  // namespace
 
-checker_result check_stale_rejection(const history& h) {
+checker_result detail::stale_rejection_by_index(const history& h,
+                                                const detail::history_index& index) {
   checker_result r{.name = std::string(stale_name)};
-  detail::history_index index(h);
   for (const auto& e : h.events) {
     if (e.kind != event_kind::server_executed || e.outcome != status::ok) continue;
     ++r.checked;
@@ -73,6 +73,10 @@ checker_result check_stale_rejection(const history& h) {
                                             e.remote_offset, e.remote_offset + e.length, why)));
   }
   return r;
+}
+
+checker_result check_stale_rejection(const history& h) {
+  return detail::stale_rejection_by_index(h, detail::history_index(h));
 }
 
 namespace {
@@ -170,14 +174,17 @@ void check_relay_effects(const history& h, checker_result& r) {
   }
 }
 
-checker_result check_bounds(const history& h) {
+checker_result detail::bounds_by_index(const history& h, const detail::history_index& index) {
   checker_result r{.name = std::string(bounds_name)};
-  detail::history_index index(h);
   check_admission(h, index, r);
   check_stats(h, index, r);
   check_leases(h, r);
   check_relay_effects(h, r);
   return r;
+}
+
+checker_result check_bounds(const history& h) {
+  return detail::bounds_by_index(h, detail::history_index(h));
 }
 
 }  // namespace faultlane::sim

@@ -115,7 +115,8 @@ void drop(std::vector<std::size_t>& v, std::size_t i) { std::erase(v, i); }
 
 class data_sweep {
  public:
-  data_sweep(const history& h, checker_result& r) : h_(h), index_(h), r_(r) {}
+  data_sweep(const history& h, const detail::history_index& index, checker_result& r)
+      : h_(h), index_(index), r_(r) {}
 
   void run() {
     for (const auto& p : points()) {
@@ -147,7 +148,7 @@ class data_sweep {
   void report_read(const op_record& op, const comparison& c);
 
   const history& h_;
-  detail::history_index index_;
+  const detail::history_index& index_;
   checker_result& r_;
   std::map<model_key, region_model> models_;
   std::unordered_map<std::size_t, std::vector<byte_range>> taint_;  // per op in flight
@@ -349,10 +350,15 @@ void data_sweep::check_final(const region_final& f) {
 
 }  // namespace
 
-checker_result check_data_integrity(const history& h) {
+checker_result detail::data_integrity_by_index(const history& h,
+                                               const detail::history_index& index) {
   checker_result r{.name = std::string(data_name)};
-  data_sweep(h, r).run();
+  data_sweep(h, index, r).run();
   return r;
+}
+
+checker_result check_data_integrity(const history& h) {
+  return detail::data_integrity_by_index(h, detail::history_index(h));
 }
 
 }  // namespace faultlane::sim

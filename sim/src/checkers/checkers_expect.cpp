@@ -182,9 +182,9 @@ void check_stats(const scenario& s, const history& h, checker_result& r) {
 
 }  // namespace
 
-checker_result check_expectations(const scenario& s, const history& h) {
+checker_result detail::expectations_by_index(const scenario& s, const history& h,
+                                             const detail::history_index& index) {
   checker_result r{.name = std::string(expect_name)};
-  detail::history_index index(h);
   check_allowed(s, h, index, r);
   check_counts(s, h, r);
   check_fault_counts(s, h, r);
@@ -192,6 +192,10 @@ checker_result check_expectations(const scenario& s, const history& h) {
   check_stats(s, h, r);
   detail::check_callers(s, h, r);
   return r;
+}
+
+checker_result check_expectations(const scenario& s, const history& h) {
+  return detail::expectations_by_index(s, h, detail::history_index(h));
 }
 
 }  // namespace faultlane::sim

@@ -174,9 +174,8 @@ void check_taps(const history& h, const detail::history_index& index, checker_re
 
 }  // namespace
 
-checker_result check_no_replay(const history& h) {
+checker_result detail::no_replay_by_index(const history& h, const detail::history_index& index) {
   checker_result r{.name = std::string(replay_name)};
-  detail::history_index index(h);
   check_target_executions(h, index, r);
   auto refused = tapped_rejections(h);
   for (const auto& op : h.ops) {
@@ -186,6 +185,10 @@ checker_result check_no_replay(const history& h) {
   }
   check_taps(h, index, r);
   return r;
+}
+
+checker_result check_no_replay(const history& h) {
+  return detail::no_replay_by_index(h, detail::history_index(h));
 }
 
 }  // namespace faultlane::sim

@@ -92,9 +92,9 @@ void check_settled(const history& h, const detail::history_index& index, const s
 
 }  // namespace
 
-checker_result check_drained_shutdown(const history& h) {
+checker_result detail::drained_shutdown_by_index(const history& h,
+                                                 const detail::history_index& index) {
   checker_result r{.name = std::string(shutdown_name)};
-  detail::history_index index(h);
   for (const auto& s : h.shutdowns) {
     ++r.checked;
     check_return(s, r);
@@ -103,9 +103,12 @@ checker_result check_drained_shutdown(const history& h) {
   return r;
 }
 
-checker_result check_liveness(const history& h) {
+checker_result check_drained_shutdown(const history& h) {
+  return detail::drained_shutdown_by_index(h, detail::history_index(h));
+}
+
+checker_result detail::liveness_by_index(const history& h, const detail::history_index& index) {
   checker_result r{.name = std::string(liveness_name)};
-  detail::history_index index(h);
   for (const auto& p : h.phases) {
     if (!p.liveness) continue;
     auto deadline_us = p.start_us + std::uint64_t{p.deadline_ms} * 1000;
@@ -142,6 +145,10 @@ checker_result check_liveness(const history& h) {
     }
   }
   return r;
+}
+
+checker_result check_liveness(const history& h) {
+  return detail::liveness_by_index(h, detail::history_index(h));
 }
 
 }  // namespace faultlane::sim

@@ -59,7 +59,8 @@ std::string show(const std::vector<slice>& plan, std::uint64_t base) {
 
 class slice_check {
  public:
-  slice_check(const history& h, checker_result& r) : h_(h), index_(h), r_(r) {
+  slice_check(const history& h, const detail::history_index& index, checker_result& r)
+      : h_(h), index_(index), r_(r) {
     for (const auto& link : h.links) {
       if (!link.tapped) continue;
       tapped_links_[{link.initiator, link.target}].insert(link.rail);
@@ -94,7 +95,7 @@ class slice_check {
   void check_taps(const op_record& op, const std::vector<slice>& plan);
 
   const history& h_;
-  detail::history_index index_;
+  const detail::history_index& index_;
   checker_result& r_;
   std::map<std::pair<std::string, std::string>, std::set<std::size_t>> tapped_links_;
   std::unordered_map<std::uint64_t, std::vector<tapped_read>> reads_;
@@ -179,10 +180,15 @@ void slice_check::check_taps(const op_record& op, const std::vector<slice>& plan
 
 }  // namespace
 
-checker_result check_slice_coverage(const history& h) {
+checker_result detail::slice_coverage_by_index(const history& h,
+                                               const detail::history_index& index) {
   checker_result r{.name = std::string(slices_name)};
-  slice_check(h, r).run();
+  slice_check(h, index, r).run();
   return r;
+}
+
+checker_result check_slice_coverage(const history& h) {
+  return detail::slice_coverage_by_index(h, detail::history_index(h));
 }
 
 }  // namespace faultlane::sim

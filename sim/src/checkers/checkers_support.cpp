@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <utility>
 
 namespace faultlane::sim::detail {
@@ -15,7 +16,14 @@ task_key key_of(const op_record& op) {
 
 task_key key_of(const core_event& e) { return task_key{e.transport, e.incarnation, e.task_id}; }
 
+namespace {
+std::atomic<std::uint64_t> indexes_built{0};
+}  // namespace
+
+std::uint64_t history_index::built() { return indexes_built.load(std::memory_order_relaxed); }
+
 history_index::history_index(const history& h) : h_(h) {
+  indexes_built.fetch_add(1, std::memory_order_relaxed);
   for (const auto& e : h.events) {
     switch (e.kind) {
       case event_kind::task_submitted: traces_[key_of(e)].submitted.push_back(&e); break;

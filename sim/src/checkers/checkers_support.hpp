@@ -40,10 +40,14 @@ struct task_trace {
   std::vector<const core_event*> slices;
 };
 
-// Tasks, request ids and ops, cross-referenced once per checker run.
+// Tasks, request ids and ops, cross-referenced once per checker run:
+// run_checkers builds one and every checker below reads it (a checker
+// called alone builds its own).
 class history_index {
  public:
   explicit history_index(const history& h);
+  // Indexes built in this process so far (a test counts run_checkers' one).
+  static std::uint64_t built();
 
   const task_trace* trace(const task_key& k) const;
   const task_trace* trace(const op_record& op) const;
@@ -62,6 +66,35 @@ class history_index {
   std::map<task_key, const op_record*> op_by_task_;
   std::unordered_map<std::uint64_t, const op_record*> op_by_request_;
   std::unordered_map<std::uint64_t, std::vector<const core_event*>> executions_;
+};
+
+// Each checker over an index its caller built: check_X(h) builds one and
+// calls X_by_index; run_checkers builds one for them all. The table is
+// checker_table's, row for row (checkers.cpp asserts it).
+checker_result exactly_once_by_index(const history& h, const history_index& index);
+checker_result data_integrity_by_index(const history& h, const history_index& index);
+checker_result no_replay_by_index(const history& h, const history_index& index);
+checker_result slice_coverage_by_index(const history& h, const history_index& index);
+checker_result stale_rejection_by_index(const history& h, const history_index& index);
+checker_result bounds_by_index(const history& h, const history_index& index);
+checker_result drained_shutdown_by_index(const history& h, const history_index& index);
+checker_result liveness_by_index(const history& h, const history_index& index);
+checker_result expectations_by_index(const scenario& s, const history& h,
+                                     const history_index& index);
+
+struct indexed_checker {
+  checker_result (*check)(const history&);
+  checker_result (*by_index)(const history&, const history_index&);
+};
+inline constexpr indexed_checker indexed_checkers[] = {
+    {check_exactly_once, exactly_once_by_index},
+    {check_data_integrity, data_integrity_by_index},
+    {check_no_replay, no_replay_by_index},
+    {check_slice_coverage, slice_coverage_by_index},
+    {check_stale_rejection, stale_rejection_by_index},
+    {check_bounds, bounds_by_index},
+    {check_drained_shutdown, drained_shutdown_by_index},
+    {check_liveness, liveness_by_index},
 };
 
 std::string hex(std::uint64_t v);
