@@ -257,6 +257,7 @@ TEST(dsim_edge_read, arrivals_before_the_reads_step_are_one_report) {
   p.send_now(3000);
   ASSERT_EQ(p.t.w.run_until([&] { return !reads.empty(); }), world::wait_result::met);
   EXPECT_EQ(reads[0].n, 4096u);
+  EXPECT_FALSE(reads[0].left_nothing) << "1904 bytes are left";
   EXPECT_EQ(p.t.w.run_until([&] { return reads.size() == 2; }), world::wait_result::idle)
       << "the bytes left were read without an arrival";
   p.send_now(10);

@@ -15,6 +15,7 @@
 #include <asio/write.hpp>
 
 #include <array>
+#include <chrono>
 #include <set>
 #include <vector>
 
@@ -318,6 +319,7 @@ TEST(dsim_network_bytes, each_direction_draws_its_own_buffer_within_the_bounds) 
 // after it starts, never at once: refused where nobody listens, connected
 // where a listener is.
 TEST(dsim_network_bytes, a_connect_is_answered_one_drawn_latency_after_it_starts) {
+  std::set<std::chrono::nanoseconds::rep> took;
   for (std::uint64_t seed = 1; seed <= 8; ++seed) {
     network_options o = whole(64 << 10);
     o.latency_min = 40us;
@@ -333,8 +335,11 @@ TEST(dsim_network_bytes, a_connect_is_answered_one_drawn_latency_after_it_starts
       EXPECT_EQ(end, listening ? std::error_code() : code(asio::error::connection_refused));
       EXPECT_GE(t.w.now() - start, 40us) << "seed " << seed << ", listening " << listening;
       EXPECT_LE(t.w.now() - start, 60us) << "seed " << seed << ", listening " << listening;
+      const auto delay = t.w.now() - start;
+      took.insert(std::chrono::duration_cast<std::chrono::nanoseconds>(delay).count());
     }
   }
+  EXPECT_GT(took.size(), 1u) << "every connect took the same time: not drawn";
 }
 
 }  // namespace

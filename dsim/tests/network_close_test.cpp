@@ -363,6 +363,7 @@ TEST(dsim_network_close, a_crash_resets_every_connection_of_its_node_however_man
     if (i % 2 == 0) kept.push_back(std::move(pair));  // the others close here
   }
   settle(t);
+  EXPECT_EQ(t.net.connections_opened(), 100u);
   EXPECT_EQ(t.net.connections_open(), 50u);
   t.net.crash(server_node);
   settle(t);
