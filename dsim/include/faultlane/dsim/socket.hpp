@@ -10,8 +10,6 @@
 #include <asio/associated_executor.hpp>
 #include <asio/async_result.hpp>
 #include <asio/buffer.hpp>
-#include <asio/detail/throw_error.hpp>
-#include <asio/error.hpp>
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/post.hpp>
@@ -120,15 +118,10 @@ class socket : public asio::socket_base {
 
   // Options are kept; those the network models act: linger (a close with
   // linger 0 resets), receive_low_watermark (a read completes only when
-  // that many bytes have arrived, or at end of file). On a socket that is
-  // not open, as in Asio: bad_descriptor, and nothing changes.
+  // that many bytes have arrived, or at end of file).
   template <typename Option>
   void set_option(const Option& o, std::error_code& ec) {
     ec.clear();
-    if (!is_open()) {
-      ec = asio::error::bad_descriptor;
-      return;
-    }
     if constexpr (std::is_same_v<Option, asio::socket_base::linger>) {
       set_linger(o.enabled(), o.timeout());
     } else if constexpr (std::is_same_v<Option, asio::socket_base::receive_low_watermark>) {
@@ -139,7 +132,6 @@ class socket : public asio::socket_base {
   void set_option(const Option& o) {
     std::error_code ec;
     set_option(o, ec);
-    asio::detail::throw_error(ec, "set_option");
   }
   void io_control(asio::socket_base::bytes_readable& command, std::error_code& ec);
   std::size_t available(std::error_code& ec) const;
