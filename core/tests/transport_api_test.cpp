@@ -82,23 +82,33 @@ TEST(transport_api, each_queued_task_ends_at_its_own_start_deadline_in_either_or
   }
 }
 
+// A target serving 64 readable bytes, an initiator with its segment, and
+// 64 bytes to read them into; both shut down cleanly when it goes.
+struct reading_pair {
+  std::unique_ptr<transport> target = start(loopback_config());
+  std::unique_ptr<transport> initiator = start(loopback_config());
+  std::vector<std::byte> memory = std::vector<std::byte>(64);
+  registration_id id =
+      target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
+  segment_id seg = initiator->open_segment(target->descriptor()).value();
+  std::vector<std::byte> back = std::vector<std::byte>(64);
+
+  ~reading_pair() {
+    EXPECT_TRUE(initiator->shutdown().ok());
+    EXPECT_TRUE(target->shutdown().ok());
+  }
+};
+
 TEST(transport_api, start_deadline_at_the_bound_and_one_past) {
-  auto target = start(loopback_config());
-  auto initiator = start(loopback_config());
-  std::vector<std::byte> memory(64);
-  auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
-  auto seg = initiator->open_segment(target->descriptor()).value();
-  std::vector<std::byte> back(64);
-  auto r = read_req(seg, id, 0, back.data(), back.size());
+  reading_pair p;
+  auto r = read_req(p.seg, p.id, 0, p.back.data(), p.back.size());
   r.start_deadline_ms = limits::timeout_ms_max;
-  EXPECT_EQ(run_one(*initiator, r).code, status::ok);
+  EXPECT_EQ(run_one(*p.initiator, r).code, status::ok);
   r.start_deadline_ms = limits::timeout_ms_max + 1;
-  auto refused = initiator->submit(std::span(&r, 1));
+  auto refused = p.initiator->submit(std::span(&r, 1));
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.code(), status::invalid_argument);
   EXPECT_NE(refused.error().message.find("start_deadline_ms"), std::string::npos);
-  EXPECT_TRUE(initiator->shutdown().ok());
-  EXPECT_TRUE(target->shutdown().ok());
 }
 
 // A request's remote end, remote_offset + length, must fit in 64 bits:
@@ -106,24 +116,17 @@ TEST(transport_api, start_deadline_at_the_bound_and_one_past) {
 // past the registration); one byte further, its end is 2^64, submit()
 // refuses the batch and nothing is sent.
 TEST(transport_api, a_remote_range_whose_end_does_not_fit_in_64_bits_is_refused_at_submit) {
-  auto target = start(loopback_config());
-  auto initiator = start(loopback_config());
-  std::vector<std::byte> memory(64);
-  auto id = target->register_buffer(memory.data(), memory.size(), permission::remote_read).value();
-  auto seg = initiator->open_segment(target->descriptor()).value();
-  std::vector<std::byte> back(64);
+  reading_pair p;
   // The last 64-byte range whose end fits in 64 bits.
   constexpr auto last_start = std::numeric_limits<std::uint64_t>::max() - 64;
-  EXPECT_EQ(run_one(*initiator, read_req(seg, id, last_start, back.data(), 64)).code,
+  EXPECT_EQ(run_one(*p.initiator, read_req(p.seg, p.id, last_start, p.back.data(), 64)).code,
             status::range_rejected);
-  auto r = read_req(seg, id, last_start + 1, back.data(), 64);
-  auto refused = initiator->submit(std::span(&r, 1));
+  auto r = read_req(p.seg, p.id, last_start + 1, p.back.data(), 64);
+  auto refused = p.initiator->submit(std::span(&r, 1));
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.code(), status::invalid_argument);
   EXPECT_NE(refused.error().message.find("offset overflows"), std::string::npos);
-  EXPECT_EQ(initiator->stats().tasks_submitted, 1u);
-  EXPECT_TRUE(initiator->shutdown().ok());
-  EXPECT_TRUE(target->shutdown().ok());
+  EXPECT_EQ(p.initiator->stats().tasks_submitted, 1u);
 }
 
 // Shutdown closes the listener: once it returns, a connect to the
