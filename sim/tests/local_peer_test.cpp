@@ -36,8 +36,8 @@ TEST(local_peer, fresh_bytes_leave_the_old_memory_to_its_registration) {
   EXPECT_EQ(back, testing::pattern(4096, 1)) << "the first registration's bytes changed";
   ASSERT_TRUE(peer->register_region(region, 0).ok());
   auto written = testing::pattern(4096, 9);
-  ASSERT_EQ(testing::run_one(*reader, testing::write_req(seg, second, 0, written.data(), 4096)).code,
-            status::ok);
+  const auto wrote = testing::write_req(seg, second, 0, written.data(), 4096);
+  ASSERT_EQ(testing::run_one(*reader, wrote).code, status::ok);
   EXPECT_EQ(peer->dump("r").value(), written) << "seed 0 gave the region other memory";
   EXPECT_TRUE(reader->shutdown().ok());
   EXPECT_TRUE(peer->shutdown().ok());
